@@ -1,0 +1,44 @@
+# The two commands the README gives:  make demo   and   make test
+# Both create the environment (.venv) when it is missing or out of date, so they
+# work on a fresh machine; a re-run with an up-to-date environment starts at once.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The environment is rebuilt when any of these change.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+HOST ?= 127.0.0.1
+PORT ?= 7860
+PYTEST_ARGS ?=
+
+.PHONY: demo test env lab lint format bench clean-env
+
+demo: $(STAMP)
+	$(PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -c constraints.txt -e '.[notebooks,demo,dev,vllm]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+clean-env:
+	rm -rf $(VENV)

@@ -1,0 +1,234 @@
+"""One frozen spec per model family: token strings and ids, processor settings, budgets.
+
+Everything here is a *fact* about the released models, with where it comes from.
+Nothing here imports torch, so plans and docs can use it cheaply.
+
+>>> from gemma_explore.families import get_family
+>>> get_family("gemma4").image_token
+'<|image|>'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "AudioSpec",
+    "FAMILIES",
+    "FamilySpec",
+    "GEMMA3N",
+    "GEMMA4",
+    "ImageSpec",
+    "get_family",
+]
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """How a family's image processor cuts an image into patches and soft tokens."""
+
+    patch_size: int  # px per patch side (3n: one token covers 48 px of the 768 squash)
+    pooling_kernel: int  # patches per pooled cell side (4: 3 → 3×3 patches = 1 token)
+    fixed_size: tuple[int, int] | None  # 3n squashes every image to this (h, w)
+    fixed_soft_tokens: int | None  # 3n: always 256
+    budgets: tuple[int, ...]  # Gemma 4's allowed max_soft_tokens
+    default_budget: int | None  # Gemma 4's default max_soft_tokens
+    video_budget: int | None  # Gemma 4 video frames use this budget
+    max_video_frames: int | None  # Gemma 4 samples at most this many frames
+
+
+@dataclass(frozen=True)
+class AudioSpec:
+    """How a family's feature extractor turns a waveform into mel frames and tokens."""
+
+    sampling_rate: int  # Hz the feature extractor expects
+    mel_bins: int  # mel filters per frame
+    frame_length: int  # samples per analysis window (3n 32 ms, 4 20 ms)
+    hop_length: int  # samples between frames (10 ms for both)
+    fft_length: int  # FFT size
+    min_hz: float
+    max_hz: float
+    max_samples: int  # longest clip the extractor keeps (30 s)
+    pad_to_multiple_of: int | None  # 3n pads the waveform to a multiple of 128 samples
+    subsampling: int  # encoder time reduction (two stride-2 convs → 4)
+    fixed_placeholders: int | None  # 3n: always 188 audio placeholders
+    max_tokens: int  # cap on audio soft tokens per clip (3n 188, 4 750)
+    ms_per_token: int  # 40 ms: 4 frames × 10 ms hop
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """The facts for one family. Ids are the released checkpoints' ids."""
+
+    name: str  # "gemma3n" or "gemma4"
+    display_name: str
+    has_video: bool
+    bos_token: str
+    eos_token: str
+    pad_token: str
+    turn_start: str  # opens a chat turn
+    turn_end: str  # closes a chat turn
+    boi_token: str  # begin-of-image marker
+    eoi_token: str  # end-of-image marker
+    image_token: str  # one image placeholder
+    boa_token: str
+    eoa_token: str
+    audio_token: str
+    video_token: str | None  # Gemma 4 video frames use their own placeholder
+    token_ids: dict[str, int] = field(hash=False)  # token string → real id
+    wraps_in_newlines: bool = False  # 3n wraps each image/audio run in "\n\n" … "\n\n"
+    text_vocab_size: int = 262_144  # ids of the text vocabulary
+    vocab_size: int = 262_144  # embedding rows of the language model
+    image: ImageSpec | None = None
+    audio: AudioSpec | None = None
+    hub_ids: tuple[str, ...] = ()  # released checkpoints that load with this family
+    source: str = ""  # where these facts were read
+
+    def id_of(self, token: str) -> int:
+        """The real id of a special token string."""
+        return self.token_ids[token]
+
+
+# Newline runs are single tokens in Gemma's vocabulary: "\n" is 107, "\n\n" 108, …
+NEWLINE_BASE_ID = 106  # id of "\n" * k is NEWLINE_BASE_ID + k
+MAX_NEWLINE_RUN = 31  # the vocabulary has single tokens up to 31 newlines
+
+_COMMON_IDS = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<mask>": 4}
+_NEWLINES = {"\n" * k: NEWLINE_BASE_ID + k for k in range(1, MAX_NEWLINE_RUN + 1)}
+
+GEMMA3N = FamilySpec(
+    name="gemma3n",
+    display_name="Gemma 3n",
+    has_video=False,
+    bos_token="<bos>",
+    eos_token="<eos>",
+    pad_token="<pad>",
+    turn_start="<start_of_turn>",
+    turn_end="<end_of_turn>",
+    boi_token="<start_of_image>",
+    eoi_token="<end_of_image>",
+    image_token="<image_soft_token>",
+    boa_token="<start_of_audio>",
+    eoa_token="<end_of_audio>",
+    audio_token="<audio_soft_token>",
+    video_token=None,
+    token_ids={
+        **_COMMON_IDS,
+        "<start_of_turn>": 105,
+        "<end_of_turn>": 106,
+        **_NEWLINES,
+        "<start_of_image>": 255_999,
+        "<start_of_audio>": 256_000,
+        "<end_of_image>": 262_144,
+        "<image_soft_token>": 262_145,
+        "<end_of_audio>": 262_272,
+        "<audio_soft_token>": 262_273,
+    },
+    wraps_in_newlines=True,
+    text_vocab_size=262_144,
+    vocab_size=262_400,  # 262 144 text + 128 vision + 128 audio hard tokens
+    image=ImageSpec(
+        patch_size=48,
+        pooling_kernel=1,
+        fixed_size=(768, 768),
+        fixed_soft_tokens=256,
+        budgets=(),
+        default_budget=None,
+        video_budget=None,
+        max_video_frames=None,
+    ),
+    audio=AudioSpec(
+        sampling_rate=16_000,
+        mel_bins=128,
+        frame_length=512,
+        hop_length=160,
+        fft_length=1024,
+        min_hz=125.0,
+        max_hz=7600.0,
+        max_samples=480_000,
+        pad_to_multiple_of=128,
+        subsampling=4,
+        fixed_placeholders=188,
+        max_tokens=188,
+        ms_per_token=40,
+    ),
+    hub_ids=("google/gemma-3n-E2B-it", "google/gemma-3n-E4B-it"),
+    source="transformers Gemma3nProcessor / Gemma3nAudioFeatureExtractor / SiglipImageProcessor",
+)
+
+GEMMA4 = FamilySpec(
+    name="gemma4",
+    display_name="Gemma 4",
+    has_video=True,
+    bos_token="<bos>",
+    eos_token="<eos>",
+    pad_token="<pad>",
+    turn_start="<|turn>",
+    turn_end="<turn|>",
+    boi_token="<|image>",
+    eoi_token="<image|>",
+    image_token="<|image|>",
+    boa_token="<|audio>",
+    eoa_token="<audio|>",
+    audio_token="<|audio|>",
+    video_token="<|video|>",
+    token_ids={
+        **_COMMON_IDS,
+        "<|turn>": 105,
+        "<turn|>": 106,
+        **_NEWLINES,
+        "<|image>": 255_999,
+        "<|audio>": 256_000,
+        "<|image|>": 258_880,
+        "<|audio|>": 258_881,
+        "<image|>": 258_882,
+        "<audio|>": 258_883,
+        "<|video|>": 258_884,
+    },
+    wraps_in_newlines=False,
+    text_vocab_size=262_144,
+    vocab_size=262_144,
+    image=ImageSpec(
+        patch_size=16,
+        pooling_kernel=3,
+        fixed_size=None,
+        fixed_soft_tokens=None,
+        budgets=(70, 140, 280, 560, 1120),
+        default_budget=280,
+        video_budget=70,
+        max_video_frames=32,
+    ),
+    audio=AudioSpec(
+        sampling_rate=16_000,
+        mel_bins=128,
+        frame_length=320,
+        hop_length=160,
+        fft_length=512,
+        min_hz=0.0,
+        max_hz=8000.0,
+        max_samples=480_000,
+        pad_to_multiple_of=None,
+        subsampling=4,
+        fixed_placeholders=None,
+        max_tokens=750,
+        ms_per_token=40,
+    ),
+    hub_ids=("google/gemma-4-E2B-it", "google/gemma-4-E4B-it"),
+    source="transformers Gemma4Processor / Gemma4ImageProcessor / Gemma4AudioFeatureExtractor",
+)
+
+FAMILIES: dict[str, FamilySpec] = {"gemma3n": GEMMA3N, "gemma4": GEMMA4}
+
+
+def get_family(family: str | FamilySpec) -> FamilySpec:
+    """Return the spec for ``"gemma3n"`` or ``"gemma4"`` (also accepts a spec)."""
+    if isinstance(family, FamilySpec):
+        return family
+    key = str(family).lower().replace(" ", "").replace("-", "").replace("_", "")
+    aliases = {"gemma3n": "gemma3n", "3n": "gemma3n", "gemma4": "gemma4", "4": "gemma4"}
+    if key not in aliases:
+        raise ValueError(
+            f"Unknown model family {family!r}. Choose one of: {', '.join(FAMILIES)} "
+            "(or pass a loaded bundle, whose .family says which it is)."
+        )
+    return FAMILIES[aliases[key]]

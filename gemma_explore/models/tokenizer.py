@@ -1,0 +1,131 @@
+"""The stand-in tokenizer of the tiny offline bundles.
+
+The real Gemma vocabularies (262 144 text pieces) cannot be downloaded here, so the
+tiny bundles use a tokenizer built from transformers' own ``GemmaTokenizer`` class
+(BPE with byte fallback, spaces as "▁") over a small vocabulary that keeps what the
+token-expansion logic depends on:
+
+* every special token string at its **real id** (``<start_of_image>`` = 255999, …);
+* newline runs ``"\\n"`` … ``"\\n" * 31`` as single tokens at their real ids 107 …,
+  produced by BPE merges exactly like the released tokenizer, so Gemma 3n's
+  ``"\\n\\n"`` wrappers merge with neighbouring newlines as they do for real;
+* printable ASCII as single characters and byte fallback (``<0x00>`` … ``<0xFF>``)
+  for everything else, so any text round-trips;
+* inert ``<unused…>`` fillers so that ids are dense up to the model's vocabulary.
+
+Text is therefore cut into characters, not words: token *counts* for plain text are
+larger than with the real tokenizer, but every multimodal count is exact.
+
+>>> from gemma_explore.models.tokenizer import build_stand_in_tokenizer
+>>> tok = build_stand_in_tokenizer("gemma4")
+>>> tok.convert_tokens_to_ids("<|image|>")
+258880
+"""
+
+from __future__ import annotations
+
+import string
+
+from ..families import MAX_NEWLINE_RUN, get_family
+
+__all__ = ["build_stand_in_tokenizer", "CHAT_TEMPLATES"]
+
+# Ids for the byte-fallback pieces and single characters (free ids in both families).
+_BYTE_BASE_ID = 238  # <0x00> … <0xFF> take 238 … 493
+_CHAR_BASE_ID = 600  # printable ASCII characters and "▁"
+
+# Chat templates in the released format. Images, clips and videos become one
+# placeholder each; the processor expands them. Gemma 3n's template does not write
+# <bos> (the tokenizer adds it); Gemma 4's does, which is why encoding its output
+# with add_special_tokens=True gives a double BOS (see REFERENCE.md).
+_GEMMA3N_TEMPLATE = (
+    "{{ bos_token }}"
+    "{%- for message in messages -%}"
+    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
+    "{{ '<start_of_turn>' + role + '\n' }}"
+    "{%- if message['content'] is string -%}{{ message['content'] | trim }}"
+    "{%- else -%}{%- for item in message['content'] -%}"
+    "{%- if item['type'] == 'image' -%}{{ '<image_soft_token>' }}"
+    "{%- elif item['type'] == 'audio' -%}{{ '<audio_soft_token>' }}"
+    "{%- elif item['type'] == 'text' -%}{{ item['text'] | trim }}"
+    "{%- endif -%}{%- endfor -%}{%- endif -%}"
+    "{{ '<end_of_turn>\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}"
+)
+_GEMMA4_TEMPLATE = (
+    "{{ bos_token }}"
+    "{%- for message in messages -%}"
+    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
+    "{{ '<|turn>' + role + '\n' }}"
+    "{%- if message['content'] is string -%}{{ message['content'] | trim }}"
+    "{%- else -%}{%- for item in message['content'] -%}"
+    "{%- if item['type'] == 'image' -%}{{ '<|image|>' }}"
+    "{%- elif item['type'] == 'audio' -%}{{ '<|audio|>' }}"
+    "{%- elif item['type'] == 'video' -%}{{ '<|video|>' }}"
+    "{%- elif item['type'] == 'text' -%}{{ item['text'] | trim }}"
+    "{%- endif -%}{%- endfor -%}{%- endif -%}"
+    "{{ '<turn|>\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|turn>model\n' }}{%- endif -%}"
+)
+CHAT_TEMPLATES = {"gemma3n": _GEMMA3N_TEMPLATE, "gemma4": _GEMMA4_TEMPLATE}
+
+
+def _vocab_and_merges(spec) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    vocab: dict[str, int] = dict(spec.token_ids)
+    used = set(vocab.values())
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = _BYTE_BASE_ID + b
+    chars = [c for c in string.printable if c not in "\n\r\x0b\x0c "] + ["▁", "\r"]
+    for i, c in enumerate(chars):
+        vocab[c] = _CHAR_BASE_ID + i
+    used = set(vocab.values())
+    assert len(used) == len(vocab), "stand-in vocabulary ids collide"
+    # Newline runs merge pairwise the way the real BPE does: "\n"+"\n" → "\n\n", …
+    merges: list[tuple[str, str]] = []
+    for k in range(2, MAX_NEWLINE_RUN + 1):
+        merges.append(("\n" * (k - 1), "\n"))
+    # Bigger runs are built from halves too, so "\n\n"+"\n\n" → "\n\n\n\n".
+    for k in range(4, MAX_NEWLINE_RUN + 1):
+        half = k // 2
+        pair = ("\n" * half, "\n" * (k - half))
+        if pair not in merges:
+            merges.append(pair)
+    # Inert fillers make the ids dense up to the embedding table's size.
+    for i in range(spec.vocab_size):
+        if i not in used:
+            vocab[f"<unused{i}>"] = i
+    return vocab, merges
+
+
+def build_stand_in_tokenizer(family: str):
+    """Build the stand-in ``GemmaTokenizer`` for ``"gemma3n"`` or ``"gemma4"``."""
+    from transformers import GemmaTokenizer
+
+    spec = get_family(family)
+    vocab, merges = _vocab_and_merges(spec)
+    # Named multimodal tokens become attributes (tokenizer.image_token_id, …),
+    # which the real processors read.
+    named = {
+        "image_token": spec.image_token,
+        "boi_token": spec.boi_token,
+        "eoi_token": spec.eoi_token,
+        "audio_token": spec.audio_token,
+        "boa_token": spec.boa_token,
+        "eoa_token": spec.eoa_token,
+    }
+    tok = GemmaTokenizer(
+        vocab=vocab,
+        merges=merges,
+        extra_special_tokens=named,
+        add_bos_token=True,
+        add_eos_token=False,
+        chat_template=CHAT_TEMPLATES[spec.name],
+        model_max_length=131_072,
+    )
+    others = [spec.turn_start, spec.turn_end]
+    if spec.video_token:
+        others.append(spec.video_token)
+    tok.add_special_tokens({"extra_special_tokens": others}, replace_extra_special_tokens=False)
+    return tok
