@@ -59,8 +59,10 @@ def image_size_of(image: Any) -> tuple[int, int]:
 
     Raises a ``ValueError`` that says what to pass when the input is not an image.
     """
-    if isinstance(image, tuple | list) and len(image) == 2 and all(
-        isinstance(v, int | np.integer) and not isinstance(v, bool) for v in image
+    if (
+        isinstance(image, tuple | list)
+        and len(image) == 2
+        and all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in image)
     ):
         h, w = int(image[0]), int(image[1])
     elif hasattr(image, "size") and hasattr(image, "mode") and hasattr(image, "getbands"):
@@ -382,9 +384,7 @@ def _conv_out(t: int) -> int:
     return (t + 2 - 3) // 2 + 1
 
 
-def plan_audio(
-    audio_or_num_samples: Any, *, family: str, sampling_rate: int = 16_000
-) -> AudioPlan:
+def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 16_000) -> AudioPlan:
     """Plan how a clip becomes audio tokens.
 
     ``audio_or_num_samples`` is a waveform (1-D, or 2-D with channels), a

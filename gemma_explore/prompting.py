@@ -29,8 +29,11 @@ from .plans import _check_budget, sample_frame_indices
 
 __all__ = ["PreparedInputs", "normalize_messages", "prepare_inputs"]
 
-_MEDIA_KEYS = {"image": ("image", "url", "path"), "audio": ("audio", "path", "url"),
-               "video": ("video", "path", "url")}
+_MEDIA_KEYS = {
+    "image": ("image", "url", "path"),
+    "audio": ("audio", "path", "url"),
+    "video": ("video", "path", "url"),
+}
 
 
 @dataclass
@@ -97,8 +100,10 @@ def _media_of(item: dict[str, Any], kind: str) -> Any:
     for key in _MEDIA_KEYS[kind]:
         if item.get(key) is not None:
             return item[key]
-    raise MediaError(f"A {kind!r} item needs its data under the key {kind!r}: {{'type': "
-                     f"'{kind}', '{kind}': ...}}.")
+    raise MediaError(
+        f"A {kind!r} item needs its data under the key {kind!r}: {{'type': "
+        f"'{kind}', '{kind}': ...}}."
+    )
 
 
 def prepare_inputs(
@@ -152,8 +157,9 @@ def prepare_inputs(
                 raise ValueError(
                     f"Unknown content type {kind!r}; use 'text', 'image', 'audio' or 'video'."
                 )
-            items.append({"type": kind, "text": item.get("text", "")} if kind == "text"
-                         else {"type": kind})
+            items.append(
+                {"type": kind, "text": item.get("text", "")} if kind == "text" else {"type": kind}
+            )
         out["content"] = items
 
     text = processor.apply_chat_template(
@@ -179,9 +185,13 @@ def prepare_inputs(
             idx = sample_frame_indices(v.num_frames, max_frames=limit)
             frame_indices.append(idx)
             metadata.append(
-                VideoMetadata(total_num_frames=v.num_frames, fps=v.fps,
-                              duration=v.num_frames / v.fps,
-                              height=v.frames.shape[1], width=v.frames.shape[2])
+                VideoMetadata(
+                    total_num_frames=v.num_frames,
+                    fps=v.fps,
+                    duration=v.num_frames / v.fps,
+                    height=v.frames.shape[1],
+                    width=v.frames.shape[2],
+                )
             )
         videos_kwargs = dict(kwargs.pop("videos_kwargs", {}) or {})
         # transformers samples 32 frames and raises for shorter videos; ask for what exists.

@@ -43,9 +43,14 @@ def _encoder_timer(model: Any):
         tower = getattr(inner, name, None)
         if tower is None:
             continue
-        handles.append(tower.register_forward_pre_hook(lambda *_: starts.append(time.perf_counter())))
-        handles.append(tower.register_forward_hook(
-            lambda *_: spent.__setitem__("s", spent["s"] + time.perf_counter() - starts.pop())))
+        handles.append(
+            tower.register_forward_pre_hook(lambda *_: starts.append(time.perf_counter()))
+        )
+        handles.append(
+            tower.register_forward_hook(
+                lambda *_: spent.__setitem__("s", spent["s"] + time.perf_counter() - starts.pop())
+            )
+        )
     try:
         yield spent
     finally:
@@ -106,7 +111,7 @@ def _run(bundle: Any, prepared: PreparedInputs, *, max_new_tokens: int, streamer
             pad_token_id=bundle.processor.tokenizer.pad_token_id,
         )
         end = time.perf_counter()
-    new = out[0, len(prompt_ids):].tolist()
+    new = out[0, len(prompt_ids) :].tolist()
     # generate() first puts the prompt, then each new token: the 2nd put is token one.
     prefill = (first_token_at[1] - start) if len(first_token_at) > 1 else end - start
     decode_s = end - start - prefill
@@ -125,16 +130,27 @@ def _run(bundle: Any, prepared: PreparedInputs, *, max_new_tokens: int, streamer
     )
 
 
-def generate_hf(bundle: Any, messages: Any, *, max_new_tokens: int = 32,
-                max_soft_tokens: int | None = None, **processor_kwargs: Any):
+def generate_hf(
+    bundle: Any,
+    messages: Any,
+    *,
+    max_new_tokens: int = 32,
+    max_soft_tokens: int | None = None,
+    **processor_kwargs: Any,
+):
     """Answer one chat turn with ``model.generate`` (greedy)."""
-    prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens,
-                              **processor_kwargs)
+    prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens, **processor_kwargs)
     return _run(bundle, prepared, max_new_tokens=max_new_tokens)
 
 
-def stream_hf(bundle: Any, messages: Any, *, max_new_tokens: int = 32,
-              max_soft_tokens: int | None = None, **processor_kwargs: Any) -> Iterator[str]:
+def stream_hf(
+    bundle: Any,
+    messages: Any,
+    *,
+    max_new_tokens: int = 32,
+    max_soft_tokens: int | None = None,
+    **processor_kwargs: Any,
+) -> Iterator[str]:
     """Yield text pieces as transformers' ``TextIteratorStreamer`` produces them.
 
     Bad input raises here, before the first piece, not inside the worker thread.
@@ -142,8 +158,7 @@ def stream_hf(bundle: Any, messages: Any, *, max_new_tokens: int = 32,
     from transformers import TextIteratorStreamer
 
     # Validate and preprocess in the caller's thread so errors surface cleanly.
-    prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens,
-                              **processor_kwargs)
+    prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens, **processor_kwargs)
     streamer = TextIteratorStreamer(
         bundle.processor.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=300
     )

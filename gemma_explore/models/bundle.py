@@ -79,11 +79,23 @@ class Bundle:
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(path)
+        # A tokenizer that has been called with padding=True keeps that setting in its
+        # Rust backend and writes it into tokenizer.json; on reload transformers turns it
+        # into max_length=None / pad_to_multiple_of=None defaults that leak into the audio
+        # feature extractor ("truncation=True needs max_length"). Save it unpadded.
+        backend = getattr(self.processor.tokenizer, "_tokenizer", None)
+        if backend is not None:
+            backend.no_padding()
+            backend.no_truncation()
         self.processor.save_pretrained(path)
         (path / MARKER_FILE).write_text(
             json.dumps(
-                {"family": self.family, "random_weights": self.is_random_weights,
-                 "source": self.name}, indent=2
+                {
+                    "family": self.family,
+                    "random_weights": self.is_random_weights,
+                    "source": self.name,
+                },
+                indent=2,
             )
         )
         return path
@@ -105,10 +117,20 @@ class Bundle:
         from ..inference.hf import generate_hf, stream_hf
 
         if stream:
-            return stream_hf(self, messages, max_new_tokens=max_new_tokens,
-                             max_soft_tokens=max_soft_tokens, **processor_kwargs)
-        return generate_hf(self, messages, max_new_tokens=max_new_tokens,
-                           max_soft_tokens=max_soft_tokens, **processor_kwargs)
+            return stream_hf(
+                self,
+                messages,
+                max_new_tokens=max_new_tokens,
+                max_soft_tokens=max_soft_tokens,
+                **processor_kwargs,
+            )
+        return generate_hf(
+            self,
+            messages,
+            max_new_tokens=max_new_tokens,
+            max_soft_tokens=max_soft_tokens,
+            **processor_kwargs,
+        )
 
 
 def _pick_device(device: str | None) -> str:
@@ -117,8 +139,10 @@ def _pick_device(device: str | None) -> str:
     if device is None:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise ModelLoadError(f"device={device!r} was asked for, but no CUDA GPU is visible. "
-                             "Use device='cpu' or leave it unset.")
+        raise ModelLoadError(
+            f"device={device!r} was asked for, but no CUDA GPU is visible. "
+            "Use device='cpu' or leave it unset."
+        )
     return str(device)
 
 
@@ -129,12 +153,18 @@ def _pick_dtype(dtype: Any, device: str):
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
     if isinstance(dtype, str):
         try:
-            return {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
-                    "float16": torch.float16, "fp32": torch.float32,
-                    "float32": torch.float32}[dtype]
+            return {
+                "bf16": torch.bfloat16,
+                "bfloat16": torch.bfloat16,
+                "fp16": torch.float16,
+                "float16": torch.float16,
+                "fp32": torch.float32,
+                "float32": torch.float32,
+            }[dtype]
         except KeyError:
-            raise ModelLoadError(f"Unknown dtype {dtype!r}; use 'bfloat16', 'float16' or "
-                                 "'float32'.") from None
+            raise ModelLoadError(
+                f"Unknown dtype {dtype!r}; use 'bfloat16', 'float16' or 'float32'."
+            ) from None
     return dtype
 
 
@@ -184,8 +214,15 @@ def _load_tiny(name: str, device: str, dtype: Any) -> Bundle:
             processor = build_tiny_processor(family)
             _TINY_CACHE[key] = (model, processor)
         model, processor = _TINY_CACHE[key]
-    return Bundle(name=name, family=family, processor=processor, model=model,
-                  is_random_weights=True, device=device, dtype=dtype)
+    return Bundle(
+        name=name,
+        family=family,
+        processor=processor,
+        model=model,
+        is_random_weights=True,
+        device=device,
+        dtype=dtype,
+    )
 
 
 def _looks_like_hub_id(name: str) -> bool:
@@ -244,8 +281,15 @@ def _load_folder(path: Path, device: str, dtype: Any) -> Bundle:
     if marker.exists():
         random_weights = bool(json.loads(marker.read_text()).get("random_weights", False))
     family, processor, model = _from_pretrained(str(path), device, dtype, local_files_only=True)
-    return Bundle(name=str(path), family=family, processor=processor, model=model,
-                  is_random_weights=random_weights, device=device, dtype=dtype)
+    return Bundle(
+        name=str(path),
+        family=family,
+        processor=processor,
+        model=model,
+        is_random_weights=random_weights,
+        device=device,
+        dtype=dtype,
+    )
 
 
 def _load_hub(hub_id: str, device: str, dtype: Any) -> Bundle:
@@ -263,8 +307,15 @@ def _load_hub(hub_id: str, device: str, dtype: Any) -> Bundle:
             f"https://huggingface.co/{hub_id}, set HF_TOKEN to a token with read access, or "
             "use the offline default load('tiny-gemma4') / load('tiny-gemma3n')."
         ) from None
-    return Bundle(name=hub_id, family=family, processor=processor, model=model,
-                  is_random_weights=False, device=device, dtype=dtype)
+    return Bundle(
+        name=hub_id,
+        family=family,
+        processor=processor,
+        model=model,
+        is_random_weights=False,
+        device=device,
+        dtype=dtype,
+    )
 
 
 def _now() -> float:

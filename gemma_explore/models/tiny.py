@@ -188,7 +188,11 @@ def build_tiny_processor(family: str):
     spec = get_family(family)
     tokenizer = build_stand_in_tokenizer(spec.name)
     if spec.name == "gemma3n":
-        from transformers import Gemma3nAudioFeatureExtractor, Gemma3nProcessor, SiglipImageProcessor
+        from transformers import (
+            Gemma3nAudioFeatureExtractor,
+            Gemma3nProcessor,
+            SiglipImageProcessor,
+        )
 
         image_processor = SiglipImageProcessor(
             size={"height": 768, "width": 768},

@@ -82,16 +82,11 @@ def _vocab_and_merges(spec) -> tuple[dict[str, int], list[tuple[str, str]]]:
         vocab[c] = _CHAR_BASE_ID + i
     used = set(vocab.values())
     assert len(used) == len(vocab), "stand-in vocabulary ids collide"
-    # Newline runs merge pairwise the way the real BPE does: "\n"+"\n" → "\n\n", …
-    merges: list[tuple[str, str]] = []
-    for k in range(2, MAX_NEWLINE_RUN + 1):
-        merges.append(("\n" * (k - 1), "\n"))
-    # Bigger runs are built from halves too, so "\n\n"+"\n\n" → "\n\n\n\n".
-    for k in range(4, MAX_NEWLINE_RUN + 1):
-        half = k // 2
-        pair = ("\n" * half, "\n" * (k - half))
-        if pair not in merges:
-            merges.append(pair)
+    # Newline runs merge the way the real BPE merges them: any two adjacent runs whose
+    # total is at most 31 newlines merge, so every run up to 31 becomes one token.
+    merges: list[tuple[str, str]] = [
+        ("\n" * i, "\n" * (k - i)) for k in range(2, MAX_NEWLINE_RUN + 1) for i in range(1, k)
+    ]
     # Inert fillers make the ids dense up to the embedding table's size.
     for i in range(spec.vocab_size):
         if i not in used:
