@@ -17,6 +17,7 @@ demo: $(STAMP)
 	$(PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lab: $(STAMP)

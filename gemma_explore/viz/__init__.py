@@ -1,0 +1,1 @@
+"""Visualisers: each takes a plan, layout or report and returns a matplotlib Figure."""
