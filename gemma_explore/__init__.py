@@ -10,8 +10,8 @@ Every entry point, in the order a lesson meets them:
 """
 
 from .families import FAMILIES, get_family
-from .media import MediaError, load_audio, load_image, load_video
 from .layout import NewlineMerge, Placeholder, PromptLayout, Segment, layout_prompt
+from .media import MediaError, load_audio, load_image, load_video
 from .models.bundle import Bundle, Generation, ModelLoadError, load
 from .parity import ParityReport, ParityRow, check_parity
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video

@@ -122,7 +122,9 @@ class PromptLayout:
                 f"{p.num_embeds} embeddings (plan {p.expected})"
             )
         for m in self.newline_merges:
-            lines.append(f"  newline merge at {m.position}: {m.token!r} = {' + '.join(map(repr, m.parts))} ({m.note})")
+            lines.append(
+                f"  newline merge at {m.position}: {m.token!r} = {' + '.join(map(repr, m.parts))} ({m.note})"
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -268,7 +270,7 @@ def layout_prompt(
             p = q
         else:
             p += 1
-    for modality, item, start, end in runs:
+    for _modality, item, start, end in runs:
         for r in range(start, end):
             item_of[r] = item
 
@@ -286,9 +288,7 @@ def layout_prompt(
         mask = tuple(kinds[r] == soft for r in range(s, e))
         plan = plans[modality][item] if item < len(plans[modality]) else None
         expected = _expected(modality, plan)
-        placeholders.append(
-            Placeholder(modality, item, s, e - s, mask, sum(mask), expected, plan)
-        )
+        placeholders.append(Placeholder(modality, item, s, e - s, mask, sum(mask), expected, plan))
 
     # Segments: maximal runs of one kind (and one item).
     segments = []

@@ -108,8 +108,11 @@ class ParityRow:
 
     @property
     def values(self) -> list[Any]:
-        return [v for v in (self.ours, self.transformers, self.vllm_arithmetic,
-                            self.vllm_processor) if v is not None]
+        return [
+            v
+            for v in (self.ours, self.transformers, self.vllm_arithmetic, self.vllm_processor)
+            if v is not None
+        ]
 
     @property
     def agree(self) -> bool:
@@ -139,8 +142,12 @@ class ParityReport:
         out = []
         for r in self.rows:
             if not r.agree:
-                sides = {"ours": r.ours, "transformers": r.transformers,
-                         "vLLM arithmetic": r.vllm_arithmetic, "vLLM processor": r.vllm_processor}
+                sides = {
+                    "ours": r.ours,
+                    "transformers": r.transformers,
+                    "vLLM arithmetic": r.vllm_arithmetic,
+                    "vLLM processor": r.vllm_processor,
+                }
                 shown = ", ".join(f"{k} {v}" for k, v in sides.items() if v is not None)
                 out.append(f"{r.step}: {shown}")
         return tuple(out)
@@ -154,12 +161,18 @@ class ParityReport:
         return ["step", "ours", "transformers", "vLLM arithmetic", "vLLM processor"]
 
     def __repr__(self) -> str:
-        lines = [f"ParityReport[{self.family} {self.kind}] {self.description}: "
-                 + ("all agree" if self.agree else f"part at '{self.first_difference}'")]
+        lines = [
+            f"ParityReport[{self.family} {self.kind}] {self.description}: "
+            + ("all agree" if self.agree else f"part at '{self.first_difference}'")
+        ]
         for r in self.rows:
             mark = "✓" if r.agree else "✗"
-            cells = [r.ours, r.transformers, r.vllm_arithmetic,
-                     "—" if r.vllm_processor is None else r.vllm_processor]
+            cells = [
+                r.ours,
+                r.transformers,
+                r.vllm_arithmetic,
+                "—" if r.vllm_processor is None else r.vllm_processor,
+            ]
             lines.append(f"  {mark} {r.step:<22} " + " | ".join(f"{c!s:>12}" for c in cells))
         lines.append(f"  encoder: {self.encoder_follows}")
         lines += [f"  note: {n}" for n in self.notes]
@@ -170,14 +183,25 @@ class ParityReport:
         body = ""
         for r in self.rows:
             style = "" if r.agree else " style='background:#fde0d0'"
-            cells = [r.step, r.ours, r.transformers, r.vllm_arithmetic,
-                     "—" if r.vllm_processor is None else r.vllm_processor]
-            body += f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
-        verdict = "all agree ✓" if self.agree else f"part at <b>{html.escape(self.first_difference)}</b>"
+            cells = [
+                r.step,
+                r.ours,
+                r.transformers,
+                r.vllm_arithmetic,
+                "—" if r.vllm_processor is None else r.vllm_processor,
+            ]
+            body += (
+                f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
+            )
+        verdict = (
+            "all agree ✓" if self.agree else f"part at <b>{html.escape(self.first_difference)}</b>"
+        )
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-        return (f"<div><b>Parity — {html.escape(self.description)}</b>: {verdict}"
-                f"<table><tr>{head}</tr>{body}</table>"
-                f"<p>Encoder: {html.escape(self.encoder_follows)}</p><ul>{notes}</ul></div>")
+        return (
+            f"<div><b>Parity — {html.escape(self.description)}</b>: {verdict}"
+            f"<table><tr>{head}</tr>{body}</table>"
+            f"<p>Encoder: {html.escape(self.encoder_follows)}</p><ul>{notes}</ul></div>"
+        )
 
 
 # ------------------------------------------------------------------ vLLM's processor
@@ -213,8 +237,9 @@ def vllm_processor_for(bundle: Any) -> Any:
     return proc
 
 
-def vllm_process(bundle: Any, prompt_text: str, mm_data: dict[str, Any],
-                 mm_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+def vllm_process(
+    bundle: Any, prompt_text: str, mm_data: dict[str, Any], mm_kwargs: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Run vLLM's processor: returns ``{"prompt_token_ids", "placeholders"}`` where
     placeholders maps modality → [(offset, length, num_embeds)]."""
     from vllm.multimodal.processing.context import TimingContext
@@ -225,8 +250,10 @@ def vllm_process(bundle: Any, prompt_text: str, mm_data: dict[str, Any],
     # The chat template already wrote <bos>: no special tokens again.
     ids = tok.encode(prompt_text, add_special_tokens=False)
     items = proc.info.parse_mm_data(mm_data)
-    out = proc.apply(ProcessorInputs(ids, items, hf_processor_mm_kwargs=mm_kwargs or {}),
-                     TimingContext(enabled=False))
+    out = proc.apply(
+        ProcessorInputs(ids, items, hf_processor_mm_kwargs=mm_kwargs or {}),
+        TimingContext(enabled=False),
+    )
     ranges = {}
     for modality, lst in out["mm_placeholders"].items():
         ranges[modality] = [
@@ -246,8 +273,13 @@ def vllm_mm_data(prepared: Any) -> dict[str, Any]:
     if prepared.videos:
         vids = []
         for v, idx in zip(prepared.videos, prepared.video_frame_indices, strict=True):
-            meta = {"fps": v.fps, "total_num_frames": v.num_frames, "frames_indices": list(idx),
-                    "duration": v.num_frames / v.fps, "video_backend": "opencv"}
+            meta = {
+                "fps": v.fps,
+                "total_num_frames": v.num_frames,
+                "frames_indices": list(idx),
+                "duration": v.num_frames / v.fps,
+                "video_backend": "opencv",
+            }
             vids.append((v.frames[list(idx)], meta))
         data["video"] = vids
     return data
@@ -329,35 +361,63 @@ def _image_parity(item, spec, bundle, budget, use_vllm, run_encoder) -> ParityRe
         v_old = vllm_image_tokens(h, w, max_soft_tokens=b, clamp=False)
         rows += [
             ParityRow("resized size (h×w)", _hw(plan.resized_size), _hw(hf_size), _hw(v_size)),
-            ParityRow("patches", plan.num_patches, int(real.sum()),
-                      (v_size[0] // 16) * (v_size[1] // 16)),
+            ParityRow(
+                "patches", plan.num_patches, int(real.sum()), (v_size[0] // 16) * (v_size[1] // 16)
+            ),
             ParityRow("soft tokens", plan.num_soft_tokens, hf_soft, v_tokens),
         ]
         if v_old != v_tokens:
-            notes.append(f"Before vLLM clamped to the budget it reserved {v_old} placeholders "
-                         f"here for {hf_soft} embeddings: the 'Attempted to assign' error.")
+            notes.append(
+                f"Before vLLM clamped to the budget it reserved {v_old} placeholders "
+                f"here for {hf_soft} embeddings: the 'Attempted to assign' error."
+            )
         if v_size != tuple(hf_size):
-            notes.append("vLLM's assumed resize differs from what transformers does; only the "
-                         "clamped count keeps them in step.")
+            notes.append(
+                "vLLM's assumed resize differs from what transformers does; only the "
+                "clamped count keeps them in step."
+            )
     else:
-        rows.append(ParityRow("resized size (h×w)", _hw(plan.resized_size),
-                              _hw(tuple(batch["pixel_values"].shape[-2:])), "768×768"))
+        rows.append(
+            ParityRow(
+                "resized size (h×w)",
+                _hw(plan.resized_size),
+                _hw(tuple(batch["pixel_values"].shape[-2:])),
+                "768×768",
+            )
+        )
         rows.append(ParityRow("soft tokens", plan.num_soft_tokens, 256, 256))
     v_proc = None
     if use_vllm:
-        out = vllm_process(bundle, prepared.text, vllm_mm_data(prepared),
-                           {"max_soft_tokens": budget} if budget else None)
+        out = vllm_process(
+            bundle,
+            prepared.text,
+            vllm_mm_data(prepared),
+            {"max_soft_tokens": budget} if budget else None,
+        )
         v_proc = out["placeholders"]["image"][0][2]
-    rows.append(ParityRow("prompt placeholders", plan.num_soft_tokens, hf_ids,
-                          rows[-1].vllm_arithmetic, v_proc))
+    rows.append(
+        ParityRow(
+            "prompt placeholders", plan.num_soft_tokens, hf_ids, rows[-1].vllm_arithmetic, v_proc
+        )
+    )
     encoder_count = _vision_encoder_count(bundle, prepared) if run_encoder else None
-    follows = ("the encoder sees transformers' pixel_values, so it yields transformers' "
-               f"count ({rows[-2].transformers})")
+    follows = (
+        "the encoder sees transformers' pixel_values, so it yields transformers' "
+        f"count ({rows[-2].transformers})"
+    )
     if encoder_count is not None:
         follows += f"; the real vision tower produced {encoder_count} embeddings"
     desc = f"{h}×{w} image" + (f" at budget {plan.max_soft_tokens}" if plan.max_soft_tokens else "")
-    return ParityReport("image", spec.name, desc, tuple(rows), follows, encoder_count,
-                        v_proc is not None, tuple(notes))
+    return ParityReport(
+        "image",
+        spec.name,
+        desc,
+        tuple(rows),
+        follows,
+        encoder_count,
+        v_proc is not None,
+        tuple(notes),
+    )
 
 
 def _audio_parity(item, spec, bundle, sampling_rate, use_vllm, run_encoder) -> ParityReport:
@@ -370,8 +430,9 @@ def _audio_parity(item, spec, bundle, sampling_rate, use_vllm, run_encoder) -> P
         rate = sampling_rate
     else:
         wave, rate = item, sampling_rate
-    plan = plan_audio(wave if not isinstance(wave, tuple) else wave, family=spec.name,
-                      sampling_rate=rate)
+    plan = plan_audio(
+        wave if not isinstance(wave, tuple) else wave, family=spec.name, sampling_rate=rate
+    )
     prepared = ge.prepare_inputs(bundle, "", audios=[(np.asarray(wave), rate)])
     batch = prepared.batch
     hf_ids = prepared.input_ids.count(spec.id_of(spec.audio_token))
@@ -383,9 +444,10 @@ def _audio_parity(item, spec, bundle, sampling_rate, use_vllm, run_encoder) -> P
     if spec.name == "gemma4":
         fl, hop = spec.audio.frame_length, spec.audio.hop_length
         v_frames = max((min(n, spec.audio.max_samples) + fl // 2 - (fl + 1)) // hop + 1, 0)
-    rows = [ParityRow("mel frames (valid)", plan.num_valid_frames, valid, v_frames),
-            ParityRow("mel frames (all)", plan.num_mel_frames, frames, None),
-]
+    rows = [
+        ParityRow("mel frames (valid)", plan.num_valid_frames, valid, v_frames),
+        ParityRow("mel frames (all)", plan.num_mel_frames, frames, None),
+    ]
     notes = []
     if spec.name == "gemma3n":
         rows.append(ParityRow("placeholders", plan.num_placeholders, hf_ids, v_tokens))
@@ -395,29 +457,43 @@ def _audio_parity(item, spec, bundle, sampling_rate, use_vllm, run_encoder) -> P
     if use_vllm:
         out = vllm_process(bundle, prepared.text, vllm_mm_data(prepared))
         v_proc = out["placeholders"]["audio"][0][2]
-        rows[-1] = ParityRow(rows[-1].step, rows[-1].ours, rows[-1].transformers,
-                             rows[-1].vllm_arithmetic, v_proc)
+        rows[-1] = ParityRow(
+            rows[-1].step, rows[-1].ours, rows[-1].transformers, rows[-1].vllm_arithmetic, v_proc
+        )
     encoder_count = _audio_encoder_count(bundle, prepared) if run_encoder else None
     if spec.name == "gemma3n":
         if plan.padding_slots:
-            fate = (f"the model fills the other {plan.padding_slots} of the "
-                    f"{plan.num_placeholders} slots with the padding embedding")
+            fate = (
+                f"the model fills the other {plan.padding_slots} of the "
+                f"{plan.num_placeholders} slots with the padding embedding"
+            )
         elif plan.dropped_tokens:
             fate = f"the model keeps the first {plan.num_placeholders}"
         else:
             fate = f"exactly the {plan.num_placeholders} slots"
-        follows = (f"the encoder gives {plan.num_encoder_tokens} real tokens (one per 160 ms); "
-                   + fate)
+        follows = (
+            f"the encoder gives {plan.num_encoder_tokens} real tokens (one per 160 ms); " + fate
+        )
         if plan.dropped_tokens:
             notes.append(f"{plan.dropped_tokens} encoder tokens do not fit the 188 slots.")
     else:
-        follows = ("the audio tower masks by transformers' input_features_mask, so it yields "
-                   f"transformers' count ({hf_ids})")
+        follows = (
+            "the audio tower masks by transformers' input_features_mask, so it yields "
+            f"transformers' count ({hf_ids})"
+        )
     if encoder_count is not None:
         follows += f"; the real audio tower produced {encoder_count} valid tokens"
     desc = f"{plan.duration_s:.3f} s clip ({n} samples)"
-    return ParityReport("audio", spec.name, desc, tuple(rows), follows, encoder_count,
-                        v_proc is not None, tuple(notes))
+    return ParityReport(
+        "audio",
+        spec.name,
+        desc,
+        tuple(rows),
+        follows,
+        encoder_count,
+        v_proc is not None,
+        tuple(notes),
+    )
 
 
 def _video_parity(item, spec, bundle, fps, use_vllm) -> ParityReport:
@@ -436,24 +512,42 @@ def _video_parity(item, spec, bundle, fps, use_vllm) -> ParityReport:
     h, w = video.frames.shape[1:3]
     v_per_frame = vllm_image_tokens(h, w, max_soft_tokens=spec.image.video_budget)
     rows = [
-        ParityRow("sampled frames", len(plan.frame_indices), len(prepared.video_frame_indices[0]),
-                  len(idx)),
-        ParityRow("timestamps", " ".join(plan.timestamps), " ".join(_hf_timestamps(bundle, ids)),
-                  " ".join(stamps)),
-        ParityRow("tokens per frame", plan.soft_tokens_per_frame,
-                  hf_total // max(len(idx), 1), v_per_frame),
+        ParityRow(
+            "sampled frames",
+            len(plan.frame_indices),
+            len(prepared.video_frame_indices[0]),
+            len(idx),
+        ),
+        ParityRow(
+            "timestamps",
+            " ".join(plan.timestamps),
+            " ".join(_hf_timestamps(bundle, ids)),
+            " ".join(stamps),
+        ),
+        ParityRow(
+            "tokens per frame",
+            plan.soft_tokens_per_frame,
+            hf_total // max(len(idx), 1),
+            v_per_frame,
+        ),
     ]
     v_proc = None
     if use_vllm:
         out = vllm_process(bundle, prepared.text, vllm_mm_data(prepared))
         v_proc = out["placeholders"]["video"][0][2]
-    rows.append(ParityRow("video placeholders", plan.total_soft_tokens, hf_total,
-                          v_per_frame * len(idx), v_proc))
-    follows = ("each frame goes through the vision tower like an image at budget 70; the "
-               "encoder follows transformers' pixel_values_videos")
+    rows.append(
+        ParityRow(
+            "video placeholders", plan.total_soft_tokens, hf_total, v_per_frame * len(idx), v_proc
+        )
+    )
+    follows = (
+        "each frame goes through the vision tower like an image at budget 70; the "
+        "encoder follows transformers' pixel_values_videos"
+    )
     desc = f"{video.num_frames} frames at {video.fps:g} fps ({h}×{w})"
-    return ParityReport("video", spec.name, desc, tuple(rows), follows, None,
-                        v_proc is not None, ())
+    return ParityReport(
+        "video", spec.name, desc, tuple(rows), follows, None, v_proc is not None, ()
+    )
 
 
 def _hf_timestamps(bundle, ids) -> list[str]:
@@ -494,8 +588,7 @@ def _audio_encoder_count(bundle, prepared) -> int | None:
     inner = bundle.model.model
     with torch.inference_mode():
         if bundle.family == "gemma3n":
-            out = inner.get_audio_features(inputs["input_features"],
-                                           ~inputs["input_features_mask"])
+            out = inner.get_audio_features(inputs["input_features"], ~inputs["input_features_mask"])
             return int((~out.audio_mel_mask[0]).sum())
         out = inner.get_audio_features(inputs["input_features"], inputs["input_features_mask"])
         mask = getattr(out, "attention_mask", None)

@@ -7,7 +7,7 @@ real processors' (and the real encoders' output lengths). Nothing here imports t
 >>> from gemma_explore import plan_image
 >>> plan = plan_image((1080, 1920), family="gemma4", max_soft_tokens=280)
 >>> plan.resized_size, plan.num_soft_tokens
-((480, 864), 180)
+((576, 1056), 264)
 """
 
 from __future__ import annotations

@@ -1,0 +1,64 @@
+"""ParityReport: our plan vs transformers vs vLLM's arithmetic vs vLLM's processor."""
+
+import numpy as np
+import pytest
+
+import gemma_explore as ge
+from gemma_explore.parity import vllm_audio_tokens, vllm_available, vllm_image_tokens
+
+needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
+
+
+def test_the_3x900_report_is_explained(tiny4):
+    report = ge.check_parity(
+        (3, 900), family="gemma4", max_soft_tokens=280, bundle=tiny4, use_vllm=False
+    )
+    assert not report.agree
+    assert report.first_difference == "resized size (h×w)"
+    soft = {r.step: r for r in report.rows}["soft tokens"]
+    assert soft.ours == soft.transformers == soft.vllm_arithmetic == 280
+    assert any("289" in n for n in report.notes)  # the count before vLLM's clamp
+    assert vllm_image_tokens(3, 900, max_soft_tokens=280, clamp=False) == 289
+    assert report.encoder_count == 280
+    assert "transformers" in report.encoder_follows
+
+
+@pytest.mark.parametrize("size", [(1080, 1920), (300, 500), (768, 768), (1, 1)])
+def test_ordinary_images_agree(tiny4, size):
+    report = ge.check_parity(size, family="gemma4", bundle=tiny4, use_vllm=False)
+    assert report.agree, report
+
+
+@pytest.mark.parametrize("n", [0, 160, 161, 320, 480, 38_560, 99_360, 480_000, 720_000])
+def test_vllm_audio_arithmetic_matches_transformers(n):
+    assert (
+        vllm_audio_tokens(n, family="gemma4") == ge.plan_audio(n, family="gemma4").num_placeholders
+    )
+
+
+def test_reports_render(tiny4):
+    report = ge.check_parity((3, 900), family="gemma4", bundle=tiny4, use_vllm=False)
+    assert "✗" in repr(report) and "<table>" in report._repr_html_()
+
+
+def test_gemma3n_audio_padding_is_named(tiny3n):
+    report = ge.check_parity(16_000 * 5, family="gemma3n", bundle=tiny3n, use_vllm=False)
+    assert report.agree and "padding embedding" in report.encoder_follows
+
+
+@needs_vllm
+@pytest.mark.vllm
+@pytest.mark.parametrize("budget", [70, 280, 1120])
+def test_vllm_processor_agrees_on_images(tiny4, budget):
+    report = ge.check_parity((1080, 1920), family="gemma4", max_soft_tokens=budget, bundle=tiny4)
+    assert report.vllm_ran and report.agree, report
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_vllm_processor_agrees_on_audio_and_video(tiny3n, tiny4):
+    assert ge.check_parity(38_560, family="gemma4", bundle=tiny4).agree
+    assert ge.check_parity(16_000 * 3, family="gemma3n", bundle=tiny3n).agree
+    frames = np.random.RandomState(0).randint(0, 255, (40, 90, 160, 3), np.uint8)
+    report = ge.check_parity(frames, family="gemma4", fps=6, bundle=tiny4)
+    assert report.vllm_ran and report.agree, report
