@@ -314,8 +314,8 @@ def prepare_waveform(
         )
     if wav.size == 0:
         raise ValueError("The audio clip is empty (0 samples). Record or upload a longer clip.")
-    bad = ~np.isfinite(wav)
-    if bad.any():
+    if not np.isfinite(wav).all():
+        bad = ~np.isfinite(wav)
         notes["non_finite"] = int(bad.sum())
         if bad.all():
             raise ValueError(
@@ -328,7 +328,7 @@ def prepare_waveform(
 
         notes["resampled_from"] = int(sampling_rate)
         wav = librosa.resample(wav, orig_sr=sampling_rate, target_sr=target_rate).astype(np.float32)
-    notes["silent"] = bool(np.max(np.abs(wav)) == 0.0) if wav.size else True
+    notes["silent"] = not wav.any()
     return wav, notes
 
 
@@ -432,12 +432,16 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
         # Frames: windows of frame_length+1 samples every hop (the extra sample feeds
         # pre-emphasis). A frame is real when the sample at its start is real.
         frames = max((padded - (fl + 1)) // hop + 1, 0)
-        valid_frames = sum(1 for i in range(frames) if i * hop < used)
+        valid_frames = min(frames, -(-used // hop))  # frames starting inside real audio
         # Encoder: two kernel-3 stride-2 convs (÷4), then the conformer keeps every
-        # 4th step (÷4 again): one token per 16 frames = 160 ms.
+        # 4th step (÷4 again): one token per 16 frames = 160 ms. A token is real when
+        # the frame it starts at (16·i, clamped to the last frame) is real.
         t_conv = _conv_out(_conv_out(frames)) if frames else 0
         t_enc = (t_conv + 3) // 4
-        enc_valid = sum(1 for i in range(t_enc) if min(16 * i, frames - 1) < valid_frames)
+        if valid_frames >= frames:
+            enc_valid = t_enc
+        else:
+            enc_valid = min(t_enc, -(-valid_frames // 16))
         place = a.fixed_placeholders
         steps += [
             f"Mel frames: ({padded} − {fl + 1}) // {hop} + 1 = {frames} "
@@ -483,19 +487,22 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
     pad_left = fl // 2
     total = padded + pad_left
     frames = max((total - (fl + 1)) // hop + 1, 0)
-    valid = [pad_left <= i * hop + fl < pad_left + used for i in range(frames)]
-    # Two kernel-3 stride-2 convs; the processor keeps every 2nd mask entry twice.
-    mask = valid
+    # Frame i is real when its last sample, i·hop + frame_length, lies in real audio:
+    # frames 0 … n_valid − 1 (the first frame already ends past the left padding).
+    n_valid = min(frames, max(0, -(-(pad_left + used - fl) // hop)))
+    # Two kernel-3 stride-2 convs; the processor keeps every 2nd mask entry, twice.
+    # Kept entries j are real while 2j < n_valid: the real ones stay a prefix.
+    t, real = frames, n_valid
     for _ in range(2):
-        t_out = _conv_out(len(mask))
-        mask = mask[::2][:t_out]
-    tokens = min(sum(mask), a.max_tokens)
+        t = _conv_out(t)
+        real = min(t, -(-real // 2))
+    tokens = min(real, a.max_tokens)
     steps += [
         f"Prepend {pad_left} zeros (semicausal): {total} samples → ({total} − {fl + 1}) // {hop}"
-        f" + 1 = {frames} mel frames of 20 ms every 10 ms ({sum(valid)} end inside real audio).",
-        f"Two stride-2 convs keep every 2nd frame twice: {len(mask)} steps, "
-        f"{sum(mask)} over real audio → one token per 40 ms"
-        + (f", capped at {a.max_tokens}." if sum(mask) > a.max_tokens else "."),
+        f" + 1 = {frames} mel frames of 20 ms every 10 ms ({n_valid} end inside real audio).",
+        f"Two stride-2 convs keep every 2nd frame twice: {t} steps, "
+        f"{real} over real audio → one token per 40 ms"
+        + (f", capped at {a.max_tokens}." if real > a.max_tokens else "."),
         f"Prompt: {spec.boa_token} + {spec.audio_token}×{tokens} + {spec.eoa_token} = "
         f"{tokens + 2} tokens.",
     ]
@@ -512,7 +519,7 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
         frame_length=fl,
         hop_length=hop,
         num_mel_frames=frames,
-        num_valid_frames=sum(valid),
+        num_valid_frames=n_valid,
         subsampling=4,
         num_encoder_tokens=tokens,
         num_placeholders=tokens,
