@@ -6,16 +6,28 @@ Every entry point, in the order a lesson meets them:
 - ``plan_image``, ``plan_audio``, ``plan_video`` → plans: token counts and why
 - ``layout_prompt(messages, bundle=…)`` → :class:`PromptLayout`: the expanded prompt
 - ``check_parity(item, family=…)`` → :class:`ParityReport`: ours vs transformers vs vLLM
+- ``show_patch_grid``, ``show_pooled_mask``, ``show_mel``, ``show_video_frames``,
+  ``show_layout`` → matplotlib Figures (``save_figure`` for slides)
+- ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
+- ``vision_pooling(bundle, image)`` → :class:`PooledTokens` from the real pooler
 - ``Bundle.generate(messages)`` → :class:`Generation`
 """
 
 from .families import FAMILIES, get_family
+from .inspect import PooledTokens, vision_pooling
 from .layout import NewlineMerge, Placeholder, PromptLayout, Segment, layout_prompt
 from .media import MediaError, load_audio, load_image, load_video
 from .models.bundle import Bundle, Generation, ModelLoadError, load
 from .parity import ParityReport, ParityRow, check_parity
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
+from .viz.audio import show_mel
+from .viz.layout import show_layout
+from .viz.patches import show_patch_grid
+from .viz.pooling import show_pooled_mask
+from .viz.save import save_figure
+from .viz.video import show_video_frames
+from .widgets import explore_audio, explore_image, explore_prompt
 
 __all__ = [
     "FAMILIES",
@@ -26,6 +38,9 @@ __all__ = [
     "PromptLayout",
     "Segment",
     "check_parity",
+    "explore_audio",
+    "explore_image",
+    "explore_prompt",
     "layout_prompt",
     "AudioPlan",
     "Bundle",
@@ -33,6 +48,7 @@ __all__ = [
     "ImagePlan",
     "MediaError",
     "ModelLoadError",
+    "PooledTokens",
     "PreparedInputs",
     "VideoPlan",
     "get_family",
@@ -44,5 +60,12 @@ __all__ = [
     "plan_image",
     "plan_video",
     "prepare_inputs",
+    "save_figure",
+    "show_layout",
+    "show_mel",
+    "show_patch_grid",
+    "show_pooled_mask",
+    "show_video_frames",
+    "vision_pooling",
 ]
 __version__ = "0.1.0"

@@ -303,6 +303,8 @@ def prepare_waveform(
         ) from exc
     if not sampling_rate or sampling_rate <= 0:
         raise ValueError(f"sampling_rate must be a positive number of Hz, got {sampling_rate!r}.")
+    if wav.ndim == 2 and 1 in wav.shape:
+        wav = wav.reshape(-1)  # one channel stored as 2-D: nothing to mix
     if wav.ndim == 2:
         # The shorter axis is the channel axis: (2, n) or (n, 2).
         channels_first = wav.shape[0] <= wav.shape[1]

@@ -1,0 +1,51 @@
+"""Write every figure for the bundled samples to a folder (default: build/gallery).
+
+.venv/bin/python benchmarks/gallery.py [OUT_DIR]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import gemma_explore as ge
+from gemma_explore.samples import sample_photo, sample_speech, sample_video
+
+
+def main(out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    b4, b3 = ge.load("tiny-gemma4"), ge.load("tiny-gemma3n")
+    photo, speech, video = sample_photo(), sample_speech(), sample_video()
+    msgs = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": photo},
+                {"type": "audio", "audio": speech},
+                {"type": "text", "text": "What do you see and hear?"},
+            ],
+        }
+    ]
+    figures = {
+        "patch_grid_gemma4": ge.show_patch_grid(photo, family="gemma4"),
+        "patch_grid_gemma4_budgets": ge.show_patch_grid(
+            photo, family="gemma4", max_soft_tokens="all"
+        ),
+        "patch_grid_gemma3n": ge.show_patch_grid(photo, family="gemma3n"),
+        "pooled_mask_gemma4": ge.show_pooled_mask(b4, photo),
+        "pooled_mask_gemma3n": ge.show_pooled_mask(b3, photo),
+        "mel_gemma4": ge.show_mel(speech, family="gemma4"),
+        "mel_gemma3n": ge.show_mel(speech, family="gemma3n"),
+        "video_frames": ge.show_video_frames(video),
+        "layout_gemma4": ge.show_layout(ge.layout_prompt(msgs, bundle=b4)),
+        "layout_gemma3n": ge.show_layout(ge.layout_prompt(msgs, bundle=b3)),
+    }
+    paths = []
+    for name, fig in figures.items():
+        paths.append(ge.save_figure(fig, out / f"{name}.png", dpi=110))
+        print(paths[-1])
+    return paths
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("build/gallery"))

@@ -1,0 +1,104 @@
+"""The expanded prompt as a ribbon of segments coloured by kind.
+
+Long runs are drawn on a log-width scale and labelled "<|image|> × 280". Gids:
+``"segment"`` (one rectangle per segment), ``"merge_marker"`` (Gemma 3n newline merges).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..layout import PromptLayout
+from .palette import kind_color
+
+__all__ = ["show_layout"]
+
+
+_SHORT = {
+    "bos": "BOS",
+    "turn_start": "turn▶",
+    "turn_end": "◀turn",
+    "boi": "BOI",
+    "eoi": "EOI",
+    "boa": "BOA",
+    "eoa": "EOA",
+}
+
+
+def _width(length: int) -> float:
+    return 2.6 + 2.2 * math.log2(length) if length > 1 else 2.6
+
+
+def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
+    """Draw the prompt after expansion: one box per segment, wrapped into rows.
+
+    >>> fig = show_layout(ge.layout_prompt("Hi", bundle=b, images=[img]))   # doctest: +SKIP
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+
+    boxes = []
+    x = y = 0.0
+    for seg in layout.segments:
+        w = _width(seg.length)
+        if x + w > per_row and x > 0:
+            x, y = 0.0, y + 1.4
+        boxes.append((seg, x, y, w))
+        x += w + 0.15
+    rows = int(y / 1.4) + 1
+    if ax is None:
+        fig = Figure(figsize=(12, 0.55 * rows + 1.6), layout="constrained")
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
+    merges = {m.position for m in layout.newline_merges}
+    for seg, x0, y0, w in boxes:
+        ax.add_patch(
+            Rectangle(
+                (x0, y0),
+                w,
+                1.0,
+                facecolor=kind_color(seg.kind),
+                edgecolor="white",
+                lw=0.5,
+                gid="segment",
+            )
+        )
+        label = _SHORT.get(seg.kind, seg.text)
+        fits = int(w * 1.7) + 1
+        label = label if len(label) <= fits else label[: max(fits - 1, 1)] + "…"
+        dark = seg.kind in ("image_soft", "bos", "video_soft", "timestamp")
+        ax.text(
+            x0 + w / 2,
+            y0 + 0.5,
+            label,
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white" if dark else "black",
+            clip_on=True,
+        )
+        if seg.start in merges:
+            ax.plot([x0 + w / 2], [y0 - 0.12], marker="v", color="black", ms=5, gid="merge_marker")
+    ax.set_xlim(-0.2, per_row + 0.2)
+    ax.set_ylim(y + 1.3, -0.4)
+    ax.axis("off")
+    counts = layout.counts()
+    handles = [Patch(facecolor=kind_color(k), label=f"{k} ({v})") for k, v in counts.items()]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(6, len(handles)),
+        fontsize=8,
+        frameon=False,
+    )
+    family = "Gemma 4" if layout.family == "gemma4" else "Gemma 3n"
+    status = "all placeholders match their plans ✓" if layout.agrees else "placeholder mismatch ✗"
+    ax.set_title(
+        f"{family} prompt: {layout.num_tokens} tokens in {len(layout.segments)} "
+        f"segments — {status}",
+        fontsize=11,
+    )
+    return fig

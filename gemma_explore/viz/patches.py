@@ -1,0 +1,223 @@
+"""Patch grids: how an image is resized and cut into patches and soft-token cells.
+
+Artists carry a ``gid`` so tests (and curious readers) can find them:
+``"patch_lines"``, ``"token_lines"``, ``"padding_patches"``, ``"real_patches"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..families import get_family
+from ..plans import ImagePlan, plan_image
+from .palette import PADDING, VALID
+
+__all__ = ["show_patch_grid"]
+
+_MAX_NUMBERED = 120  # number soft-token cells only when they stay readable
+
+
+def _figure(ax, ncols: int = 1, width: float = 6.0, height: float = 4.5):
+    """Use the caller's axis, or make a new Figure (not registered with pyplot, so
+    nothing is displayed or leaked unless the caller shows it)."""
+    from matplotlib.figure import Figure
+
+    if ax is not None:
+        return ax.figure, [ax]
+    fig = Figure(figsize=(width * ncols, height), layout="constrained")
+    return fig, list(fig.subplots(1, ncols, squeeze=False)[0])
+
+
+def _grid_collection(width: int, height: int, step: int, *, color: str, lw: float, gid: str):
+    """Vertical and horizontal lines every ``step`` px, borders included."""
+    from matplotlib.collections import LineCollection
+
+    xs = np.arange(0, width + 1, step)
+    ys = np.arange(0, height + 1, step)
+    segs = [((x, 0), (x, height)) for x in xs] + [((0, y), (width, y)) for y in ys]
+    coll = LineCollection(segs, colors=color, linewidths=lw, gid=gid)
+    coll.n_vertical, coll.n_horizontal = len(xs), len(ys)
+    return coll
+
+
+def _draw_gemma4(
+    ax,
+    image,
+    plan: ImagePlan,
+    *,
+    number_cells: bool,
+    patch_lines: bool = True,
+    display_max: int = 1200,
+):
+    th, tw = plan.resized_size
+    # What the tower sees (bicubic, as the processor), shown no larger than display_max px:
+    # the axes stay in resized-image pixels, so lines and cells land where they belong.
+    scale = min(1.0, display_max / max(th, tw))
+    shown = (max(1, round(tw * scale)), max(1, round(th * scale)))
+    resized = image.resize(shown, resample=3) if image is not None else None
+    if resized is not None:
+        ax.imshow(np.asarray(resized), extent=(0, tw, th, 0), interpolation="nearest")
+    else:
+        ax.add_patch(_rect(0, 0, tw, th, color="#eeeeee"))
+    if patch_lines:
+        ax.add_collection(
+            _grid_collection(tw, th, plan.patch_size, color="white", lw=0.3, gid="patch_lines")
+        )
+    cell = plan.patch_size * plan.pooling_kernel
+    ax.add_collection(_grid_collection(tw, th, cell, color=VALID, lw=1.2, gid="token_lines"))
+    if number_cells and plan.num_soft_tokens <= _MAX_NUMBERED:
+        rows, cols = plan.pooled_grid
+        for i in range(plan.num_soft_tokens):
+            r, c = divmod(i, cols)
+            ax.text(
+                (c + 0.5) * cell,
+                (r + 0.5) * cell,
+                str(i),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+                bbox={"boxstyle": "round,pad=0.1", "fc": "black", "alpha": 0.45, "lw": 0},
+            )
+    ax.set_xlim(0, tw)
+    ax.set_ylim(th, 0)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(
+        f"budget {plan.max_soft_tokens}: {tw}×{th} px → {plan.patch_grid[1]}×{plan.patch_grid[0]} "
+        f"patches → {plan.num_soft_tokens} tokens",
+        fontsize=10,
+    )
+
+
+def _rect(x, y, w, h, **kw):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), w, h, **kw)
+
+
+def _draw_padding_strip(ax, plan: ImagePlan):
+    """pixel_values rows, one square per patch: real patches, then padding rows (position
+    (−1, −1)) hatched. Padding is drawn as one hatched rectangle per strip row, so the
+    hatched *area* (in patches) is the number of padding patches."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.colors import ListedColormap
+
+    per_row = max(min(plan.pooled_grid[1] * plan.pooling_kernel * 3, 120), 30)
+    rows = -(-plan.max_patches // per_row)
+    cells = np.zeros(rows * per_row)  # 0 = beyond max_patches, 1 = real, 2 = padding
+    cells[: plan.num_patches] = 1
+    cells[plan.num_patches : plan.max_patches] = 2
+    grid = cells.reshape(rows, per_row)  # (rows, per_row)
+    real = np.ma.masked_where(grid != 1, grid)
+    ax.imshow(
+        real,
+        cmap=ListedColormap([VALID]),
+        extent=(0, per_row, rows, 0),
+        interpolation="nearest",
+        gid="real_patches",
+    )
+    pads = []
+    for r in range(rows):
+        cols = np.flatnonzero(grid[r] == 2)
+        if cols.size:
+            pads.append(_rect(cols[0], r, cols.size, 1))
+    ax.add_collection(
+        PatchCollection(
+            pads,
+            facecolor="white",
+            edgecolor=PADDING,
+            hatch="////",
+            linewidth=0.5,
+            gid="padding_patches",
+        )
+    )
+    ax.set_xlim(0, per_row)
+    ax.set_ylim(rows, 0)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(
+        f"pixel_values: {plan.num_patches} real patches + {plan.num_padding_patches} padding "
+        f"(hatched) = {plan.max_patches} rows",
+        fontsize=9,
+    )
+
+
+def show_patch_grid(
+    image: Any,
+    *,
+    family: str,
+    max_soft_tokens: int | str | None = None,
+    ax: Any = None,
+    show_padding: bool = True,
+):
+    """Draw how an image is resized and cut into patches and soft tokens.
+
+    Gemma 4: the resized image with 16 px patch lines and 48 px soft-token cells
+    (numbered when few), and a strip of pixel_values rows with padding hatched.
+    ``max_soft_tokens="all"`` draws the five budgets side by side.
+    Gemma 3n: the original beside the 768×768 squash with its 16×16 token cells.
+
+    >>> fig = show_patch_grid((1080, 1920), family="gemma4")    # doctest: +SKIP
+    """
+    import gemma_explore as ge
+
+    spec = get_family(family)
+    pil = ge.load_image(image)
+    if spec.name == "gemma4" and max_soft_tokens == "all":
+        budgets = spec.image.budgets
+        fig, axes = _figure(ax, ncols=len(budgets), width=3.4, height=3.4)
+        if ax is not None:
+            raise ValueError("max_soft_tokens='all' draws five axes; leave ax=None.")
+        for a, b in zip(axes, budgets, strict=True):
+            plan = plan_image(pil, family="gemma4", max_soft_tokens=b)
+            _draw_gemma4(a, pil, plan, number_cells=False, patch_lines=b <= 280, display_max=400)
+            a.set_title(
+                f"{b}: {plan.resized_size[1]}×{plan.resized_size[0]} → {plan.num_soft_tokens} tok",
+                fontsize=10,
+            )
+        fig.suptitle(f"Gemma 4 budgets for a {pil.width}×{pil.height} image", fontsize=12)
+        return fig
+    plan = plan_image(pil, family=spec.name, max_soft_tokens=max_soft_tokens)
+    if spec.name == "gemma4":
+        if ax is not None:
+            fig, (main,) = _figure(ax)
+            _draw_gemma4(main, pil, plan, number_cells=True)
+            return fig
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(7, 6.5 if show_padding else 4.5), layout="constrained")
+        if show_padding:
+            top, bottom = fig.subplots(2, 1, height_ratios=[3, 1.2])
+            _draw_gemma4(top, pil, plan, number_cells=True)
+            _draw_padding_strip(bottom, plan)
+        else:
+            _draw_gemma4(fig.subplots(), pil, plan, number_cells=True)
+        return fig
+    # Gemma 3n: original beside the squash.
+    fig, axes = _figure(ax, ncols=1 if ax is not None else 2, width=5, height=5)
+    if ax is None:
+        left, right = axes
+        left.imshow(np.asarray(pil))
+        left.set_title(f"original {pil.width}×{pil.height}", fontsize=10)
+        left.set_xticks([])
+        left.set_yticks([])
+    else:
+        right = axes[0]
+    squash = pil.resize((768, 768), resample=2)  # bilinear, as the processor
+    right.imshow(np.asarray(squash), extent=(0, 768, 768, 0))
+    right.add_collection(_grid_collection(768, 768, 48, color=VALID, lw=1.0, gid="token_lines"))
+    right.set_xlim(0, 768)
+    right.set_ylim(768, 0)
+    right.set_xticks([])
+    right.set_yticks([])
+    right.set_title(
+        f"squashed to 768×768 → 16×16 = 256 tokens (each {plan.token_area[1]:.0f}×"
+        f"{plan.token_area[0]:.0f} px of the original)",
+        fontsize=10,
+    )
+    return fig

@@ -1,0 +1,90 @@
+"""Pooled token masks: which soft-token slots the real pooler filled, and how strongly.
+
+Gids: ``"valid_cells"`` (one square per real soft token), ``"padding_cells"`` (one per
+padding slot), ``"norm_map"`` (the embedding-norm heat map).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..inspect import PooledTokens, vision_pooling
+from .palette import PADDING, VALID
+
+__all__ = ["show_pooled_mask"]
+
+
+def show_pooled_mask(
+    bundle: Any,
+    image: Any,
+    *,
+    max_soft_tokens: int | None = None,
+    pooled: PooledTokens | None = None,
+    ax: Any = None,
+):
+    """Run the real vision tower; draw valid vs padding slots and each token's norm.
+
+    Left: every pooled slot, real soft tokens in blue, padding slots hatched. Right: the
+    norm of each real token's embedding, laid out on the image's pooled grid. The title
+    says whether the valid count equals the plan.
+
+    >>> fig = show_pooled_mask(ge.load("tiny-gemma4"), "photo.jpg")   # doctest: +SKIP
+    """
+    from matplotlib.collections import PatchCollection
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    pooled = pooled or vision_pooling(bundle, image, max_soft_tokens=max_soft_tokens)
+    rows, cols = pooled.grid
+    if ax is None:
+        fig = Figure(figsize=(11, 4.2), layout="constrained")
+        slots_ax, norm_ax = fig.subplots(1, 2, width_ratios=[1, 1])
+    else:
+        fig, slots_ax, norm_ax = ax.figure, ax, None
+
+    # Slots: laid out in rows as wide as the image's pooled grid.
+    width = max(cols, 1)
+    slot_rows = -(-pooled.slots // width)
+    valid_r, pad_r = [], []
+    for i in range(pooled.slots):
+        r, c = divmod(i, width)
+        (valid_r if pooled.valid[i] else pad_r).append(Rectangle((c, r), 0.92, 0.92))
+    slots_ax.add_collection(
+        PatchCollection(valid_r, facecolor=VALID, edgecolor="none", gid="valid_cells")
+    )
+    slots_ax.add_collection(
+        PatchCollection(
+            pad_r,
+            facecolor="white",
+            edgecolor=PADDING,
+            hatch="///",
+            linewidth=0.4,
+            gid="padding_cells",
+        )
+    )
+    slots_ax.set_xlim(0, width)
+    slots_ax.set_ylim(slot_rows, 0)
+    slots_ax.set_aspect("equal")
+    slots_ax.set_xticks([])
+    slots_ax.set_yticks([])
+    verdict = "= plan ✓" if pooled.agrees else f"≠ plan {pooled.plan.num_soft_tokens} ✗"
+    slots_ax.set_title(
+        f"{pooled.slots} pooled slots: {pooled.num_valid} real {verdict}, "
+        f"{pooled.slots - pooled.num_valid} padding",
+        fontsize=10,
+    )
+    if norm_ax is not None:
+        norms = np.full(rows * cols, np.nan)
+        n = min(pooled.num_valid, rows * cols)
+        norms[:n] = pooled.norms[pooled.valid][:n]
+        im = norm_ax.imshow(norms.reshape(rows, cols), cmap="viridis", gid="norm_map")
+        fig.colorbar(im, ax=norm_ax, shrink=0.8, label="embedding L2 norm")
+        norm_ax.set_title(f"token norms on the {rows}×{cols} pooled grid", fontsize=10)
+        norm_ax.set_xticks([])
+        norm_ax.set_yticks([])
+    family = "Gemma 4" if pooled.family == "gemma4" else "Gemma 3n"
+    weights = " (random weights)" if getattr(bundle, "is_random_weights", False) else ""
+    fig.suptitle(f"{family} vision pooler{weights}", fontsize=12)
+    return fig

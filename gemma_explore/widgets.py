@@ -1,0 +1,181 @@
+"""ipywidgets explorers. Each returns the widget; its callbacks are plain methods, so a
+test can set a control's value and read the resulting plan and figure headless.
+
+>>> w = explore_image((1080, 1920))                      # doctest: +SKIP
+>>> w.budget.value = 70; w.plan.num_soft_tokens           # doctest: +SKIP
+66
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .families import GEMMA4
+from .plans import plan_audio, plan_image
+
+__all__ = ["explore_audio", "explore_image", "explore_prompt"]
+
+
+def _figure_widget():
+    import ipywidgets as widgets
+
+    return widgets.Output()
+
+
+def _show(out, fig) -> None:
+    from IPython import get_ipython
+    from IPython.display import display
+
+    if get_ipython() is None:  # headless (tests, scripts): keep the figure, show nothing
+        return
+    out.clear_output(wait=True)
+    with out:
+        display(fig)
+
+
+class _Explorer:
+    """A VBox with its current plan / figure kept on the object for inspection."""
+
+    def __init__(self, box) -> None:
+        self.box = box
+        self.plan: Any = None
+        self.figure: Any = None
+        self.error: str | None = None
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.box)
+
+
+def explore_image(image: Any):
+    """Family toggle and budget slider over Gemma 4's five budgets → patch grid + counts."""
+    import ipywidgets as widgets
+
+    from .media import load_image
+    from .viz.patches import show_patch_grid
+
+    pil = load_image(image)
+    family = widgets.ToggleButtons(
+        options=[("Gemma 4", "gemma4"), ("Gemma 3n", "gemma3n")],
+        value="gemma4",
+        description="family",
+    )
+    budget = widgets.SelectionSlider(
+        options=list(GEMMA4.image.budgets), value=280, description="budget"
+    )
+    counts = widgets.HTML()
+    out = _figure_widget()
+    ex = _Explorer(widgets.VBox([family, budget, counts, out]))
+    ex.family, ex.budget, ex.counts, ex.output = family, budget, counts, out
+
+    def update(_change=None) -> None:
+        fam = family.value
+        budget.disabled = fam == "gemma3n"
+        b = budget.value if fam == "gemma4" else None
+        ex.plan = plan_image(pil, family=fam, max_soft_tokens=b)
+        ex.figure = show_patch_grid(pil, family=fam, max_soft_tokens=b)
+        counts.value = ex.plan._repr_html_()
+        _show(out, ex.figure)
+
+    family.observe(update, names="value")
+    budget.observe(update, names="value")
+    update()
+    return ex
+
+
+def explore_audio(audio: Any, *, sampling_rate: int | None = None):
+    """Family toggle and a crop range (seconds) → mel figure + token counts."""
+    import ipywidgets as widgets
+
+    from .media import load_audio
+    from .viz.audio import show_mel
+
+    wave, _ = load_audio(audio, sampling_rate=sampling_rate)
+    duration = wave.shape[0] / 16_000
+    family = widgets.ToggleButtons(
+        options=[("Gemma 4", "gemma4"), ("Gemma 3n", "gemma3n")],
+        value="gemma4",
+        description="family",
+    )
+    crop = widgets.FloatRangeSlider(
+        value=(0.0, duration), min=0.0, max=duration, step=0.01, description="crop (s)"
+    )
+    counts = widgets.HTML()
+    out = _figure_widget()
+    ex = _Explorer(widgets.VBox([family, crop, counts, out]))
+    ex.family, ex.crop, ex.counts, ex.output = family, crop, counts, out
+
+    def update(_change=None) -> None:
+        start, end = crop.value
+        piece = wave[int(start * 16_000) : max(int(end * 16_000), int(start * 16_000) + 1)]
+        try:
+            ex.plan = plan_audio(piece, family=family.value)
+            ex.figure = show_mel((piece, 16_000), family=family.value)
+            ex.error = None
+            counts.value = ex.plan._repr_html_()
+            _show(out, ex.figure)
+        except ValueError as exc:
+            ex.error = str(exc)
+            counts.value = f"<b style='color:#D55E00'>{exc}</b>"
+
+    family.observe(update, names="value")
+    crop.observe(update, names="value")
+    update()
+    return ex
+
+
+def explore_prompt(bundle: Any):
+    """Text and attachments → the expanded prompt's layout ribbon."""
+    import ipywidgets as widgets
+
+    from .layout import layout_prompt
+    from .viz.layout import show_layout
+
+    text = widgets.Textarea(value="What is in this picture?", description="text")
+    n_images = widgets.IntSlider(value=1, min=0, max=3, description="images")
+    n_audio = widgets.IntSlider(value=0, min=0, max=2, description="clips")
+    budget = widgets.SelectionSlider(
+        options=list(GEMMA4.image.budgets),
+        value=280,
+        description="budget",
+        disabled=bundle.family != "gemma4",
+    )
+    counts = widgets.HTML()
+    out = _figure_widget()
+    ex = _Explorer(widgets.VBox([text, n_images, n_audio, budget, counts, out]))
+    ex.text, ex.images, ex.audios, ex.budget, ex.counts, ex.output = (
+        text,
+        n_images,
+        n_audio,
+        budget,
+        counts,
+        out,
+    )
+    rng = np.random.RandomState(0)
+    sample_image = (rng.rand(480, 640, 3) * 255).astype(np.uint8)
+    sample_clip = (rng.uniform(-0.1, 0.1, 16_000 * 2).astype(np.float32), 16_000)
+
+    def update(_change=None) -> None:
+        try:
+            ex.plan = layout_prompt(
+                text.value,
+                bundle=bundle,
+                images=[sample_image] * n_images.value,
+                audios=[sample_clip] * n_audio.value,
+                max_soft_tokens=budget.value if bundle.family == "gemma4" else None,
+            )
+            ex.figure = show_layout(ex.plan)
+            ex.error = None
+            counts.value = ", ".join(f"{k}: {v}" for k, v in ex.plan.counts().items())
+            _show(out, ex.figure)
+        except ValueError as exc:
+            ex.error = str(exc)
+            counts.value = f"<b style='color:#D55E00'>{exc}</b>"
+
+    for w in (text, n_images, n_audio, budget):
+        w.observe(update, names="value")
+    update()
+    return ex
