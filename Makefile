@@ -11,12 +11,12 @@ HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 
-.PHONY: demo test env lab lint format bench clean-env
+.PHONY: demo test env lab lint format bench clean-env browser
 
 demo: $(STAMP)
 	$(PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -33,6 +33,14 @@ bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
 env: $(STAMP)
+
+# Debian's Chromium for the Playwright browser tests (Playwright never downloads one).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -297,27 +297,28 @@ def check_parity(
     sampling_rate: int = 16_000,
     bundle: Any = None,
     use_vllm: bool | None = None,
+    run_encoder: bool | None = None,
 ) -> ParityReport:
     """Put our plan, transformers, vLLM's arithmetic and vLLM's processor side by side.
 
     ``item`` is an image (or (h, w) pair), a waveform / sample count, or a video array
     (give ``fps``). ``bundle`` supplies the real processor (the tiny default of the
-    family when omitted) and, when given, runs the real encoder too. ``use_vllm``
-    runs vLLM's processor (default: when vLLM is installed).
+    family when omitted). ``run_encoder`` also runs the real encoder (default: when a
+    bundle is given). ``use_vllm`` runs vLLM's processor (default: when installed).
     """
     import gemma_explore as ge
 
     spec = get_family(family)
-    explicit_bundle = bundle is not None
+    run_enc = bundle is not None if run_encoder is None else bool(run_encoder)
     if bundle is None:
         bundle = ge.load(f"tiny-{spec.name}")
     if use_vllm is None:
         use_vllm = vllm_available()
     kind = _kind_of(item, fps)
     if kind == "image":
-        return _image_parity(item, spec, bundle, max_soft_tokens, use_vllm, explicit_bundle)
+        return _image_parity(item, spec, bundle, max_soft_tokens, use_vllm, run_enc)
     if kind == "audio":
-        return _audio_parity(item, spec, bundle, sampling_rate, use_vllm, explicit_bundle)
+        return _audio_parity(item, spec, bundle, sampling_rate, use_vllm, run_enc)
     return _video_parity(item, spec, bundle, fps, use_vllm)
 
 
@@ -429,10 +430,9 @@ def _audio_parity(item, spec, bundle, sampling_rate, use_vllm, run_encoder) -> P
             wave[::97] = 0.01  # not silent, so nothing special-cases it
         rate = sampling_rate
     else:
-        wave, rate = item, sampling_rate
-    plan = plan_audio(
-        wave if not isinstance(wave, tuple) else wave, family=spec.name, sampling_rate=rate
-    )
+        wave, _ = ge.load_audio(item, sampling_rate=sampling_rate)  # mono, 16 kHz
+        rate = 16_000
+    plan = plan_audio(wave, family=spec.name, sampling_rate=rate)
     prepared = ge.prepare_inputs(bundle, "", audios=[(np.asarray(wave), rate)])
     batch = prepared.batch
     hf_ids = prepared.input_ids.count(spec.id_of(spec.audio_token))

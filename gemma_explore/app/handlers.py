@@ -1,22 +1,37 @@
 """Handlers for ``demo_app.py``: plain functions, no gradio import, easy to test.
 
 Every handler catches bad input and returns a message instead of raising, so one bad
-upload never stops the app from answering the next request.
+upload never stops the app from answering the next request. Each tab's handler
+returns figures, a counts table, a parity badge, timings and the random-weights notice.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
-from ..media import MediaError
+from ..families import get_family
+from ..media import MediaError, load_audio, load_image, load_video
 from ..models.bundle import Bundle, ModelLoadError, load
 
-__all__ = ["RANDOM_WEIGHTS_NOTICE", "answer_image_question", "get_bundle", "error_text"]
+__all__ = [
+    "RANDOM_WEIGHTS_NOTICE",
+    "TabResult",
+    "answer_image_question",
+    "audio_tab",
+    "chat_turn",
+    "error_text",
+    "get_bundle",
+    "image_tab",
+    "layout_tab",
+    "video_tab",
+]
 
 RANDOM_WEIGHTS_NOTICE = (
-    "⚠️ This is the tiny offline model with **random weights**: its answers are noise. "
-    "Everything before generation (resizing, patches, token counts) is real. "
+    "⚠ **Tiny offline model with random weights**: its answers are noise. Everything before "
+    "generation (resizing, patches, pooling, mel frames, token counts) is the real computation. "
     "Launch with `--model google/gemma-4-E4B-it` on a GPU for real answers."
 )
 
@@ -35,8 +50,333 @@ def get_bundle(name: str) -> Bundle:
 def error_text(exc: BaseException) -> str:
     """A one-paragraph message for the UI."""
     if isinstance(exc, MediaError | ModelLoadError | ValueError):
-        return f"❌ {exc}"
-    return f"❌ Something went wrong ({type(exc).__name__}: {exc}). Try another input."
+        return f"✗ {exc}"
+    return f"✗ Something went wrong ({type(exc).__name__}: {exc}). Try another input."
+
+
+def _notice(bundle: Bundle) -> str:
+    return RANDOM_WEIGHTS_NOTICE if bundle.is_random_weights else ""
+
+
+def _table(rows: list[tuple[str, Any]]) -> str:
+    body = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    return f"| | |\n|---|---|\n{body}"
+
+
+def _badge(report: Any) -> str:
+    """Our plan vs the transformers processor vs vLLM's arithmetic, in one line."""
+    if report.agree:
+        return "✓ **Parity**: our plan, the transformers processor and vLLM's arithmetic agree."
+    first = report.disagreements[0]
+    notes = " ".join(report.notes)
+    return f"⚠ **Parity**: they part at *{first}*. {notes} Encoder: {report.encoder_follows}."
+
+
+def _timings(parts: dict[str, float]) -> str:
+    total = sum(parts.values())
+    shown = " · ".join(f"{k} {v * 1000:.0f} ms" for k, v in parts.items())
+    return f"Timings: {shown} · total {total * 1000:.0f} ms"
+
+
+class TabResult(dict):
+    """What a tab handler returns, by name (``error`` is set when the input was bad)."""
+
+
+def _fail(exc: BaseException, keys: tuple[str, ...]) -> TabResult:
+    out = TabResult({k: None for k in keys})
+    out["error"] = error_text(exc)
+    out["counts"] = out["error"]
+    return out
+
+
+_IMAGE_KEYS = ("patch_figure", "pooled_figure", "counts", "parity", "timings", "notice")
+
+
+def image_tab(model_name: str, image: Any, budget: Any = 280) -> TabResult:
+    """Image → patch grid, real pooled mask, counts, parity badge, timings."""
+    from ..parity import check_parity
+    from ..plans import plan_image
+    from ..viz.patches import show_patch_grid
+    from ..viz.pooling import show_pooled_mask
+
+    try:
+        t = {}
+        bundle = get_bundle(model_name)
+        start = time.perf_counter()
+        if image is None:
+            raise MediaError("Upload an image first (PNG or JPEG), or click an example.")
+        pil = load_image(image)
+        b = int(budget) if bundle.family == "gemma4" and budget not in (None, "") else None
+        plan = plan_image(pil, family=bundle.family, max_soft_tokens=b)
+        t["plan"] = time.perf_counter() - start
+        start = time.perf_counter()
+        patch_fig = show_patch_grid(pil, family=bundle.family, max_soft_tokens=b)
+        t["patch grid"] = time.perf_counter() - start
+        start = time.perf_counter()
+        pooled_fig = show_pooled_mask(bundle, pil, max_soft_tokens=b)
+        t["vision tower"] = time.perf_counter() - start
+        start = time.perf_counter()
+        report = check_parity(
+            pil,
+            family=bundle.family,
+            max_soft_tokens=b,
+            bundle=bundle,
+            use_vllm=False,
+            run_encoder=False,
+        )
+        t["parity"] = time.perf_counter() - start
+        rows = [
+            ("family", get_family(bundle.family).display_name),
+            ("original (w×h)", f"{plan.original_size[1]}×{plan.original_size[0]}"),
+            ("resized (w×h)", f"{plan.resized_size[1]}×{plan.resized_size[0]}"),
+            (
+                "patches",
+                f"{plan.num_patches} of {plan.max_patches} ({plan.num_padding_patches} padding)",
+            ),
+            ("soft tokens", plan.num_soft_tokens),
+            ("prompt tokens (with markers)", plan.total_tokens),
+        ]
+        return TabResult(
+            patch_figure=patch_fig,
+            pooled_figure=pooled_fig,
+            counts=_table(rows),
+            parity=_badge(report),
+            timings=_timings(t),
+            notice=_notice(bundle),
+            plan=plan,
+            error=None,
+        )
+    except Exception as exc:  # noqa: BLE001 - the UI shows every failure as text
+        return _fail(exc, _IMAGE_KEYS)
+
+
+def audio_tab(model_name: str, audio: Any) -> TabResult:
+    """Clip → waveform + mel + token slots, counts, parity badge, timings."""
+    from ..parity import check_parity
+    from ..plans import plan_audio
+    from ..viz.audio import show_mel
+
+    try:
+        t = {}
+        bundle = get_bundle(model_name)
+        start = time.perf_counter()
+        if audio is None:
+            raise MediaError(
+                "Upload or record a clip first (WAV, FLAC or MP3), or click an example."
+            )
+        wave, notes = load_audio(audio)
+        plan = plan_audio(wave, family=bundle.family)
+        t["load + plan"] = time.perf_counter() - start
+        start = time.perf_counter()
+        fig = show_mel((wave, 16_000), family=bundle.family)
+        t["mel figure"] = time.perf_counter() - start
+        start = time.perf_counter()
+        report = check_parity(
+            (wave, 16_000), family=bundle.family, bundle=bundle, use_vllm=False, run_encoder=False
+        )
+        t["parity"] = time.perf_counter() - start
+        rows = [
+            ("family", get_family(bundle.family).display_name),
+            ("duration", f"{plan.duration_s:.2f} s" + (" (cut to 30 s)" if plan.truncated else "")),
+            ("mel frames (real)", f"{plan.num_mel_frames} ({plan.num_valid_frames})"),
+            ("encoder tokens", plan.num_encoder_tokens),
+            ("placeholders", plan.num_placeholders),
+            ("padding slots", plan.padding_slots),
+            ("ms per token", f"{plan.ms_per_token:.0f}"),
+        ]
+        if notes.get("downmixed"):
+            rows.append(("channels", f"{notes['downmixed']} averaged to mono"))
+        if notes.get("resampled_from"):
+            rows.append(("resampled", f"{notes['resampled_from']} Hz → 16 kHz"))
+        if plan.silent:
+            rows.append(("note", "the clip is silent — it still costs tokens"))
+        return TabResult(
+            mel_figure=fig,
+            counts=_table(rows),
+            parity=_badge(report),
+            timings=_timings(t),
+            notice=_notice(bundle),
+            plan=plan,
+            error=None,
+        )
+    except Exception as exc:  # noqa: BLE001
+        return _fail(exc, ("mel_figure", "counts", "parity", "timings", "notice"))
+
+
+def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResult:
+    """Video → sampled frames with timestamps and per-frame tokens (Gemma 4 only)."""
+    from ..parity import check_parity
+    from ..plans import plan_video
+    from ..viz.video import show_video_frames
+
+    try:
+        t = {}
+        bundle = get_bundle(model_name)
+        start = time.perf_counter()
+        spec = get_family(bundle.family)
+        if not spec.has_video:
+            raise MediaError(
+                f"{spec.display_name} has no video input: pick a Gemma 4 model, or "
+                "send a few frames as images."
+            )
+        if video is None:
+            raise MediaError("Upload a video first (MP4), or click an example.")
+        v = load_video(video, fps=fps or None)
+        plan = plan_video(v.frames, fps=v.fps)
+        t["decode + plan"] = time.perf_counter() - start
+        start = time.perf_counter()
+        fig = show_video_frames(v)
+        t["frames figure"] = time.perf_counter() - start
+        start = time.perf_counter()
+        report = check_parity(
+            v.frames, family=bundle.family, fps=v.fps, bundle=bundle, use_vllm=False
+        )
+        t["parity"] = time.perf_counter() - start
+        rows = [
+            ("frames", f"{plan.num_frames} at {plan.fps:g} fps = {plan.duration_s:.2f} s"),
+            ("sampled", len(plan.frame_indices)),
+            ("tokens per frame", plan.soft_tokens_per_frame),
+            ("soft tokens", plan.total_soft_tokens),
+            ("markers", 2 * len(plan.frame_indices)),
+            ("timestamps", ", ".join(dict.fromkeys(plan.timestamps))),
+        ]
+        return TabResult(
+            frames_figure=fig,
+            counts=_table(rows),
+            parity=_badge(report),
+            timings=_timings(t),
+            notice=_notice(bundle),
+            plan=plan,
+            error=None,
+        )
+    except Exception as exc:  # noqa: BLE001
+        return _fail(exc, ("frames_figure", "counts", "parity", "timings", "notice"))
+
+
+def layout_tab(
+    model_name: str, text: str, image: Any = None, audio: Any = None, budget: Any = 280
+) -> TabResult:
+    """A chat turn with attachments → the layout ribbon and its HTML form."""
+    from ..layout import layout_prompt
+    from ..viz.layout import show_layout
+
+    try:
+        bundle = get_bundle(model_name)
+        start = time.perf_counter()
+        b = int(budget) if bundle.family == "gemma4" and budget not in (None, "") else None
+        images = [load_image(image)] if image is not None else []
+        audios = [load_audio(audio)[0]] if audio is not None else []
+        layout = layout_prompt(
+            text or "",
+            bundle=bundle,
+            images=images,
+            audios=[(a, 16_000) for a in audios],
+            max_soft_tokens=b,
+        )
+        t = {"processor + layout": time.perf_counter() - start}
+        start = time.perf_counter()
+        fig = show_layout(layout)
+        t["ribbon"] = time.perf_counter() - start
+        rows = [(k, v) for k, v in layout.counts().items()] + [("total", layout.num_tokens)]
+        checks = [
+            f"{'✓' if p.agrees else '✗'} {p.modality} #{p.item}: {p.num_embeds} "
+            f"placeholders at {p.start}…{p.start + p.length - 1} (plan {p.expected})"
+            for p in layout.placeholders
+        ]
+        merges = [f"newline merge at {m.position}: {m.note}" for m in layout.newline_merges]
+        parity = "\n\n".join(checks + merges) or "No attachments: text only."
+        return TabResult(
+            layout_figure=fig,
+            layout_html=layout._repr_html_(),
+            counts=_table(rows),
+            parity=parity,
+            timings=_timings(t),
+            notice=_notice(bundle),
+            layout=layout,
+            error=None,
+        )
+    except Exception as exc:  # noqa: BLE001
+        return _fail(exc, ("layout_figure", "layout_html", "counts", "parity", "timings", "notice"))
+
+
+def chat_turn(
+    model_name: str,
+    message: dict[str, Any] | str,
+    history: list[dict] | None,
+    max_new_tokens: int = 32,
+    budget: Any = 280,
+) -> Iterator[list[dict]]:
+    """One multimodal chat turn, streamed: yields the history with the growing answer.
+
+    ``message`` is gradio's MultimodalTextbox value ``{"text": ..., "files": [...]}``.
+    """
+    history = list(history or [])
+    try:
+        bundle = get_bundle(model_name)
+        text, files = _split_message(message)
+        content: list[dict[str, Any]] = []
+        for path in files:
+            content.append(_attachment(path, bundle))
+        if text:
+            content.append({"type": "text", "text": text})
+        if not content:
+            raise MediaError("Type a message or attach an image, clip or video.")
+        shown = text + "".join(f"\n[{str(p).rsplit('/', 1)[-1]}]" for p in files)
+        history = history + [
+            {"role": "user", "content": shown},
+            {"role": "assistant", "content": ""},
+        ]
+        b = int(budget) if bundle.family == "gemma4" and budget not in (None, "") else None
+        start = time.perf_counter()
+        pieces = bundle.generate(
+            [{"role": "user", "content": content}],
+            stream=True,
+            max_new_tokens=int(max_new_tokens),
+            max_soft_tokens=b,
+        )
+        answer = ""
+        for piece in pieces:
+            answer += piece
+            history[-1] = {"role": "assistant", "content": answer}
+            yield history
+        elapsed = time.perf_counter() - start
+        suffix = f"\n\n_({elapsed * 1000:.0f} ms"
+        suffix += ", random weights: this text is noise)_" if bundle.is_random_weights else ")_"
+        history[-1] = {"role": "assistant", "content": answer + suffix}
+        yield history
+    except Exception as exc:  # noqa: BLE001
+        yield history + [{"role": "assistant", "content": error_text(exc)}]
+
+
+def _split_message(message: dict[str, Any] | str) -> tuple[str, list[str]]:
+    if isinstance(message, str):
+        return message.strip(), []
+    text = (message or {}).get("text") or ""
+    files = []
+    for f in (message or {}).get("files") or []:
+        files.append(f if isinstance(f, str) else f.get("path"))
+    return text.strip(), [f for f in files if f]
+
+
+_IMAGE_EXT = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+_AUDIO_EXT = (".wav", ".flac", ".mp3", ".ogg", ".m4a")
+_VIDEO_EXT = (".mp4", ".mov", ".avi", ".mkv", ".webm")
+
+
+def _attachment(path: str, bundle: Bundle) -> dict[str, Any]:
+    low = str(path).lower()
+    if low.endswith(_IMAGE_EXT):
+        return {"type": "image", "image": load_image(path)}
+    if low.endswith(_AUDIO_EXT):
+        wave, _ = load_audio(path)
+        return {"type": "audio", "audio": (wave, 16_000)}
+    if low.endswith(_VIDEO_EXT):
+        return {"type": "video", "video": load_video(path)}
+    raise MediaError(
+        f"Unsupported attachment {low.rsplit('/', 1)[-1]!r}: send an image "
+        f"({', '.join(_IMAGE_EXT)}), audio ({', '.join(_AUDIO_EXT)}) or video "
+        f"({', '.join(_VIDEO_EXT)})."
+    )
 
 
 def answer_image_question(
@@ -53,11 +393,10 @@ def answer_image_question(
         gen = bundle.generate(
             [{"role": "user", "content": content}], max_new_tokens=int(max_new_tokens)
         )
-        notice = RANDOM_WEIGHTS_NOTICE if bundle.is_random_weights else ""
         stats = (
             f"\n\n— {gen.prompt_tokens} prompt tokens ({gen.multimodal_tokens} image), "
             f"{gen.generated_tokens} generated, prefill {gen.prefill_s * 1000:.0f} ms"
         )
-        return gen.text + stats, notice
+        return gen.text + stats, _notice(bundle)
     except Exception as exc:  # noqa: BLE001 - the UI shows every failure as text
         return error_text(exc), ""

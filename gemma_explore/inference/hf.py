@@ -66,6 +66,36 @@ def _count_mm(bundle: Any, ids: list[int]) -> int:
     return sum(1 for i in ids if i in mm)
 
 
+class _ReadableOnly:
+    """For random-weight bundles only: keep the argmax among printable characters.
+
+    A random model's favourite ids are mostly the stand-in vocabulary's inert
+    ``<unused…>`` fillers, which decode to walls of tags and never contain a space (so
+    nothing streams). Restricting the choice to letters, digits, punctuation and space
+    keeps the output visibly noise, readable, and streamable. Trained checkpoints are
+    never restricted.
+    """
+
+    def __init__(self, allowed: list[int]) -> None:
+        self.allowed = allowed
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        mask = torch.full_like(scores, float("-inf"))
+        mask[:, self.allowed] = 0.0
+        return scores + mask
+
+
+def _readable_ids(bundle: Any) -> list[int]:
+    import string
+
+    tok = bundle.processor.tokenizer
+    chars = [c for c in string.ascii_letters + string.digits + ".,;:!?'-"] + ["▁"] * 6
+    ids = tok.convert_tokens_to_ids(chars)
+    return [i for i in ids if i is not None and i != tok.unk_token_id]
+
+
 def _decode(bundle: Any, ids: Any) -> str:
     return bundle.processor.tokenizer.decode(ids, skip_special_tokens=True)
 
@@ -101,9 +131,15 @@ def _run(bundle: Any, prepared: PreparedInputs, *, max_new_tokens: int, streamer
             for s in streamers:
                 s.end()
 
+    extra: dict[str, Any] = {}
+    if bundle.is_random_weights:
+        from transformers import LogitsProcessorList
+
+        extra["logits_processor"] = LogitsProcessorList([_ReadableOnly(_readable_ids(bundle))])
     with _encoder_timer(bundle.model) as enc, torch.inference_mode():
         start = time.perf_counter()
         out = bundle.model.generate(
+            **extra,
             **inputs,
             max_new_tokens=max_new_tokens,
             do_sample=False,
@@ -143,6 +179,49 @@ def generate_hf(
     return _run(bundle, prepared, max_new_tokens=max_new_tokens)
 
 
+class _PieceStreamer:
+    """Yields the new text after every generated token.
+
+    transformers' TextIteratorStreamer holds text back until a space, so an answer
+    without spaces would arrive all at once; this one only holds back an incomplete
+    UTF-8 character.
+    """
+
+    _END = object()
+
+    def __init__(self, tokenizer: Any, timeout: float = 300.0) -> None:
+        import queue
+
+        self.tokenizer = tokenizer
+        self.queue: queue.Queue = queue.Queue()
+        self.timeout = timeout
+        self.ids: list[int] = []
+        self.sent = 0
+        self.prompt_seen = False
+
+    def put(self, value) -> None:
+        if not self.prompt_seen:  # generate() first puts the prompt
+            self.prompt_seen = True
+            return
+        self.ids.extend(int(i) for i in value.reshape(-1).tolist())
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        if text.endswith("\ufffd"):
+            return
+        if len(text) > self.sent:
+            self.queue.put(text[self.sent :])
+            self.sent = len(text)
+
+    def end(self) -> None:
+        self.queue.put(self._END)
+
+    def __iter__(self):
+        while True:
+            item = self.queue.get(timeout=self.timeout)
+            if item is self._END:
+                return
+            yield item
+
+
 def stream_hf(
     bundle: Any,
     messages: Any,
@@ -151,17 +230,13 @@ def stream_hf(
     max_soft_tokens: int | None = None,
     **processor_kwargs: Any,
 ) -> Iterator[str]:
-    """Yield text pieces as transformers' ``TextIteratorStreamer`` produces them.
+    """Yield the text of each generated token as it comes (generate()'s streamer hook).
 
     Bad input raises here, before the first piece, not inside the worker thread.
     """
-    from transformers import TextIteratorStreamer
-
     # Validate and preprocess in the caller's thread so errors surface cleanly.
     prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens, **processor_kwargs)
-    streamer = TextIteratorStreamer(
-        bundle.processor.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=300
-    )
+    streamer = _PieceStreamer(bundle.processor.tokenizer)
     errors: list[BaseException] = []
 
     def work():

@@ -1,22 +1,95 @@
-"""The demo's handlers answer, and turn bad input into a message."""
+"""The demo's handlers, called directly: results for good input, messages for bad."""
 
-from gemma_explore.app import handlers
+import numpy as np
+import pytest
+import soundfile as sf
+
+from gemma_explore.app import handlers as h
+from gemma_explore.samples import SAMPLES_DIR
+
+PHOTO = str(SAMPLES_DIR / "photo.jpg")
+SPEECH = str(SAMPLES_DIR / "speech.wav")
+VIDEO = str(SAMPLES_DIR / "video.mp4")
+
+
+@pytest.mark.parametrize("model", ["tiny-gemma4", "tiny-gemma3n"])
+def test_image_tab(model):
+    r = h.image_tab(model, PHOTO, 280)
+    assert r["error"] is None and r["patch_figure"] is not None and r["pooled_figure"] is not None
+    assert f"| soft tokens | {r['plan'].num_soft_tokens} |" in r["counts"]
+    assert r["parity"].startswith("✓") and "random weights" in r["notice"]
+    assert "vision tower" in r["timings"]
+
+
+def test_image_tab_parity_badge_names_the_difference():
+    r = h.image_tab("tiny-gemma4", np.zeros((3, 900, 3), np.uint8), 280)
+    assert r["parity"].startswith("⚠") and "resized size" in r["parity"]
+
+
+@pytest.mark.parametrize("model", ["tiny-gemma4", "tiny-gemma3n"])
+def test_audio_tab(model):
+    r = h.audio_tab(model, SPEECH)
+    assert r["error"] is None and r["mel_figure"] is not None
+    assert f"| placeholders | {r['plan'].num_placeholders} |" in r["counts"]
+
+
+def test_audio_tab_stereo_44k(tmp_path):
+    t = np.arange(44_100) / 44_100
+    path = tmp_path / "stereo.wav"
+    sf.write(
+        path, np.stack([np.sin(2 * np.pi * 300 * t), np.sin(2 * np.pi * 500 * t)], 1) * 0.2, 44_100
+    )
+    r = h.audio_tab("tiny-gemma4", str(path))
+    assert "2 averaged to mono" in r["counts"] and "44100 Hz" in r["counts"]
+
+
+def test_video_tab():
+    r = h.video_tab("tiny-gemma4", VIDEO)
+    assert r["error"] is None and "| sampled | 32 |" in r["counts"]
+    r = h.video_tab("tiny-gemma3n", VIDEO)
+    assert r["error"].startswith("✗") and "no video" in r["error"]
+
+
+def test_layout_tab():
+    r = h.layout_tab("tiny-gemma3n", "Describe.", PHOTO, SPEECH)
+    assert r["error"] is None and "✓ image #0" in r["parity"] and "newline merge" in r["parity"]
+    assert "<span" in r["layout_html"]
+
+
+def test_chat_streams_and_says_the_weights_are_random():
+    updates = list(h.chat_turn("tiny-gemma4", {"text": "What is this?", "files": [PHOTO]}, [], 6))
+    assert len(updates) >= 3  # several partial answers, then the final one
+    final = updates[-1]
+    assert final[0]["role"] == "user" and "photo.jpg" in final[0]["content"]
+    assert "random weights" in final[-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("tab", "args", "message"),
+    [
+        (h.image_tab, ("tiny-gemma4", None), "Upload an image"),
+        (h.image_tab, ("tiny-gemma4", b"\x89PNG\r\n broken"), "PNG or JPEG"),
+        (h.image_tab, ("tiny-gemma4", PHOTO, 300), "70, 140, 280, 560, 1120"),
+        (h.audio_tab, ("tiny-gemma4", b""), "empty"),
+        (h.audio_tab, ("tiny-gemma4", b"RIFF....garbage"), "WAV or FLAC"),
+        (h.audio_tab, ("tiny-gemma4", (np.full(800, np.nan, np.float32), 16_000)), "NaN"),
+        (h.video_tab, ("tiny-gemma4", b"not a video"), "codec"),
+        (h.image_tab, ("tiny-gemma9", PHOTO), "tiny-gemma4"),
+    ],
+)
+def test_bad_input_is_a_message_and_the_next_request_works(tab, args, message):
+    r = tab(*args)
+    assert r["error"].startswith("✗") and message in r["error"]
+    assert h.image_tab("tiny-gemma4", PHOTO)["error"] is None
+
+
+def test_chat_bad_attachment(tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello")
+    (final,) = list(h.chat_turn("tiny-gemma4", {"text": "hi", "files": [str(bad)]}, [], 2))
+    assert final[-1]["content"].startswith("✗") and "Unsupported attachment" in final[-1]["content"]
 
 
 def test_image_question_answers_with_counts(photo):
-    answer, notice = handlers.answer_image_question("tiny-gemma4", photo, "What?", 3)
+    answer, notice = h.answer_image_question("tiny-gemma4", photo, "What?", 3)
     assert "prompt tokens" in answer and "random weights" in notice
-
-
-def test_missing_and_corrupt_images_are_messages_and_the_next_request_works(photo):
-    answer, _ = handlers.answer_image_question("tiny-gemma4", None, "What?", 3)
-    assert answer.startswith("❌") and "Upload an image" in answer
-    answer, _ = handlers.answer_image_question("tiny-gemma4", b"\x89PNG broken", "What?", 3)
-    assert answer.startswith("❌") and "PNG or JPEG" in answer
-    answer, _ = handlers.answer_image_question("tiny-gemma3n", photo, "", 2)
-    assert "prompt tokens" in answer
-
-
-def test_unknown_model_is_a_message():
-    answer, _ = handlers.answer_image_question("tiny-gemma9", None, "", 1)
-    assert answer.startswith("❌") and "tiny-gemma4" in answer

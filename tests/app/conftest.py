@@ -1,0 +1,46 @@
+"""A launched demo on a random free port, shared by the client and browser tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    sys.path.insert(0, str(ROOT))
+    import demo_app
+
+    demo = demo_app.build_app("tiny-gemma4")
+    port = _free_port()
+    demo.launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        share=False,
+        prevent_thread_lock=True,
+        max_file_size=demo_app.MAX_UPLOAD,
+        quiet=True,
+        show_error=True,
+    )
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir():
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

@@ -1,0 +1,96 @@
+"""gradio_client against a launched app: every endpoint, and 8 concurrent requests."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from gradio_client import Client, handle_file
+
+from gemma_explore.samples import SAMPLES_DIR
+
+PHOTO = str(SAMPLES_DIR / "photo.jpg")
+SPEECH = str(SAMPLES_DIR / "speech.wav")
+VIDEO = str(SAMPLES_DIR / "video.mp4")
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    return Client(app_url, verbose=False)
+
+
+def test_every_endpoint_is_exposed(client):
+    api = client.view_api(print_info=False, return_format="dict")
+    names = set(api["named_endpoints"])
+    assert {"/image", "/audio", "/video", "/layout", "/chat", "/model"} <= names
+
+
+def test_image_endpoint(client):
+    patch, pooled, counts, parity, timings, notice = client.predict(
+        "tiny-gemma4", handle_file(PHOTO), 280, api_name="/image"
+    )
+    assert patch and pooled and "| soft tokens | 270 |" in counts
+    assert parity.startswith("✓") and "random weights" in notice and "ms" in timings
+
+
+def test_audio_endpoint(client):
+    mel, counts, parity, _t, _n = client.predict(
+        "tiny-gemma3n", handle_file(SPEECH), api_name="/audio"
+    )
+    assert mel and "| placeholders | 188 |" in counts and parity.startswith("✓")
+
+
+def test_video_endpoint(client):
+    frames, counts, parity, _t, _n = client.predict(
+        "tiny-gemma4", handle_file(VIDEO), api_name="/video"
+    )
+    assert frames and "| sampled | 32 |" in counts and parity.startswith("✓")
+
+
+def test_layout_endpoint(client):
+    fig, page, counts, checks, _t, _n = client.predict(
+        "tiny-gemma4", "Describe.", handle_file(PHOTO), None, 70, api_name="/layout"
+    )
+    assert fig and "<span" in page and "✓ image #0" in checks
+
+
+def test_chat_endpoint_streams(client):
+    job = client.submit(
+        "tiny-gemma4", {"text": "Hi", "files": [handle_file(PHOTO)]}, [], 5, 280, api_name="/chat"
+    )
+    outputs = list(job)
+    history = job.result()[0]
+    assert len(outputs) >= 2
+    assert history[-1]["role"] == "assistant" and "random weights" in str(history[-1]["content"])
+
+
+def test_model_switch_endpoint(client):
+    assert "random weights" in client.predict("tiny-gemma3n", api_name="/model")
+
+
+def test_a_corrupt_upload_is_an_error_message_and_the_app_keeps_serving(client, tmp_path):
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="(?i)image|identify|error"):  # rejected, not a crash
+        client.predict("tiny-gemma4", handle_file(str(bad)), 280, api_name="/image")
+    _p, _q, counts, *_ = client.predict("tiny-gemma4", handle_file(PHOTO), 280, api_name="/image")
+    assert "| soft tokens | 270 |" in counts
+
+
+def test_eight_concurrent_requests_are_all_answered(app_url):
+    budgets = [70, 140, 280, 560, 1120, 70, 280, 560]
+
+    def one(budget):
+        c = Client(app_url, verbose=False)
+        return budget, c.predict("tiny-gemma4", handle_file(PHOTO), budget, api_name="/image")[2]
+
+    import gemma_explore as ge
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, budgets))
+    assert len(results) == 8
+    for budget, counts in results:
+        n = ge.plan_image(
+            ge.samples.sample_photo(), family="gemma4", max_soft_tokens=budget
+        ).num_soft_tokens
+        assert f"| soft tokens | {n} |" in counts
