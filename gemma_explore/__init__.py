@@ -10,11 +10,12 @@ Every entry point, in the order a lesson meets them:
   ``show_layout`` → matplotlib Figures (``save_figure`` for slides)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
 - ``vision_pooling(bundle, image)`` → :class:`PooledTokens` from the real pooler
+- ``inspect_multimodal(bundle, messages)`` → :class:`EncoderReport`: encoder outputs vs placeholders
 - ``Bundle.generate(messages)`` → :class:`Generation`
 """
 
 from .families import FAMILIES, get_family
-from .inspect import PooledTokens, vision_pooling
+from .inspect import EncoderReport, ItemReport, PooledTokens, inspect_multimodal, vision_pooling
 from .layout import NewlineMerge, Placeholder, PromptLayout, Segment, layout_prompt
 from .media import MediaError, load_audio, load_image, load_video
 from .models.bundle import Bundle, Generation, ModelLoadError, load
@@ -44,6 +45,8 @@ __all__ = [
     "layout_prompt",
     "AudioPlan",
     "Bundle",
+    "EncoderReport",
+    "ItemReport",
     "Generation",
     "ImagePlan",
     "MediaError",
@@ -52,6 +55,7 @@ __all__ = [
     "PreparedInputs",
     "VideoPlan",
     "get_family",
+    "inspect_multimodal",
     "load",
     "load_audio",
     "load_image",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,11 +66,13 @@ class Bundle:
         return get_family(self.family)
 
     def __repr__(self) -> str:
-        n = sum(p.numel() for p in self.model.parameters()) if self.model is not None else 0
         weights = "random weights" if self.is_random_weights else "trained weights"
+        size = ""
+        if hasattr(self.model, "parameters"):
+            size = f"{sum(p.numel() for p in self.model.parameters()) / 1e6:.1f} M parameters, "
         return (
             f"Bundle({self.name!r}, family={self.family!r}, backend={self.backend!r}, "
-            f"device={self.device!r}, {n / 1e6:.1f} M parameters, {weights})"
+            f"device={self.device!r}, {size}{weights})"
         )
 
     def save_pretrained(self, directory: str | os.PathLike) -> Path:
@@ -114,6 +115,27 @@ class Bundle:
         Messages hold images, audio and (Gemma 4) video items; ``max_soft_tokens``
         sets Gemma 4's per-request image budget.
         """
+        if self.backend == "openai":
+            from ..inference.openai_backend import generate_openai
+
+            return generate_openai(
+                self,
+                messages,
+                max_new_tokens=max_new_tokens,
+                stream=stream,
+                max_soft_tokens=max_soft_tokens,
+            )
+        if self.backend == "vllm":
+            from ..inference.vllm_backend import generate_vllm
+
+            gen = generate_vllm(
+                self,
+                messages,
+                max_new_tokens=max_new_tokens,
+                max_soft_tokens=max_soft_tokens,
+                **processor_kwargs,
+            )
+            return iter([gen.text]) if stream else gen  # vllm.LLM answers whole
         from ..inference.hf import generate_hf, stream_hf
 
         if stream:
@@ -178,17 +200,23 @@ def load(
 ) -> Bundle:
     """Load a bundle: ``"tiny-gemma3n"``, ``"tiny-gemma4"``, a local folder or a hub id.
 
-    ``backend`` is ``"hf"`` (transformers, CPU or GPU). On CUDA real checkpoints load in
-    bfloat16, on CPU in float32, unless ``dtype`` says otherwise.
+    ``backend`` is ``"hf"`` (transformers, CPU or GPU; on CUDA real checkpoints load in
+    bfloat16, on CPU in float32, unless ``dtype`` says otherwise), ``"vllm"`` (``vllm.LLM``
+    on a CUDA GPU; extra keyword arguments override :func:`engine_args`) or ``"openai"``
+    (a client for a running ``vllm serve``: ``base_url=``, ``api_key=``).
 
     >>> load("tiny-gemma3n").family                      # doctest: +SKIP
     'gemma3n'
     """
+    name = os.fspath(model)
+    if backend == "openai":
+        return _load_openai(name, **engine_args)
+    if backend == "vllm":
+        return _load_vllm(name, **engine_args)
     if backend != "hf":
-        raise ValueError(f"Unknown backend {backend!r}; this version supports backend='hf'.")
+        raise ValueError(f"Unknown backend {backend!r}; choose 'hf', 'vllm' or 'openai'.")
     if engine_args:
         raise TypeError(f"Unexpected arguments for backend='hf': {sorted(engine_args)}")
-    name = os.fspath(model)
     dev = _pick_device(device)
     dt = _pick_dtype(dtype, dev)
     if name in TINY_NAMES:
@@ -318,5 +346,76 @@ def _load_hub(hub_id: str, device: str, dtype: Any) -> Bundle:
     )
 
 
-def _now() -> float:
-    return time.perf_counter()
+def _guess_family(name: str) -> str:
+    """Family of a model we cannot open (a remote server's): from its name."""
+    low = name.lower().replace("_", "-")
+    if "gemma-3n" in low or "gemma3n" in low:
+        return "gemma3n"
+    if "gemma-4" in low or "gemma4" in low:
+        return "gemma4"
+    raise ModelLoadError(f"Cannot tell whether {name!r} is Gemma 3n or Gemma 4; pass family=.")
+
+
+def _load_openai(
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    family: str | None = None,
+    **unexpected: Any,
+) -> Bundle:
+    from ..inference.openai_backend import DEFAULT_BASE_URL, OpenAIClient
+
+    if unexpected:
+        raise TypeError(f"Unexpected arguments for backend='openai': {sorted(unexpected)}")
+    fam = family or (TINY_NAMES.get(name) or _guess_family(name))
+    processor = None
+    if name in TINY_NAMES:
+        processor = build_tiny_processor(fam)
+    elif Path(name).is_dir():
+        from transformers import AutoProcessor
+
+        processor = AutoProcessor.from_pretrained(name, trust_remote_code=False)
+    client = OpenAIClient(model=name, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key)
+    return Bundle(
+        name=name,
+        family=get_family(fam).name,
+        processor=processor,
+        model=client,
+        is_random_weights=False,
+        backend="openai",
+        device="remote",
+    )
+
+
+def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
+    from ..inference.vllm_backend import load_vllm
+
+    source, random_weights = name, False
+    if name in TINY_NAMES:
+        import tempfile
+
+        tiny = _load_tiny(name, "cpu", None)
+        source = str(tiny.save_pretrained(tempfile.mkdtemp(prefix="gemma_explore_")))
+        random_weights = True
+    if Path(source).is_dir():
+        _check_folder(Path(source))
+        from transformers import AutoConfig
+
+        family = _family_from_config(AutoConfig.from_pretrained(source), source)
+        marker = Path(source) / MARKER_FILE
+        random_weights = random_weights or (
+            marker.exists() and bool(json.loads(marker.read_text()).get("random_weights"))
+        )
+    else:
+        family = _guess_family(source)
+    llm, processor = load_vllm(source, family=family, **engine_overrides)
+    return Bundle(
+        name=name,
+        family=family,
+        processor=processor,
+        model=llm,
+        is_random_weights=random_weights,
+        backend="vllm",
+        device="cuda",
+    )

@@ -1,0 +1,94 @@
+"""The vLLM backend around the engine: arguments, requests, errors. vllm.LLM needs a GPU,
+so generation is checked with a stand-in engine that records what it was given."""
+
+import sys
+import typing
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import gemma_explore as ge
+from gemma_explore.inference import vllm_backend as vb
+from gemma_explore.parity import vllm_available, vllm_process
+
+needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
+
+
+def test_engine_args_defaults():
+    args = vb.engine_args("google/gemma-4-E4B-it", family="gemma4", max_soft_tokens=1120)
+    assert args["mm_processor_kwargs"] == {"max_soft_tokens": 1120}
+    assert args["limit_mm_per_prompt"] == {"image": 4, "audio": 1, "video": 1}
+    assert args["enforce_eager"] and args["max_model_len"] == 8192
+    assert args["trust_remote_code"] is False
+    args3 = vb.engine_args("google/gemma-3n-E2B-it", family="gemma3n", max_model_len=4096)
+    assert "mm_processor_kwargs" not in args3 and "video" not in args3["limit_mm_per_prompt"]
+    assert args3["max_model_len"] == 4096
+    with pytest.raises(ValueError, match="1120"):
+        vb.engine_args("x", family="gemma4", max_soft_tokens=333)
+
+
+@needs_vllm
+def test_request_is_a_vllm_text_prompt(tiny4, photo, tone):
+    from vllm.inputs import TextPrompt
+
+    prepared = ge.prepare_inputs(
+        tiny4, "Hi", images=[photo], audios=[(tone, 16000)], max_soft_tokens=70
+    )
+    request = vb.vllm_request(prepared)
+    allowed = set(typing.get_type_hints(TextPrompt))
+    assert set(request) <= allowed and request["prompt"] == prepared.text
+    assert request["mm_processor_kwargs"] == {"max_soft_tokens": 70}
+    # vLLM's own processor takes the request as is and agrees with our layout.
+    out = vllm_process(
+        tiny4, request["prompt"], request["multi_modal_data"], request["mm_processor_kwargs"]
+    )
+    assert out["prompt_token_ids"] == prepared.input_ids
+
+
+def test_generate_passes_data_and_budget_to_the_engine(tiny4, photo, monkeypatch):
+    seen = {}
+
+    class FakeLLM:
+        def generate(self, requests, params, use_tqdm=False):
+            seen["requests"], seen["params"] = requests, params
+            return [
+                SimpleNamespace(
+                    prompt_token_ids=ge.prepare_inputs(
+                        tiny4, "Hi", images=[photo], max_soft_tokens=140
+                    ).input_ids,
+                    outputs=[SimpleNamespace(text="a cat", token_ids=[1, 2, 3])],
+                    metrics=None,
+                )
+            ]
+
+    bundle = ge.Bundle("fake", "gemma4", tiny4.processor, FakeLLM(), False, backend="vllm")
+    if not vllm_available():
+        monkeypatch.setitem(
+            sys.modules, "vllm", SimpleNamespace(SamplingParams=lambda **kw: SimpleNamespace(**kw))
+        )
+    gen = bundle.generate("Hi", images=[photo], max_new_tokens=3, max_soft_tokens=140)
+    (request,) = seen["requests"]
+    assert request["mm_processor_kwargs"] == {"max_soft_tokens": 140}
+    assert len(request["multi_modal_data"]["image"]) == 1
+    assert seen["params"].max_tokens == 3
+    plan = ge.plan_image(photo, family="gemma4", max_soft_tokens=140)
+    assert gen.text == "a cat" and gen.multimodal_tokens == plan.num_soft_tokens
+
+
+def test_vllm_engine_on_cpu_is_a_clear_error():
+    with pytest.raises((RuntimeError, ImportError), match="CUDA GPU|vllm"):
+        ge.load("tiny-gemma4", backend="vllm")
+
+
+def test_missing_vllm_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(ImportError, match=r"\.\[vllm\]"):
+        vb.load_vllm("x", family="gemma4")
+
+
+def test_video_request_carries_frames_and_metadata(tiny4):
+    frames = np.random.RandomState(0).randint(0, 255, (40, 72, 128, 3), np.uint8)
+    prepared = ge.prepare_inputs(tiny4, "What happens?", videos=[(frames, 8.0)])
+    ((clip, meta),) = vb.vllm_request(prepared)["multi_modal_data"]["video"]
+    assert clip.shape[0] == 32 and meta["fps"] == 8.0 and len(meta["frames_indices"]) == 32
