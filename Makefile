@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 
-.PHONY: demo test env lab lint format bench clean-env browser
+.PHONY: demo test env lab lint format bench clean-env browser html gallery
 
 demo: $(STAMP)
 	$(PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
@@ -31,6 +31,14 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# Executed HTML copies of the notebooks, for sharing: build/notebooks/*.html
+html: $(STAMP)
+	$(VENV)/bin/jupyter nbconvert --execute --to html --output-dir build/notebooks notebooks/*.ipynb
+
+# Every figure for the bundled samples: build/gallery/*.png
+gallery: $(STAMP)
+	$(PY) benchmarks/gallery.py build/gallery
 
 env: $(STAMP)
 

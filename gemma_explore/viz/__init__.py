@@ -1,1 +1,26 @@
-"""Visualisers: each takes a plan, layout or report and returns a matplotlib Figure."""
+"""Visualisers: each takes a plan, layout or report and returns a matplotlib Figure.
+
+Figures are made with ``matplotlib.figure.Figure`` (not pyplot), so nothing is shown or
+kept alive behind your back. In Jupyter they still display inline: on import we
+register a PNG formatter for ``Figure`` with IPython when pyplot has not done so.
+"""
+
+
+def _register_ipython_display() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of the notebooks extra
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.figure import Figure
+
+    png = shell.display_formatter.formatters["image/png"]
+    if Figure in png.type_printers:  # pyplot's inline backend got there first
+        return
+    png.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight", dpi=90))
+
+
+_register_ipython_display()
