@@ -181,15 +181,30 @@ def build_app(model: str = "tiny-gemma4"):
     return demo
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options; host and port fall back to GEMMA_EXPLORE_HOST / _PORT."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=os.environ.get("GEMMA_EXPLORE_MODEL", "tiny-gemma4"))
-    parser.add_argument("--backend", default="hf", choices=["hf"])
+    parser.add_argument(
+        "--backend",
+        default=os.environ.get("GEMMA_EXPLORE_BACKEND", "hf"),
+        choices=["hf", "vllm", "openai"],
+    )
+    parser.add_argument("--base-url", default=None, help="for --backend openai: the vllm serve URL")
     parser.add_argument("--host", default=os.environ.get("GEMMA_EXPLORE_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GEMMA_EXPLORE_PORT", 7860)))
-    args = parser.parse_args(argv)
-    from gemma_explore.app.handlers import get_bundle
+    return parser.parse_args(argv)
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from gemma_explore.app.handlers import configure, get_bundle
+
+    if args.backend != "hf":
+        options = {"backend": args.backend}
+        if args.backend == "openai" and args.base_url:
+            options["base_url"] = args.base_url
+        configure(args.model, **options)
     get_bundle(args.model)  # fail early, with load()'s clear message, on a bad --model
     demo = build_app(args.model)
     demo.launch(

@@ -18,6 +18,7 @@ from ..models.bundle import Bundle, ModelLoadError, load
 
 __all__ = [
     "RANDOM_WEIGHTS_NOTICE",
+    "configure",
     "TabResult",
     "answer_image_question",
     "audio_tab",
@@ -36,20 +37,38 @@ RANDOM_WEIGHTS_NOTICE = (
 )
 
 _BUNDLES: dict[str, Bundle] = {}
+_LOAD_OPTIONS: dict[str, dict[str, Any]] = {}  # launch-time backend and options per model
 _LOCK = threading.Lock()
+
+
+def configure(name: str, **load_options: Any) -> None:
+    """Remember how to load ``name`` (e.g. ``backend="vllm"``) for when it is first used."""
+    _LOAD_OPTIONS[name] = dict(load_options)
 
 
 def get_bundle(name: str) -> Bundle:
     """Load (once) and return the bundle called ``name``."""
     with _LOCK:
         if name not in _BUNDLES:
-            _BUNDLES[name] = load(name)
+            _BUNDLES[name] = load(name, **_LOAD_OPTIONS.get(name, {}))
         return _BUNDLES[name]
+
+
+def analysis_bundle(name: str) -> Bundle:
+    """The bundle whose processor and towers the analysis tabs run.
+
+    vLLM and remote servers do not expose their processor's tensors or towers, so with
+    those backends the tabs use the tiny transformers bundle of the same family: the
+    same processor settings, hence the same counts (the notice says so)."""
+    bundle = get_bundle(name)
+    if bundle.backend == "hf" and bundle.processor is not None:
+        return bundle
+    return get_bundle(f"tiny-{bundle.family}")
 
 
 def error_text(exc: BaseException) -> str:
     """A one-paragraph message for the UI."""
-    if isinstance(exc, MediaError | ModelLoadError | ValueError):
+    if isinstance(exc, MediaError | ModelLoadError | ValueError | ConnectionError):
         return f"✗ {exc}"
     return f"✗ Something went wrong ({type(exc).__name__}: {exc}). Try another input."
 
@@ -101,7 +120,7 @@ def image_tab(model_name: str, image: Any, budget: Any = 280) -> TabResult:
 
     try:
         t = {}
-        bundle = get_bundle(model_name)
+        bundle = analysis_bundle(model_name)
         start = time.perf_counter()
         if image is None:
             raise MediaError("Upload an image first (PNG or JPEG), or click an example.")
@@ -158,7 +177,7 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
 
     try:
         t = {}
-        bundle = get_bundle(model_name)
+        bundle = analysis_bundle(model_name)
         start = time.perf_counter()
         if audio is None:
             raise MediaError(
@@ -211,7 +230,7 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResul
 
     try:
         t = {}
-        bundle = get_bundle(model_name)
+        bundle = analysis_bundle(model_name)
         start = time.perf_counter()
         spec = get_family(bundle.family)
         if not spec.has_video:
@@ -261,7 +280,7 @@ def layout_tab(
     from ..viz.layout import show_layout
 
     try:
-        bundle = get_bundle(model_name)
+        bundle = analysis_bundle(model_name)
         start = time.perf_counter()
         b = int(budget) if bundle.family == "gemma4" and budget not in (None, "") else None
         images = [load_image(image)] if image is not None else []

@@ -138,6 +138,12 @@ class OpenAIClient:
         key = self.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         return {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
+    def _no_server(self, exc: Exception) -> str:
+        return (
+            f"No OpenAI-compatible server answered at {self.base_url} ({exc}). Start one "
+            f"with `vllm serve {self.model}` or pass base_url=…."
+        )
+
     def _url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
 
@@ -152,10 +158,7 @@ class OpenAIClient:
         try:
             r = httpx.post(self._url(), json=body, headers=self._headers(), timeout=self.timeout)
         except httpx.HTTPError as exc:
-            raise ConnectionError(
-                f"No OpenAI-compatible server answered at {self.base_url} ({exc}). Start one "
-                f"with `vllm serve {self.model}` or pass base_url=…"
-            ) from None
+            raise ConnectionError(self._no_server(exc)) from None
         if r.status_code != 200:
             raise RuntimeError(
                 f"The server at {self.base_url} answered {r.status_code}: {r.text[:300]}"
@@ -190,9 +193,7 @@ class OpenAIClient:
                     if delta.get("content"):
                         yield delta["content"]
         except httpx.HTTPError as exc:
-            raise ConnectionError(
-                f"No OpenAI-compatible server answered at {self.base_url} ({exc})."
-            ) from None
+            raise ConnectionError(self._no_server(exc)) from None
 
 
 def generate_openai(

@@ -94,3 +94,33 @@ def test_eight_concurrent_requests_are_all_answered(app_url):
             ge.samples.sample_photo(), family="gemma4", max_soft_tokens=budget
         ).num_soft_tokens
         assert f"| soft tokens | {n} |" in counts
+
+
+def test_uploads_over_the_limit_are_refused_and_the_app_keeps_serving(client, tmp_path):
+    from gradio_client.exceptions import AppError
+
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * (21 * 1024 * 1024))
+    with pytest.raises((AppError, ValueError, Exception), match="(?i)size|large|limit|413"):
+        client.predict("tiny-gemma4", handle_file(str(big)), 280, api_name="/image")
+    _p, _q, counts, *_ = client.predict("tiny-gemma4", handle_file(PHOTO), 280, api_name="/image")
+    assert "| soft tokens | 270 |" in counts
+
+
+def test_launch_defaults_are_safe(monkeypatch):
+    import demo_app
+
+    monkeypatch.delenv("GEMMA_EXPLORE_HOST", raising=False)
+    monkeypatch.delenv("GEMMA_EXPLORE_PORT", raising=False)
+    args = demo_app.parse_args([])
+    assert (args.host, args.port, args.model, args.backend) == (
+        "127.0.0.1",
+        7860,
+        "tiny-gemma4",
+        "hf",
+    )
+    monkeypatch.setenv("GEMMA_EXPLORE_HOST", "0.0.0.0")
+    monkeypatch.setenv("GEMMA_EXPLORE_PORT", "9999")
+    args = demo_app.parse_args(["--model", "tiny-gemma3n"])
+    assert (args.host, args.port, args.model) == ("0.0.0.0", 9999, "tiny-gemma3n")
+    assert demo_app.MAX_UPLOAD == "20mb"

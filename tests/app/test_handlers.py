@@ -93,3 +93,16 @@ def test_chat_bad_attachment(tmp_path):
 def test_image_question_answers_with_counts(photo):
     answer, notice = h.answer_image_question("tiny-gemma4", photo, "What?", 3)
     assert "prompt tokens" in answer and "random weights" in notice
+
+
+def test_a_served_model_uses_the_tiny_processor_for_analysis_and_reports_a_dead_server():
+    name = "google/gemma-4-E4B-it"
+    h.configure(name, backend="openai", base_url="http://127.0.0.1:9/v1")
+    try:
+        r = h.image_tab(name, PHOTO, 280)
+        assert r["error"] is None and "| soft tokens | 270 |" in r["counts"]
+        (final,) = list(h.chat_turn(name, "Hi", [], 2))
+        assert final[-1]["content"].startswith("✗") and "vllm serve" in final[-1]["content"]
+    finally:
+        h._LOAD_OPTIONS.pop(name, None)
+        h._BUNDLES.pop(name, None)
