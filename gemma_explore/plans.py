@@ -430,6 +430,21 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
     )
     steps.append(f"Pad to a multiple of {m} samples: {padded}.")
 
+    # Fields both families fill the same way.
+    common = dict(
+        family=spec.name,
+        sampling_rate=int(notes.get("resampled_from") or sampling_rate),
+        resampled=bool(notes.get("resampled_from")),
+        downmixed_channels=notes.get("downmixed"),
+        num_samples=n,
+        duration_s=n / a.sampling_rate,
+        samples_used=used,
+        truncated=n > used,
+        padded_samples=padded,
+        frame_length=fl,
+        hop_length=hop,
+        silent=bool(notes.get("silent")),
+    )
     if spec.name == "gemma3n":
         # Frames: windows of frame_length+1 samples every hop (the extra sample feeds
         # pre-emphasis). A frame is real when the sample at its start is real.
@@ -460,17 +475,7 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
             f'{spec.eoa_token} "\\n\\n" = {place + 4} tokens.',
         ]
         return AudioPlan(
-            family=spec.name,
-            sampling_rate=int(notes.get("resampled_from") or sampling_rate),
-            resampled=bool(notes.get("resampled_from")),
-            downmixed_channels=notes.get("downmixed"),
-            num_samples=n,
-            duration_s=n / a.sampling_rate,
-            samples_used=used,
-            truncated=n > used,
-            padded_samples=padded,
-            frame_length=fl,
-            hop_length=hop,
+            **common,
             num_mel_frames=frames,
             num_valid_frames=valid_frames,
             subsampling=16,
@@ -480,7 +485,6 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
             dropped_tokens=max(enc_valid - place, 0),
             ms_per_token=16 * hop * 1000 / a.sampling_rate,
             total_tokens=place + 4,
-            silent=bool(notes.get("silent")),
             steps=tuple(steps),
         )
 
@@ -509,17 +513,7 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
         f"{tokens + 2} tokens.",
     ]
     return AudioPlan(
-        family=spec.name,
-        sampling_rate=int(notes.get("resampled_from") or sampling_rate),
-        resampled=bool(notes.get("resampled_from")),
-        downmixed_channels=notes.get("downmixed"),
-        num_samples=n,
-        duration_s=n / a.sampling_rate,
-        samples_used=used,
-        truncated=n > used,
-        padded_samples=padded,
-        frame_length=fl,
-        hop_length=hop,
+        **common,
         num_mel_frames=frames,
         num_valid_frames=n_valid,
         subsampling=4,
@@ -529,7 +523,6 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
         dropped_tokens=0,
         ms_per_token=float(a.ms_per_token),
         total_tokens=tokens + 2,
-        silent=bool(notes.get("silent")),
         steps=tuple(steps),
     )
 
