@@ -15,7 +15,7 @@ import numpy as np
 from ..families import get_family
 from ..media import load_audio
 from ..plans import AudioPlan, plan_audio
-from .palette import PADDING, VALID
+from .palette import PADDING, padding_cells, real_cells
 
 __all__ = ["mel_features", "show_mel"]
 
@@ -46,7 +46,7 @@ def show_mel(audio: Any, *, family: str, sampling_rate: int | None = None, ax: A
     >>> fig = show_mel((wave, 16000), family="gemma4")               # doctest: +SKIP
     """
     import librosa.display
-    from matplotlib.collections import LineCollection, PatchCollection
+    from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
@@ -128,19 +128,8 @@ def show_mel(audio: Any, *, family: str, sampling_rate: int | None = None, ax: A
         slots = spec.audio.fixed_placeholders
         real = [Rectangle((i, 0), 0.9, 1) for i in range(min(tokens, slots))]
         pad = [Rectangle((i, 0), 0.9, 1) for i in range(min(tokens, slots), slots)]
-        sax.add_collection(
-            PatchCollection(real, facecolor=VALID, edgecolor="none", gid="slots_real")
-        )
-        sax.add_collection(
-            PatchCollection(
-                pad,
-                facecolor="white",
-                edgecolor=PADDING,
-                hatch="///",
-                linewidth=0.3,
-                gid="slots_padding",
-            )
-        )
+        sax.add_collection(real_cells(real, gid="slots_real"))
+        sax.add_collection(padding_cells(pad, gid="slots_padding", linewidth=0.3))
         sax.set_xlim(0, slots)
         sax.set_ylim(0, 1)
         sax.set_yticks([])

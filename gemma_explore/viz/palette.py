@@ -6,7 +6,15 @@ of colour blindness; paler tints mark the markers that wrap a run.
 
 from __future__ import annotations
 
-__all__ = ["KIND_COLORS", "VALID", "PADDING", "kind_color"]
+__all__ = [
+    "KIND_COLORS",
+    "PADDING",
+    "VALID",
+    "cell_axes",
+    "kind_color",
+    "padding_cells",
+    "real_cells",
+]
 
 OKABE_ITO = {
     "orange": "#E69F00",
@@ -42,3 +50,28 @@ PADDING = OKABE_ITO["vermillion"]  # padding patches, padded slots
 def kind_color(kind: str) -> str:
     """The colour of a segment kind (grey for unknown kinds)."""
     return KIND_COLORS.get(kind, OKABE_ITO["grey"])
+
+
+def real_cells(rects: list, *, gid: str):
+    """Real soft tokens / patches / slots: solid blue squares, one artist for all."""
+    from matplotlib.collections import PatchCollection
+
+    return PatchCollection(rects, facecolor=VALID, edgecolor="none", gid=gid)
+
+
+def padding_cells(rects: list, *, gid: str, linewidth: float = 0.4):
+    """Padding: white squares hatched in vermillion, the same in every figure."""
+    from matplotlib.collections import PatchCollection
+
+    return PatchCollection(
+        rects, facecolor="white", edgecolor=PADDING, hatch="///", linewidth=linewidth, gid=gid
+    )
+
+
+def cell_axes(ax, width: float, height: float, *, flip: bool = True) -> None:
+    """An axis of unit cells: limits, square aspect, no ticks (rows top-down if flip)."""
+    ax.set_xlim(0, width)
+    ax.set_ylim(height, 0) if flip else ax.set_ylim(0, height)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])

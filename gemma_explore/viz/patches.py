@@ -12,7 +12,7 @@ import numpy as np
 
 from ..families import get_family
 from ..plans import ImagePlan, plan_image
-from .palette import PADDING, VALID
+from .palette import VALID, cell_axes, padding_cells
 
 __all__ = ["show_patch_grid"]
 
@@ -103,7 +103,6 @@ def _draw_padding_strip(ax, plan: ImagePlan):
     """pixel_values rows, one square per patch: real patches, then padding rows (position
     (−1, −1)) hatched. Padding is drawn as one hatched rectangle per strip row, so the
     hatched *area* (in patches) is the number of padding patches."""
-    from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
 
     per_row = max(min(plan.pooled_grid[1] * plan.pooling_kernel * 3, 120), 30)
@@ -125,21 +124,8 @@ def _draw_padding_strip(ax, plan: ImagePlan):
         cols = np.flatnonzero(grid[r] == 2)
         if cols.size:
             pads.append(_rect(cols[0], r, cols.size, 1))
-    ax.add_collection(
-        PatchCollection(
-            pads,
-            facecolor="white",
-            edgecolor=PADDING,
-            hatch="////",
-            linewidth=0.5,
-            gid="padding_patches",
-        )
-    )
-    ax.set_xlim(0, per_row)
-    ax.set_ylim(rows, 0)
-    ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.add_collection(padding_cells(pads, gid="padding_patches", linewidth=0.5))
+    cell_axes(ax, per_row, rows)
     ax.set_title(
         f"pixel_values: {plan.num_patches} real patches + {plan.num_padding_patches} padding "
         f"(hatched) = {plan.max_patches} rows",

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..inspect import PooledTokens, vision_pooling
-from .palette import PADDING, VALID
+from .palette import cell_axes, padding_cells, real_cells
 
 __all__ = ["show_pooled_mask"]
 
@@ -32,7 +32,6 @@ def show_pooled_mask(
 
     >>> fig = show_pooled_mask(ge.load("tiny-gemma4"), "photo.jpg")   # doctest: +SKIP
     """
-    from matplotlib.collections import PatchCollection
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
@@ -51,24 +50,9 @@ def show_pooled_mask(
     for i in range(pooled.slots):
         r, c = divmod(i, width)
         (valid_r if pooled.valid[i] else pad_r).append(Rectangle((c, r), 0.92, 0.92))
-    slots_ax.add_collection(
-        PatchCollection(valid_r, facecolor=VALID, edgecolor="none", gid="valid_cells")
-    )
-    slots_ax.add_collection(
-        PatchCollection(
-            pad_r,
-            facecolor="white",
-            edgecolor=PADDING,
-            hatch="///",
-            linewidth=0.4,
-            gid="padding_cells",
-        )
-    )
-    slots_ax.set_xlim(0, width)
-    slots_ax.set_ylim(slot_rows, 0)
-    slots_ax.set_aspect("equal")
-    slots_ax.set_xticks([])
-    slots_ax.set_yticks([])
+    slots_ax.add_collection(real_cells(valid_r, gid="valid_cells"))
+    slots_ax.add_collection(padding_cells(pad_r, gid="padding_cells"))
+    cell_axes(slots_ax, width, slot_rows)
     verdict = "= plan ✓" if pooled.agrees else f"≠ plan {pooled.plan.num_soft_tokens} ✗"
     slots_ax.set_title(
         f"{pooled.slots} pooled slots: {pooled.num_valid} real {verdict}, "
