@@ -306,7 +306,6 @@ def inspect_multimodal(
                 inputs["num_frames_per_video"],
             )
             feats = list(out.pooler_output)
-            runs = split_positions(spec.video_token, [f.shape[0] for f in feats])
             # A video's placeholders are split by timestamps: gather all of its runs.
             all_pos = positions_of(spec.video_token)
             start = 0
@@ -319,7 +318,6 @@ def inspect_multimodal(
                         "video", v, tuple(f.shape), mean, mx, int(f.shape[0]), len(pos), tuple(pos)
                     )
                 )
-            del runs
         note = mm_norm = text_norm = None
         if (
             bundle.family == "gemma4"

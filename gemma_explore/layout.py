@@ -31,6 +31,8 @@ SEGMENT_KINDS = (
     "bos", "turn_start", "turn_end", "text", "newline", "newline_merge",
     "boi", "image_soft", "eoi", "boa", "audio_soft", "eoa", "video_soft", "timestamp",
 )  # fmt: skip
+# A run that opens with this marker: (modality, soft-token kind, closing marker).
+_IMAGE_OR_AUDIO = {"boi": ("image", "image_soft", "eoi"), "boa": ("audio", "audio_soft", "eoa")}
 _TIMESTAMP = re.compile(r"^▁?\d\d:\d\d▁?$")
 
 
@@ -242,23 +244,19 @@ def layout_prompt(
     p = 0
     while p < n:
         k = kinds[p]
-        if k == "boi" and p + 1 < n and kinds[p + 1] == "image_soft":
+        opener = _IMAGE_OR_AUDIO.get(k)
+        # BOI also opens video frames, so it needs an image placeholder next; BOA opens a
+        # clip even when the clip is too short for any token.
+        if opener and (k == "boa" or (p + 1 < n and kinds[p + 1] == opener[1])):
+            modality, soft, close = opener
             q = p + 1
-            while q < n and kinds[q] == "image_soft":
+            while q < n and kinds[q] == soft:
                 q += 1
-            end = q + 1 if q < n and kinds[q] == "eoi" else q
-            runs.append(("image", counters["image"], p, end))
-            counters["image"] += 1
+            end = q + 1 if q < n and kinds[q] == close else q
+            runs.append((modality, counters[modality], p, end))
+            counters[modality] += 1
             p = end
-        elif k == "boa":
-            q = p + 1
-            while q < n and kinds[q] == "audio_soft":
-                q += 1
-            end = q + 1 if q < n and kinds[q] == "eoa" else q
-            runs.append(("audio", counters["audio"], p, end))
-            counters["audio"] += 1
-            p = end
-        elif k in ("timestamp",) or (k == "boi" and p + 1 < n and kinds[p + 1] == "video_soft"):
+        elif k == "timestamp" or (k == "boi" and p + 1 < n and kinds[p + 1] == "video_soft"):
             # A video: timestamps and frames until the last frame's EOI.
             start, q = p, p
             while q < n and kinds[q] in ("timestamp", "boi", "video_soft", "eoi", "text"):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .families import get_family
-from .media import MediaError, Video, load_audio, load_image, load_video
+from .media import MediaError, load_audio, load_image, load_video
 from .plans import _check_budget, sample_frame_indices
 
 __all__ = ["PreparedInputs", "normalize_messages", "prepare_inputs"]
@@ -223,7 +223,3 @@ def prepare_inputs(
         max_soft_tokens=budget,
         preprocess_s=elapsed,
     )
-
-
-def is_video(x: Any) -> bool:
-    return isinstance(x, Video)
