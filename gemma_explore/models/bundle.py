@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..families import get_family
-from .tiny import TINY_NAMES, build_tiny_model, build_tiny_processor
+from .tiny import TINY_NAMES, build_tiny_model, build_tiny_processor, register_tiny_mobilenet
 
 __all__ = ["Bundle", "Generation", "ModelLoadError", "load", "MARKER_FILE"]
 
@@ -292,6 +292,7 @@ def _check_folder(path: Path) -> None:
 def _from_pretrained(source: str, device: str, dtype: Any, **hub_kwargs: Any):
     from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
 
+    register_tiny_mobilenet()  # a saved tiny Gemma 3n names our slim timm encoder
     config = AutoConfig.from_pretrained(source, trust_remote_code=False, **hub_kwargs)
     family = _family_from_config(config, source)
     processor = AutoProcessor.from_pretrained(source, trust_remote_code=False, **hub_kwargs)

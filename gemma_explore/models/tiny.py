@@ -11,8 +11,9 @@ Gemma 3n's vision tower is timm's MobileNet-V5. The released ``mobilenetv5_300m_
 takes several seconds per image on two cores even when thin, because of its attention
 blocks at 48×48, so the tiny bundle registers ``gemma_explore_mnv5_tiny_enc``: timm's
 own ``MobileNetV5Encoder`` (same stem, block types, multi-scale fusion adapter and 2048
-× 16 × 16 output) with one block per stage. It is registered when this package is
-imported; a saved tiny 3n checkpoint therefore loads after ``import gemma_explore``.
+× 16 × 16 output) with one block per stage. It is registered when a tiny 3n is first
+built; ``gemma_explore.load(folder)`` registers it before loading a saved tiny 3n
+checkpoint (plain ``from_pretrained`` needs ``register_tiny_mobilenet()`` first).
 
 >>> from gemma_explore.models.tiny import build_tiny_model
 >>> model = build_tiny_model("gemma4")   # doctest: +SKIP
@@ -25,7 +26,13 @@ from typing import Any
 from ..families import GEMMA3N, GEMMA4, get_family
 from .tokenizer import build_stand_in_tokenizer
 
-__all__ = ["TINY_NAMES", "build_tiny_model", "build_tiny_processor", "tiny_config"]
+__all__ = [
+    "TINY_NAMES",
+    "build_tiny_model",
+    "build_tiny_processor",
+    "register_tiny_mobilenet",
+    "tiny_config",
+]
 
 TINY_NAMES = {"tiny-gemma3n": "gemma3n", "tiny-gemma4": "gemma4"}
 TINY_MNV5 = "gemma_explore_mnv5_tiny_enc"
@@ -42,8 +49,10 @@ _TINY_ARCH = [
 ]
 
 
-def _register_tiny_mobilenet() -> None:
-    """Register the slim MobileNet-V5 encoder with timm (idempotent)."""
+def register_tiny_mobilenet() -> None:
+    """Register the slim MobileNet-V5 encoder with timm (idempotent; called before any
+    tiny Gemma 3n model is built or loaded, not at import, so importing the package
+    stays cheap)."""
     try:
         import timm
         from timm.models import mobilenetv5 as mnv5
@@ -79,13 +88,11 @@ def _register_tiny_mobilenet() -> None:
     register_model(gemma_explore_mnv5_tiny_enc)
 
 
-_register_tiny_mobilenet()
-
-
 def tiny_config(family: str):
     """The transformers config of a tiny bundle (real config classes, small sizes)."""
     spec = get_family(family)
     if spec.name == "gemma3n":
+        register_tiny_mobilenet()
         from transformers import (
             Gemma3nAudioConfig,
             Gemma3nConfig,
