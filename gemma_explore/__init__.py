@@ -1,30 +1,49 @@
 """gemma_explore: see how Gemma 3n and Gemma 4 turn pictures, sound and video into tokens.
 
-Every entry point, in the order a lesson meets them:
+Every entry point, in the order a lesson meets them (each modality's entry points take
+the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave, rate)``):
 
-- ``load(model)`` → :class:`Bundle` (real processor + model; ``"tiny-gemma4"`` offline)
+- ``load(model)`` → :class:`Bundle` (real processor + model + engine; ``"tiny-gemma4"`` offline)
 - ``plan_image``, ``plan_audio``, ``plan_video`` → plans: token counts and why
+- ``audio_features(clip, family=…)`` → :class:`AudioFeatures`: the real log-mel frames
+- ``prepare_inputs(bundle, messages)`` → :class:`PreparedInputs`: the real processor's run
 - ``layout_prompt(messages, bundle=…)`` → :class:`PromptLayout`: the expanded prompt
-- ``check_parity(item, family=…)`` → :class:`ParityReport`: ours vs transformers vs vLLM
-- ``show_patch_grid``, ``show_pooled_mask``, ``show_mel``, ``show_video_frames``,
-  ``show_layout`` → matplotlib Figures (``save_figure`` for slides)
-- ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
+- ``check_image_parity``, ``check_audio_parity``, ``check_video_parity`` →
+  :class:`ParityReport`: ours vs transformers vs vLLM (``check_parity(item, kind=…)``)
 - ``vision_pooling(bundle, image)`` → :class:`PooledTokens` from the real pooler
 - ``inspect_multimodal(bundle, messages)`` → :class:`EncoderReport`: encoder outputs vs placeholders
 - ``Bundle.generate(messages)`` → :class:`Generation`
+- ``show_patch_grid(plan)``, ``show_budgets(image)``, ``show_pooled_mask(pooled)``,
+  ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)`` →
+  matplotlib Figures drawn from those results (``save_figure`` for slides)
+- ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
+
+Modules import downward only (docs/DESIGN.md has the picture); nothing inside the
+package imports this file.
 """
 
+from .errors import BackendError, MediaError, ModelLoadError
 from .families import FAMILIES, get_family
+from .features import AudioFeatures, audio_features
 from .inspect import EncoderReport, ItemReport, PooledTokens, inspect_multimodal, vision_pooling
 from .layout import NewlineMerge, Placeholder, PromptLayout, Segment, layout_prompt
-from .media import MediaError, load_audio, load_image, load_video
-from .models.bundle import Bundle, Generation, ModelLoadError, load
-from .parity import ParityReport, ParityRow, check_parity
+from .loading import load
+from .media import load_audio, load_image, load_video
+from .models.bundle import Bundle
+from .parity import (
+    ParityReport,
+    ParityRow,
+    check_audio_parity,
+    check_image_parity,
+    check_parity,
+    check_video_parity,
+)
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
+from .results import Generation
 from .viz.audio import show_mel
 from .viz.layout import show_layout
-from .viz.patches import show_patch_grid
+from .viz.patches import show_budgets, show_patch_grid
 from .viz.pooling import show_pooled_mask
 from .viz.save import save_figure
 from .viz.video import show_video_frames
@@ -32,30 +51,36 @@ from .widgets import explore_audio, explore_image, explore_prompt
 
 __all__ = [
     "FAMILIES",
+    "AudioFeatures",
+    "AudioPlan",
+    "BackendError",
+    "Bundle",
+    "EncoderReport",
+    "Generation",
+    "ImagePlan",
+    "ItemReport",
+    "MediaError",
+    "ModelLoadError",
     "NewlineMerge",
     "ParityReport",
     "ParityRow",
     "Placeholder",
+    "PooledTokens",
+    "PreparedInputs",
     "PromptLayout",
     "Segment",
+    "VideoPlan",
+    "audio_features",
+    "check_audio_parity",
+    "check_image_parity",
     "check_parity",
+    "check_video_parity",
     "explore_audio",
     "explore_image",
     "explore_prompt",
-    "layout_prompt",
-    "AudioPlan",
-    "Bundle",
-    "EncoderReport",
-    "ItemReport",
-    "Generation",
-    "ImagePlan",
-    "MediaError",
-    "ModelLoadError",
-    "PooledTokens",
-    "PreparedInputs",
-    "VideoPlan",
     "get_family",
     "inspect_multimodal",
+    "layout_prompt",
     "load",
     "load_audio",
     "load_image",
@@ -65,6 +90,7 @@ __all__ = [
     "plan_video",
     "prepare_inputs",
     "save_figure",
+    "show_budgets",
     "show_layout",
     "show_mel",
     "show_patch_grid",

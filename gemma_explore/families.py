@@ -13,12 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "AUDIO_SAMPLING_RATE",
     "AudioSpec",
     "FAMILIES",
     "FamilySpec",
     "GEMMA3N",
     "GEMMA4",
     "ImageSpec",
+    "WRAPPER",
     "get_family",
 ]
 
@@ -29,12 +31,23 @@ class ImageSpec:
 
     patch_size: int  # px per patch side (3n: one token covers 48 px of the 768 squash)
     pooling_kernel: int  # patches per pooled cell side (4: 3 → 3×3 patches = 1 token)
+    resample: int  # PIL filter the processor resizes with (3n 2 = bilinear, 4 3 = bicubic)
     fixed_size: tuple[int, int] | None  # 3n squashes every image to this (h, w)
     fixed_soft_tokens: int | None  # 3n: always 256
     budgets: tuple[int, ...]  # Gemma 4's allowed max_soft_tokens
     default_budget: int | None  # Gemma 4's default max_soft_tokens
     video_budget: int | None  # Gemma 4 video frames use this budget
     max_video_frames: int | None  # Gemma 4 samples at most this many frames
+
+    @property
+    def cell_px(self) -> int:
+        """Side in px of the square one soft token covers (patch × pooling kernel)."""
+        return self.patch_size * self.pooling_kernel
+
+    @property
+    def patches_per_token(self) -> int:
+        """Patches pooled into one soft token (Gemma 4: 3×3 = 9; 3n: 1)."""
+        return self.pooling_kernel**2
 
 
 @dataclass(frozen=True)
@@ -49,11 +62,26 @@ class AudioSpec:
     min_hz: float
     max_hz: float
     max_samples: int  # longest clip the extractor keeps (30 s)
-    pad_to_multiple_of: int | None  # 3n pads the waveform to a multiple of 128 samples
-    subsampling: int  # encoder time reduction (two stride-2 convs → 4)
+    pad_to_multiple_of: int | None  # both pad the waveform to a multiple of 128 samples
+    conv_layers: int  # kernel-3 stride-2 convolutions over mel frames (2 → ÷4)
+    conformer_reduction: int  # 3n's conformer then keeps every 4th step; Gemma 4: 1
     fixed_placeholders: int | None  # 3n: always 188 audio placeholders
     max_tokens: int  # cap on audio soft tokens per clip (3n 188, 4 750)
-    ms_per_token: int  # 40 ms: 4 frames × 10 ms hop
+
+    @property
+    def subsampling(self) -> int:
+        """Mel frames per audio token: 2**conv_layers × conformer_reduction (3n 16, 4 4)."""
+        return 2**self.conv_layers * self.conformer_reduction
+
+    @property
+    def ms_per_token(self) -> int:
+        """Audio time one token stands for (3n 160 ms, Gemma 4 40 ms)."""
+        return self.subsampling * self.hop_length * 1000 // self.sampling_rate
+
+    @property
+    def max_seconds(self) -> float:
+        """Longest clip the feature extractor keeps (30 s)."""
+        return self.max_samples / self.sampling_rate
 
 
 @dataclass(frozen=True)
@@ -77,6 +105,9 @@ class FamilySpec:
     video_token: str | None  # Gemma 4 video frames use their own placeholder
     token_ids: dict[str, int] = field(hash=False)  # token string → real id
     wraps_in_newlines: bool = False  # 3n wraps each image/audio run in "\n\n" … "\n\n"
+    # Gemma 4 E-models look placeholders up as <pad> in their per-layer embeddings, so
+    # only the soft tokens carry the image/audio at those positions.
+    pads_placeholders_per_layer: bool = False
     text_vocab_size: int = 262_144  # ids of the text vocabulary
     vocab_size: int = 262_144  # embedding rows of the language model
     image: ImageSpec | None = None
@@ -88,6 +119,28 @@ class FamilySpec:
         """The real id of a special token string."""
         return self.token_ids[token]
 
+    @property
+    def markers_per_item(self) -> int:
+        """Prompt tokens around one item's placeholders: BOI/EOI (or BOA/EOA), plus 3n's
+        two ``"\n\n"`` wrappers."""
+        return 2 + (2 if self.wraps_in_newlines else 0)
+
+    @property
+    def placeholder_tokens(self) -> dict[str, str]:
+        """Modality → its soft-token placeholder string."""
+        out = {"image": self.image_token, "audio": self.audio_token}
+        if self.video_token:
+            out["video"] = self.video_token
+        return out
+
+    def count_placeholders(self, ids: list[int]) -> int:
+        """Soft-token placeholders (image, audio and video) among ``ids``."""
+        mm = {self.id_of(t) for t in self.placeholder_tokens.values()}
+        return sum(1 for i in ids if i in mm)
+
+
+AUDIO_SAMPLING_RATE = 16_000  # Hz: both families' feature extractors expect 16 kHz mono
+WRAPPER = "\n\n"  # Gemma 3n writes this before and after every image and clip run
 
 # Newline runs are single tokens in Gemma's vocabulary: "\n" is 107, "\n\n" 108, …
 NEWLINE_BASE_ID = 106  # id of "\n" * k is NEWLINE_BASE_ID + k
@@ -130,6 +183,7 @@ GEMMA3N = FamilySpec(
     image=ImageSpec(
         patch_size=48,
         pooling_kernel=1,
+        resample=2,
         fixed_size=(768, 768),
         fixed_soft_tokens=256,
         budgets=(),
@@ -138,7 +192,7 @@ GEMMA3N = FamilySpec(
         max_video_frames=None,
     ),
     audio=AudioSpec(
-        sampling_rate=16_000,
+        sampling_rate=AUDIO_SAMPLING_RATE,
         mel_bins=128,
         frame_length=512,
         hop_length=160,
@@ -147,10 +201,10 @@ GEMMA3N = FamilySpec(
         max_hz=7600.0,
         max_samples=480_000,
         pad_to_multiple_of=128,
-        subsampling=4,
+        conv_layers=2,
+        conformer_reduction=4,
         fixed_placeholders=188,
         max_tokens=188,
-        ms_per_token=40,
     ),
     hub_ids=("google/gemma-3n-E2B-it", "google/gemma-3n-E4B-it"),
     source="transformers Gemma3nProcessor / Gemma3nAudioFeatureExtractor / SiglipImageProcessor",
@@ -186,11 +240,13 @@ GEMMA4 = FamilySpec(
         "<|video|>": 258_884,
     },
     wraps_in_newlines=False,
+    pads_placeholders_per_layer=True,
     text_vocab_size=262_144,
     vocab_size=262_144,
     image=ImageSpec(
         patch_size=16,
         pooling_kernel=3,
+        resample=3,
         fixed_size=None,
         fixed_soft_tokens=None,
         budgets=(70, 140, 280, 560, 1120),
@@ -199,7 +255,7 @@ GEMMA4 = FamilySpec(
         max_video_frames=32,
     ),
     audio=AudioSpec(
-        sampling_rate=16_000,
+        sampling_rate=AUDIO_SAMPLING_RATE,
         mel_bins=128,
         frame_length=320,
         hop_length=160,
@@ -208,10 +264,10 @@ GEMMA4 = FamilySpec(
         max_hz=8000.0,
         max_samples=480_000,
         pad_to_multiple_of=128,
-        subsampling=4,
+        conv_layers=2,
+        conformer_reduction=1,
         fixed_placeholders=None,
         max_tokens=750,
-        ms_per_token=40,
     ),
     hub_ids=("google/gemma-4-E2B-it", "google/gemma-4-E4B-it"),
     source="transformers Gemma4Processor / Gemma4ImageProcessor / Gemma4AudioFeatureExtractor",

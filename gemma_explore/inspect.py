@@ -9,13 +9,117 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .media import load_image
 from .plans import ImagePlan, plan_image
+from .prompting import PreparedInputs, prepare_inputs
+from .tables import Table
 
-__all__ = ["EncoderReport", "ItemReport", "PooledTokens", "inspect_multimodal", "vision_pooling"]
+if TYPE_CHECKING:
+    import torch
+
+    from .models.bundle import Bundle
+
+__all__ = [
+    "EncodedItems",
+    "EncoderReport",
+    "ItemReport",
+    "PooledTokens",
+    "encode_audio",
+    "encode_images",
+    "inspect_multimodal",
+    "vision_pooling",
+]
+
+
+# ------------------------------------------------------------------- encoder runners
+
+
+@dataclass(frozen=True)
+class EncodedItems:
+    """What a tower hands the language model for each item of one modality."""
+
+    features: list[torch.Tensor]  # one (tokens, hidden) per item, as the LM receives it
+    valid: list[np.ndarray | None]  # per item: bool mask over the tower's slots (None: all)
+    slot_norms: list[np.ndarray]  # per item: L2 norm of every slot, padding slots included
+    padding_slots: list[int]  # per item: placeholders filled with a padding embedding (3n audio)
+
+    @property
+    def counts(self) -> list[int]:
+        """Embeddings per item that take a placeholder."""
+        return [int(f.shape[0]) for f in self.features]
+
+
+def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
+    """Run the bundle's real vision tower on a prepared request's images.
+
+    Gemma 4: the pooler averages 3×3 patches into ``budget`` slots and returns a mask of
+    which slots hold a real cell; the padding slots are stripped before the language
+    model. Gemma 3n: MobileNet-V5 gives 16×16 = 256 tokens, all real.
+    """
+    import torch
+
+    model = bundle.require_model("The vision report")
+    inputs = prepared.to_model(model)
+    inner = model.model
+    with torch.inference_mode():
+        if bundle.spec.image.fixed_size is None:  # pooled to a budget, with a valid mask
+            captured: list[tuple[Any, Any]] = []
+            hook = inner.vision_tower.pooler.register_forward_hook(
+                lambda _m, _a, out: captured.append(out)  # ((B, slots, d), (B, slots))
+            )
+            try:
+                out = inner.get_image_features(inputs["pixel_values"], inputs["image_position_ids"])
+            finally:
+                hook.remove()
+            hidden, mask = captured[0]
+            valid = [m.cpu().numpy().astype(bool) for m in mask]  # (slots,) per image
+            norms = [h.float().norm(dim=-1).cpu().numpy() for h in hidden]  # (slots,)
+            feats = list(out.pooler_output)  # (valid tokens, hidden) per image
+        else:
+            out = inner.get_image_features(inputs["pixel_values"])
+            feats = list(out.pooler_output)  # (256, hidden) per image
+            valid = [None] * len(feats)
+            norms = [f.float().norm(dim=-1).cpu().numpy() for f in feats]
+    return EncodedItems(feats, valid, norms, [0] * len(feats))
+
+
+def encode_audio(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
+    """Run the bundle's real audio tower on a prepared request's clips.
+
+    Gemma 4: the tower's mask marks real tokens; only those reach the prompt. Gemma 3n:
+    the tower's tokens fill the first of the 188 fixed slots, and the model fills the
+    rest with one padding embedding.
+    """
+    import torch
+
+    model = bundle.require_model("The audio report")
+    inputs = prepared.to_model(model)
+    inner = model.model
+    spec = bundle.spec
+    with torch.inference_mode():
+        if spec.audio.fixed_placeholders is None:
+            out = inner.get_audio_features(inputs["input_features"], inputs["input_features_mask"])
+            mask = out.attention_mask  # (clips, T) True = real
+            feats = [out.pooler_output[c][mask[c]] for c in range(mask.shape[0])]
+            valid = [mask[c].cpu().numpy().astype(bool) for c in range(mask.shape[0])]
+            pads = [0] * len(feats)
+        else:
+            # transformers' 3n tower takes the *padding* mask (True = padding).
+            out = inner.get_audio_features(inputs["input_features"], ~inputs["input_features_mask"])
+            pad_mask = out.audio_mel_mask  # (clips, T) True = padding
+            feats = [out.pooler_output[c] for c in range(pad_mask.shape[0])]
+            valid = [(~pad_mask[c]).cpu().numpy() for c in range(pad_mask.shape[0])]
+            slots = spec.audio.fixed_placeholders
+            pads = [int(slots - v.sum()) for v in valid]
+        norms = [f.float().norm(dim=-1).cpu().numpy() for f in feats]
+    return EncodedItems(feats, valid, norms, pads)
+
+
+# ---------------------------------------------------------------------- pooled masks
 
 
 @dataclass(frozen=True)
@@ -28,6 +132,7 @@ class PooledTokens:
     valid: np.ndarray = field(repr=False)  # (slots,) bool: True = real soft token
     norms: np.ndarray = field(repr=False)  # (slots,) L2 norm of each slot's embedding
     grid: tuple[int, int]  # (rows, cols) the valid tokens form on the image
+    is_random_weights: bool = False  # the norms are noise when True: read the mask only
 
     @property
     def num_valid(self) -> int:
@@ -38,43 +143,34 @@ class PooledTokens:
         return self.num_valid == self.plan.num_soft_tokens
 
 
-def vision_pooling(bundle: Any, image: Any, *, max_soft_tokens: int | None = None) -> PooledTokens:
-    """Run the bundle's real vision tower and read its pooler's output.
+def vision_pooling(
+    bundle: Bundle,
+    image: Any = None,
+    *,
+    max_soft_tokens: int | None = None,
+    plan: ImagePlan | None = None,
+    prepared: PreparedInputs | None = None,
+) -> PooledTokens:
+    """Run the bundle's real vision tower on one image and read its pooler's output.
 
-    Gemma 4: the pooler averages 3×3 patches into ``budget`` slots and returns a mask of
-    which slots hold a real cell (the rest are padding, stripped before the language
-    model). Gemma 3n: MobileNet-V5 gives 16×16 = 256 tokens, all real.
+    Pass ``plan=`` and ``prepared=`` when you already have them (the demo does), so the
+    image is planned and processed once per request.
+
+    >>> pooled = vision_pooling(ge.load("tiny-gemma4"), (300, 500))    # doctest: +SKIP
+    >>> pooled.num_valid == pooled.plan.num_soft_tokens               # doctest: +SKIP
+    True
     """
-    import torch
-
-    import gemma_explore as ge
-
-    from .inference.hf import model_inputs
-
-    pil = ge.load_image(image)
-    plan = plan_image(pil, family=bundle.family, max_soft_tokens=max_soft_tokens)
-    prepared = ge.prepare_inputs(bundle, "", images=[pil], max_soft_tokens=max_soft_tokens)
-    inputs = model_inputs(bundle, prepared)
-    inner = bundle.model.model
-    with torch.inference_mode():
-        if bundle.family == "gemma4":
-            captured: dict[str, Any] = {}
-
-            def hook(_module, _args, output):
-                captured["hidden"], captured["mask"] = output  # (1, slots, d), (1, slots)
-
-            handle = inner.vision_tower.pooler.register_forward_hook(hook)
-            try:
-                inner.get_image_features(inputs["pixel_values"], inputs["image_position_ids"])
-            finally:
-                handle.remove()
-            valid = captured["mask"][0].cpu().numpy().astype(bool)  # (slots,)
-            norms = captured["hidden"][0].float().norm(dim=-1).cpu().numpy()  # (slots,)
-        else:
-            out = inner.get_image_features(inputs["pixel_values"])
-            feats = out.pooler_output[0]  # (256, hidden)
-            valid = np.ones(feats.shape[0], dtype=bool)
-            norms = feats.float().norm(dim=-1).cpu().numpy()
+    if prepared is None:
+        if image is None:
+            raise ValueError("Give the image (or prepared=… from prepare_inputs).")
+        pil = load_image(image)
+        prepared = prepare_inputs(bundle, "", images=[pil], max_soft_tokens=max_soft_tokens)
+    if plan is None:
+        budget = prepared.max_soft_tokens
+        plan = plan_image(prepared.images[0], family=bundle.family, max_soft_tokens=budget)
+    encoded = encode_images(bundle, prepared)
+    norms = encoded.slot_norms[0]  # (slots,)
+    valid = encoded.valid[0] if encoded.valid[0] is not None else np.ones(len(norms), bool)
     return PooledTokens(
         family=bundle.family,
         plan=plan,
@@ -82,6 +178,7 @@ def vision_pooling(bundle: Any, image: Any, *, max_soft_tokens: int | None = Non
         valid=valid,
         norms=norms,
         grid=plan.pooled_grid,
+        is_random_weights=bundle.is_random_weights,
     )
 
 
@@ -143,36 +240,27 @@ class EncoderReport:
     def mismatches(self) -> tuple[str, ...]:
         return tuple(i.message for i in self.items if not i.agrees)
 
+    def table(self) -> Table:
+        rows = tuple(
+            (f"{i.modality} #{i.item}", i.embedding_shape, i.num_embeddings, i.num_placeholders,
+             f"{i.norm_mean:.2f}", i.padding_slots)
+            for i in self.items
+        )  # fmt: skip
+        verdict = "every item fits its placeholders" if self.agrees else "MISMATCH"
+        notes = tuple(self.mismatches) + ((self.per_layer_note,) if self.per_layer_note else ())
+        return Table(
+            ("item", "shape", "embeddings", "placeholders", "mean norm", "padding slots"),
+            rows,
+            title=f"EncoderReport — {self.family}, {self.num_tokens} tokens: {verdict}",
+            flagged=tuple(k for k, i in enumerate(self.items) if not i.agrees),
+            notes=notes,
+        )
+
     def __repr__(self) -> str:
-        lines = [
-            f"EncoderReport[{self.family}] {self.num_tokens} tokens: "
-            + ("every item fits its placeholders" if self.agrees else "MISMATCH")
-        ]
-        for i in self.items:
-            extra = f", {i.padding_slots} padding slots" if i.padding_slots else ""
-            lines.append(
-                f"  {i.message} (shape {i.embedding_shape}, mean norm {i.norm_mean:.2f}{extra})"
-            )
-        if self.per_layer_note:
-            lines.append(f"  {self.per_layer_note}")
-        return "\n".join(lines)
+        return self.table().text()
 
     def _repr_html_(self) -> str:
-        import html as _html
-
-        rows = "".join(
-            f"<tr style='background:{'' if i.agrees else '#fde0d0'}'><td>{i.modality} #{i.item}</td>"
-            f"<td>{i.embedding_shape}</td><td>{i.num_embeddings}</td><td>{i.num_placeholders}</td>"
-            f"<td>{i.norm_mean:.2f}</td><td>{i.padding_slots}</td></tr>"
-            for i in self.items
-        )
-        note = f"<p>{_html.escape(self.per_layer_note)}</p>" if self.per_layer_note else ""
-        mism = "".join(f"<li>{_html.escape(m)}</li>" for m in self.mismatches)
-        return (
-            f"<div><b>EncoderReport — {self.family}</b><table><tr><th>item</th><th>shape</th>"
-            f"<th>embeddings</th><th>placeholders</th><th>mean norm</th><th>padding</th></tr>"
-            f"{rows}</table>{note}<ul>{mism}</ul></div>"
-        )
+        return self.table().html()
 
 
 def _norms(x) -> tuple[float, float]:
@@ -181,7 +269,12 @@ def _norms(x) -> tuple[float, float]:
 
 
 def inspect_multimodal(
-    bundle: Any, messages: Any, *, input_ids: Any = None, max_soft_tokens: int | None = None
+    bundle: Bundle,
+    messages: Any,
+    *,
+    input_ids: Any = None,
+    max_soft_tokens: int | None = None,
+    prepared: PreparedInputs | None = None,
 ) -> EncoderReport:
     """Run the towers on a request and check every item's embeddings against its placeholders.
 
@@ -192,152 +285,95 @@ def inspect_multimodal(
     """
     import torch
 
-    import gemma_explore as ge
-
-    from .inference.hf import model_inputs
-
-    prepared = ge.prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens)
-    inputs = model_inputs(bundle, prepared)
-    ids = torch.as_tensor(input_ids if input_ids is not None else inputs["input_ids"][0])
-    ids = ids.reshape(-1)
+    model = bundle.require_model("inspect_multimodal")
+    if prepared is None:
+        prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens)
+    ids = torch.as_tensor(input_ids if input_ids is not None else prepared.input_ids)
+    ids = ids.reshape(-1)  # (seq,)
     spec = bundle.spec
-    inner = bundle.model.model
     items: list[ItemReport] = []
 
     def positions_of(token: str) -> list[int]:
         return [int(p) for p in torch.nonzero(ids == spec.id_of(token)).reshape(-1)]
 
-    def split_positions(token: str, counts: list[int]) -> list[list[int]]:
+    def split_positions(token: str, n_items: int) -> list[list[int]]:
         """Placeholder positions per item: consecutive runs in prompt order."""
-        pos = positions_of(token)
-        runs, current = [], []
-        for p in pos:
-            if current and p != current[-1] + 1 and len(runs) < len(counts) - 1:
-                runs.append(current)
-                current = []
-            current.append(p)
-        runs.append(current)
-        return runs + [[] for _ in range(len(counts) - len(runs))]
+        runs: list[list[int]] = []
+        for p in positions_of(token):
+            if runs and p == runs[-1][-1] + 1 or len(runs) == n_items:
+                runs[-1].append(p)
+            else:
+                runs.append([p])
+        return runs + [[] for _ in range(n_items - len(runs))]
 
-    with torch.inference_mode():
-        if prepared.images:
-            if bundle.family == "gemma4":
-                masks: list = []
-                hook = inner.vision_tower.pooler.register_forward_hook(
-                    lambda _m, _a, out: masks.append(out[1].cpu())
+    def report(modality: str, encoded: EncodedItems, runs: list[list[int]], slots: int | None):
+        for i, (f, pos) in enumerate(zip(encoded.features, runs, strict=True)):
+            mean, mx = _norms(f)
+            valid = encoded.valid[i]
+            items.append(
+                ItemReport(
+                    modality, i, tuple(f.shape), mean, mx,
+                    num_embeddings=slots if slots is not None else int(f.shape[0]),
+                    num_placeholders=len(pos), positions=tuple(pos),
+                    valid_mask=None if valid is None else tuple(bool(v) for v in valid),
+                    padding_slots=encoded.padding_slots[i],
                 )
-                try:
-                    out = inner.get_image_features(
-                        inputs["pixel_values"], inputs["image_position_ids"]
-                    )
-                finally:
-                    hook.remove()
-                feats = list(out.pooler_output)  # one (tokens, hidden) per image
-                valid = (
-                    [tuple(bool(v) for v in m) for m in masks[0]] if masks else [None] * len(feats)
-                )
-            else:
-                out = inner.get_image_features(inputs["pixel_values"])
-                feats = list(out.pooler_output)  # (256, hidden) each
-                valid = [None] * len(feats)
-            runs = split_positions(spec.image_token, [f.shape[0] for f in feats])
-            for i, (f, pos) in enumerate(zip(feats, runs, strict=False)):
-                mean, mx = _norms(f)
-                items.append(
-                    ItemReport(
-                        "image",
-                        i,
-                        tuple(f.shape),
-                        mean,
-                        mx,
-                        int(f.shape[0]),
-                        len(pos),
-                        tuple(pos),
-                        valid[i],
-                    )
-                )
-        if prepared.audios:
-            if bundle.family == "gemma4":
-                out = inner.get_audio_features(
-                    inputs["input_features"], inputs["input_features_mask"]
-                )
-                mask = out.attention_mask  # (clips, T) True = real
-                feats = [out.pooler_output[c][mask[c]] for c in range(mask.shape[0])]
-                vmask = [tuple(bool(v) for v in mask[c]) for c in range(mask.shape[0])]
-                pads = [0] * len(feats)
-            else:
-                out = inner.get_audio_features(
-                    inputs["input_features"], ~inputs["input_features_mask"]
-                )
-                pad_mask = out.audio_mel_mask  # (clips, T) True = padding
-                real = (~pad_mask).sum(dim=1)
-                slots = bundle.model.config.audio_soft_tokens_per_image
-                # The model fills padding and the rest of the 188 slots with one embedding.
-                feats = [out.pooler_output[c] for c in range(pad_mask.shape[0])]
-                vmask = [tuple(bool(v) for v in ~pad_mask[c]) for c in range(pad_mask.shape[0])]
-                pads = [int(slots - r) for r in real]
-            counts = [f.shape[0] for f in feats]
-            runs = split_positions(spec.audio_token, counts)
-            for c, (f, pos) in enumerate(zip(feats, runs, strict=False)):
-                mean, mx = _norms(f)
-                n = (
-                    int(f.shape[0])
-                    if bundle.family == "gemma4"
-                    else (bundle.model.config.audio_soft_tokens_per_image)
-                )
-                items.append(
-                    ItemReport(
-                        "audio",
-                        c,
-                        tuple(f.shape),
-                        mean,
-                        mx,
-                        n,
-                        len(pos),
-                        tuple(pos),
-                        vmask[c],
-                        padding_slots=pads[c],
-                    )
-                )
-        if prepared.videos:
-            out = inner.get_video_features(
+            )  # fmt: skip
+
+    if prepared.images:
+        encoded = encode_images(bundle, prepared)
+        report("image", encoded, split_positions(spec.image_token, len(prepared.images)), None)
+    if prepared.audios:
+        encoded = encode_audio(bundle, prepared)
+        # Gemma 3n: the model fills all 188 slots (tokens, then the padding embedding).
+        slots = spec.audio.fixed_placeholders
+        report("audio", encoded, split_positions(spec.audio_token, len(prepared.audios)), slots)
+    if prepared.videos:
+        inputs = prepared.to_model(model)
+        with torch.inference_mode():
+            out = model.model.get_video_features(
                 inputs["pixel_values_videos"],
                 inputs["video_position_ids"],
                 inputs["num_frames_per_video"],
             )
-            feats = list(out.pooler_output)
-            # A video's placeholders are split by timestamps: gather all of its runs.
-            all_pos = positions_of(spec.video_token)
-            start = 0
-            for v, f in enumerate(feats):
-                pos = all_pos[start : start + f.shape[0]] if v < len(feats) - 1 else all_pos[start:]
-                start += f.shape[0]
-                mean, mx = _norms(f)
-                items.append(
-                    ItemReport(
-                        "video", v, tuple(f.shape), mean, mx, int(f.shape[0]), len(pos), tuple(pos)
-                    )
-                )
-        note = mm_norm = text_norm = None
-        if (
-            bundle.family == "gemma4"
-            and bundle.model.config.get_text_config().hidden_size_per_layer_input
-        ):
-            lm = inner.language_model
-            mm = torch.zeros_like(ids, dtype=torch.bool)
-            for tok in (spec.image_token, spec.audio_token, spec.video_token):
-                mm |= ids == spec.id_of(tok)
-            pad = bundle.model.config.text_config.pad_token_id
-            llm_ids = torch.where(mm, pad, ids)[None].to(bundle.model.device)
-            per_layer = lm.get_per_layer_inputs(llm_ids, None)[0]  # (seq, layers, dim)
-            norms = per_layer.float().flatten(1).norm(dim=-1).cpu()
-            mm_norm = float(norms[mm].mean()) if mm.any() else None
-            text_norm = float(norms[~mm].mean()) if (~mm).any() else None
-            if mm_norm is not None:
-                note = (
-                    f"Per-layer embeddings: the {int(mm.sum())} multimodal positions are looked "
-                    f"up as <pad> (id {pad}), whose per-layer row has norm {mm_norm:.3g} "
-                    f"(text positions: {text_norm:.3g}) — zeroed, so only the soft tokens "
-                    "carry the image/audio there."
-                )
+        feats = list(out.pooler_output)
+        # A video's placeholders are split by timestamps: hand out its share in order.
+        all_pos, start, runs = positions_of(spec.video_token), 0, []
+        for v, f in enumerate(feats):
+            last = v == len(feats) - 1
+            runs.append(all_pos[start:] if last else all_pos[start : start + f.shape[0]])
+            start += f.shape[0]
+        none = [None] * len(feats)
+        report("video", EncodedItems(feats, none, [], [0] * len(feats)), runs, None)
+    note, mm_norm, text_norm = _per_layer_note(bundle, ids)
     return EncoderReport(bundle.family, tuple(items), int(ids.shape[0]), note, mm_norm, text_norm)
+
+
+def _per_layer_note(bundle: Bundle, ids: torch.Tensor) -> tuple[str | None, ...]:
+    """Gemma 4 E-models: what the per-layer embeddings hold at multimodal positions."""
+    import torch
+
+    model = bundle.require_model("inspect_multimodal")
+    config = model.config.get_text_config()
+    spec = bundle.spec
+    if not spec.pads_placeholders_per_layer or not config.hidden_size_per_layer_input:
+        return None, None, None
+    mm = torch.zeros_like(ids, dtype=torch.bool)  # (seq,)
+    for tok in spec.placeholder_tokens.values():
+        mm |= ids == spec.id_of(tok)
+    if not mm.any():
+        return None, None, None
+    pad = config.pad_token_id
+    llm_ids = torch.where(mm, pad, ids)[None].to(model.device)  # (1, seq)
+    with torch.inference_mode():
+        per_layer = model.model.language_model.get_per_layer_inputs(llm_ids, None)[0]
+    norms = per_layer.float().flatten(1).norm(dim=-1).cpu()  # (seq,)
+    mm_norm = float(norms[mm].mean())
+    text_norm = float(norms[~mm].mean()) if (~mm).any() else None
+    note = (
+        f"Per-layer embeddings: the {int(mm.sum())} multimodal positions are looked up as "
+        f"<pad> (id {pad}), whose per-layer row has norm {mm_norm:.3g} (text positions: "
+        f"{text_norm if text_norm is None else f'{text_norm:.3g}'}) — zeroed, so only the "
+        "soft tokens carry the image/audio there."
+    )
+    return note, mm_norm, text_norm

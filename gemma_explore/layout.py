@@ -19,11 +19,16 @@ import html
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .families import MAX_NEWLINE_RUN, NEWLINE_BASE_ID, get_family
-from .plans import plan_audio, plan_image, plan_video
+from .colors import kind_color
+from .families import MAX_NEWLINE_RUN, NEWLINE_BASE_ID, FamilySpec, get_family
+from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
+from .vllm_rules import vllm_replacement_length
+
+if TYPE_CHECKING:
+    from .models.bundle import Bundle
 
 __all__ = ["NewlineMerge", "Placeholder", "PromptLayout", "Segment", "layout_prompt"]
 
@@ -61,8 +66,8 @@ class Placeholder:
     length: int  # tokens of the run in input_ids
     is_embed: tuple[bool, ...]  # per token of the run: does it take an embedding?
     num_embeds: int  # soft-token placeholders = embeddings the encoder must give
-    expected: int  # what the plan says the encoder gives
-    plan: Any = field(compare=False, repr=False)
+    expected: int | None  # what the plan says the encoder gives (None: no item to plan)
+    plan: ImagePlan | AudioPlan | VideoPlan | None = field(compare=False, repr=False)
 
     @property
     def agrees(self) -> bool:
@@ -130,11 +135,9 @@ class PromptLayout:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from .viz.palette import KIND_COLORS
-
         spans = []
         for s in self.segments:
-            color = KIND_COLORS.get(s.kind, "#ccc")
+            color = kind_color(s.kind)
             ids = self.input_ids[s.start : s.end]
             title = html.escape(
                 f"{s.kind} #{s.item} @{s.start}+{s.length}: ids {list(ids[:8])}"
@@ -165,7 +168,7 @@ def _newlines_in(token_id: int) -> int:
 def layout_prompt(
     messages_or_text: Any,
     *,
-    bundle: Any,
+    bundle: Bundle,
     images: Any = (),
     audios: Any = (),
     videos: Any = (),
@@ -314,24 +317,24 @@ def layout_prompt(
         segments=tuple(segments),
         placeholders=tuple(placeholders),
         newline_merges=tuple(merges),
-        vllm_ranges=tuple(_vllm_ranges(spec, ids, placeholders, merges)),
+        vllm_ranges=tuple(_vllm_ranges(spec, placeholders)),
         max_soft_tokens=prepared.max_soft_tokens,
     )
 
 
-def _plans_for(spec, prepared: PreparedInputs) -> dict[str, list]:
+def _plans_for(spec: FamilySpec, prepared: PreparedInputs) -> dict[str, list]:
     budget = prepared.max_soft_tokens
     images = [plan_image(im, family=spec.name, max_soft_tokens=budget) for im in prepared.images]
     audios = [plan_audio(a, family=spec.name) for a in prepared.audios]
     videos = []
     for v, idx in zip(prepared.videos, prepared.video_frame_indices, strict=False):
-        videos.append(plan_video(v.frames, fps=v.fps, family=spec.name, max_frames=len(idx)))
+        videos.append(plan_video(v, family=spec.name, max_frames=len(idx)))
     return {"image": images, "audio": audios, "video": videos}
 
 
-def _expected(modality: str, plan: Any) -> int:
+def _expected(modality: str, plan: ImagePlan | AudioPlan | VideoPlan | None) -> int | None:
     if plan is None:
-        return -1
+        return None
     if modality == "image":
         return plan.num_soft_tokens
     if modality == "audio":
@@ -339,7 +342,7 @@ def _expected(modality: str, plan: Any) -> int:
     return plan.total_soft_tokens
 
 
-def _vllm_ranges(spec, ids, placeholders, merges) -> list[tuple[str, int, int]]:
+def _vllm_ranges(spec: FamilySpec, placeholders: list[Placeholder]) -> list[tuple[str, int, int]]:
     """(modality, offset, length) as vLLM reports them.
 
     vLLM's offset is in input_ids; its length counts the item's replacement tokens. For
@@ -351,8 +354,8 @@ def _vllm_ranges(spec, ids, placeholders, merges) -> list[tuple[str, int, int]]:
     out = []
     for ph in placeholders:
         if spec.wraps_in_newlines:
-            marker = 256 + 4 if ph.modality == "image" else 188 + 4
-            out.append((ph.modality, ph.start, marker))
+            length = vllm_replacement_length(spec, ph.modality, ph.num_embeds)
+            out.append((ph.modality, ph.start, length))
         else:
             out.append((ph.modality, ph.start, ph.length))
     return out

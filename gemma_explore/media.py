@@ -1,4 +1,13 @@
-"""Turn what a user hands us (paths, bytes, arrays, PIL images) into clean inputs.
+"""Turn what a user hands us into clean inputs: the one way in for every modality.
+
+Every entry point of the package accepts, for its modality, the same things, and
+sends them through here:
+
+* images: a path (str or Path), bytes, a file object, a PIL image, an array
+  (H, W[, C]) or a ``(height, width)`` pair (a grey test image);
+* audio: a path, bytes, a file object, ``(wave, rate)`` / ``(rate, wave)``, or an
+  array with ``sampling_rate=``;
+* video: a path, bytes, a file object, ``(frames, fps)``, a frame array with ``fps=``.
 
 Every failure here is a :class:`MediaError` (a ``ValueError``) whose message says
 what was wrong and what to do, so notebooks and the demo can show it as is.
@@ -14,53 +23,144 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .plans import prepare_waveform
+from .errors import MediaError
+from .families import AUDIO_SAMPLING_RATE
 
-__all__ = ["MediaError", "Video", "load_audio", "load_image", "load_video"]
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
+__all__ = [
+    "MediaError",
+    "Video",
+    "image_size",
+    "is_image_size",
+    "load_audio",
+    "load_image",
+    "load_video",
+    "prepare_waveform",
+]
 
 MAX_IMAGE_PIXELS = 100_000_000  # refuse decompression bombs (~10 000 × 10 000)
 
 
-class MediaError(ValueError):
-    """A clear, user-facing message about a bad image, clip or video."""
+def _read_source(source: Any, what: str) -> bytes | None:
+    """Bytes of a path, bytes or file object; None for anything already in memory."""
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if not path.exists():
+            raise MediaError(f"No {what} file at {path}. Check the path.")
+        if path.is_dir():
+            raise MediaError(f"{path} is a folder, not a {what} file.")
+        data = path.read_bytes()
+        if not data:
+            raise MediaError(f"{path.name} is empty (0 bytes). Upload the {what} again.")
+        return data
+    if isinstance(source, bytes | bytearray | memoryview):
+        if not len(source):
+            raise MediaError(f"The {what} is empty (0 bytes). Upload the {what} again.")
+        return bytes(source)
+    if hasattr(source, "read"):  # an open file, BytesIO, an upload stream
+        data = source.read()
+        if isinstance(data, str):
+            raise MediaError(f"Open the {what} file in binary mode ('rb'), not text mode.")
+        if not data:
+            raise MediaError(f"The {what} file object is empty (0 bytes left to read).")
+        return bytes(data)
+    return None
 
 
-def load_image(image: Any):
-    """Return an RGB ``PIL.Image`` from a path, bytes, array, PIL image or (h, w) pair.
+def is_image_size(value: Any) -> bool:
+    """True for a ``(height, width)`` pair of ints (numpy ints too, not bools)."""
+    return (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value)
+    )
+
+
+def _open_image(data: bytes) -> PILImage:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        return Image.open(io.BytesIO(data))
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise MediaError(
+            "This file is not an image PIL can read (corrupt or unsupported format). "
+            "Save it as PNG or JPEG and try again."
+        ) from exc
+
+
+def image_size(image: Any) -> tuple[int, int]:
+    """``(height, width)`` of any image input, reading only the header of files.
+
+    EXIF orientation is respected (a portrait phone photo stored sideways reports its
+    upright size), as :func:`load_image` and the processors see it.
+
+    >>> image_size((1080, 1920))
+    (1080, 1920)
+    """
+    if is_image_size(image):
+        h, w = int(image[0]), int(image[1])
+    else:
+        data = _read_source(image, "image")
+        if data is not None:
+            pil = _open_image(data)  # lazy: reads the header, not the pixels
+            w, h = pil.size
+            if pil.getexif().get(0x0112, 1) in (5, 6, 7, 8):  # rotated 90° / 270°
+                w, h = h, w
+        elif hasattr(image, "size") and hasattr(image, "mode") and hasattr(image, "getbands"):
+            w, h = image.size  # PIL reports (width, height)
+        elif hasattr(image, "shape"):
+            shape = tuple(image.shape)
+            if len(shape) == 2:
+                h, w = shape
+            elif len(shape) == 3 and shape[-1] in (1, 3, 4):
+                h, w = shape[0], shape[1]  # (H, W, C)
+            elif len(shape) == 3 and shape[0] in (1, 3, 4):
+                h, w = shape[1], shape[2]  # (C, H, W)
+            else:
+                raise MediaError(
+                    f"An image array must be (height, width) or (height, width, channels); got "
+                    f"shape {shape}. Pass a PIL image, an array, a path or a (height, width) pair."
+                )
+            h, w = int(h), int(w)
+        else:
+            raise MediaError(
+                f"Expected an image (path, bytes, file, PIL image, array or (height, width) "
+                f"pair), got {type(image).__name__}."
+            )
+    if h <= 0 or w <= 0:
+        raise MediaError(
+            f"Image sides must be positive, got height={h}, width={w}. "
+            "Check the file is a real image (an empty or corrupt file decodes to nothing)."
+        )
+    return h, w
+
+
+def load_image(image: Any) -> PILImage:
+    """Return an RGB ``PIL.Image`` from a path, bytes, file, array, PIL image or (h, w) pair.
 
     Palette, greyscale, 16-bit and RGBA images are converted to RGB (alpha is
     composited on white), as the processors would see them.
     """
-    from PIL import Image, ImageOps, UnidentifiedImageError
+    from PIL import Image, ImageOps
 
-    if isinstance(image, tuple) and len(image) == 2 and all(isinstance(v, int) for v in image):
-        h, w = image
-        if h <= 0 or w <= 0:
-            raise MediaError(f"Image sides must be positive, got {h}×{w}.")
+    if is_image_size(image):
+        h, w = image_size(image)
         return Image.new("RGB", (w, h), (128, 128, 128))
-    if isinstance(image, str | os.PathLike):
-        path = Path(image)
-        if not path.exists():
-            raise MediaError(f"No image file at {path}. Check the path.")
-        if path.stat().st_size == 0:
-            raise MediaError(f"{path.name} is empty (0 bytes). Upload the image again.")
-        image = path.read_bytes()
-    if isinstance(image, bytes | bytearray):
-        if not image:
-            raise MediaError("The image is empty (0 bytes). Upload the image again.")
+    data = _read_source(image, "image")
+    if data is not None:
+        image = _open_image(data)
         try:
-            pil = Image.open(io.BytesIO(image))
-            pil.load()
-        except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+            image.load()
+        except (OSError, SyntaxError, ValueError) as exc:
             raise MediaError(
-                "This file is not an image PIL can read (corrupt or unsupported format). "
-                "Save it as PNG or JPEG and try again."
+                "This image file is truncated or corrupt. Save it again as PNG or JPEG."
             ) from exc
-        image = pil
     if isinstance(image, np.ndarray):
         arr = image
         if arr.size == 0:
@@ -81,7 +181,8 @@ def load_image(image: Any):
         image = Image.fromarray(arr)
     if not (hasattr(image, "mode") and hasattr(image, "convert")):
         raise MediaError(
-            f"Expected an image (path, bytes, array or PIL image), got {type(image).__name__}."
+            f"Expected an image (path, bytes, file, array or PIL image), got "
+            f"{type(image).__name__}."
         )
     w, h = image.size
     if w == 0 or h == 0:
@@ -107,23 +208,21 @@ def load_image(image: Any):
 
 
 def load_audio(
-    audio: Any, *, sampling_rate: int | None = None, target_rate: int = 16_000
+    audio: Any, *, sampling_rate: int | None = None, target_rate: int = AUDIO_SAMPLING_RATE
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Return a mono float32 waveform at ``target_rate`` and notes on what was done.
 
-    ``audio`` is a path, bytes, a ``(waveform, rate)`` pair or an array with
-    ``sampling_rate``. Files are read with soundfile (WAV, FLAC, OGG) and, failing
+    ``audio`` is a path, bytes, a file object, a ``(waveform, rate)`` pair or an array
+    with ``sampling_rate``. Files are read with soundfile (WAV, FLAC, OGG) and, failing
     that, librosa (MP3 and more). Stereo is averaged; other rates are resampled.
+
+    >>> wave, notes = load_audio((np.zeros(8000, np.float32), 8000))
+    >>> wave.shape, notes["resampled_from"], notes["silent"]
+    ((16000,), 8000, True)
     """
-    if isinstance(audio, str | os.PathLike):
-        path = Path(audio)
-        if not path.exists():
-            raise MediaError(f"No audio file at {path}. Check the path.")
-        audio = path.read_bytes()
-    if isinstance(audio, bytes | bytearray):
-        if not audio:
-            raise MediaError("The audio file is empty (0 bytes). Upload it again.")
-        audio, sampling_rate = _decode_audio_bytes(bytes(audio))
+    data = _read_source(audio, "audio")
+    if data is not None:
+        audio, sampling_rate = _decode_audio_bytes(data)
     elif isinstance(audio, tuple) and len(audio) == 2:
         first, second = audio
         if np.isscalar(second) and not np.isscalar(first):
@@ -137,10 +236,58 @@ def load_audio(
     arr = np.asarray(audio)
     if np.issubdtype(arr.dtype, np.integer):  # PCM integers → [-1, 1]
         arr = arr.astype(np.float32) / float(np.iinfo(arr.dtype).max)
+    return prepare_waveform(arr, sampling_rate=int(sampling_rate), target_rate=target_rate)
+
+
+def prepare_waveform(
+    audio: Any, *, sampling_rate: int, target_rate: int = AUDIO_SAMPLING_RATE
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Turn an in-memory waveform into a mono float32 waveform at ``target_rate``.
+
+    Accepts a 1-D array (samples) or a 2-D array (channels × samples or samples ×
+    channels). Stereo is averaged to mono and other rates are resampled with librosa.
+    Returns the waveform and a dict saying what was done
+    (``{"downmixed": 2, "resampled_from": 44100, "non_finite": 0, "silent": False}``).
+    """
+    notes: dict[str, Any] = {"downmixed": None, "resampled_from": None, "non_finite": 0}
     try:
-        return prepare_waveform(arr, sampling_rate=int(sampling_rate), target_rate=target_rate)
-    except ValueError as exc:
-        raise MediaError(str(exc)) from None
+        wav = np.asarray(audio, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise MediaError(
+            f"Audio must be an array of samples, got {type(audio).__name__}. "
+            "Pass a path, bytes, or (waveform, sampling_rate)."
+        ) from exc
+    if not sampling_rate or sampling_rate <= 0:
+        raise MediaError(f"sampling_rate must be a positive number of Hz, got {sampling_rate!r}.")
+    if wav.ndim == 2 and 1 in wav.shape:
+        wav = wav.reshape(-1)  # one channel stored as 2-D: nothing to mix
+    if wav.ndim == 2:
+        # The shorter axis is the channel axis: (2, n) or (n, 2).
+        channels_first = wav.shape[0] <= wav.shape[1]
+        notes["downmixed"] = int(wav.shape[0] if channels_first else wav.shape[1])
+        wav = wav.mean(axis=0 if channels_first else 1)
+    elif wav.ndim != 1:
+        raise MediaError(
+            f"Audio must be 1-D (samples) or 2-D (channels × samples), got shape {wav.shape}."
+        )
+    if wav.size == 0:
+        raise MediaError("The audio clip is empty (0 samples). Record or upload a longer clip.")
+    if not np.isfinite(wav).all():
+        bad = ~np.isfinite(wav)
+        notes["non_finite"] = int(bad.sum())
+        if bad.all():
+            raise MediaError(
+                "Every sample of the clip is NaN or infinite. The file is probably corrupt; "
+                "re-export it as 16-bit PCM WAV."
+            )
+        wav = np.where(bad, 0.0, wav).astype(np.float32)
+    if sampling_rate != target_rate:
+        import librosa
+
+        notes["resampled_from"] = int(sampling_rate)
+        wav = librosa.resample(wav, orig_sr=sampling_rate, target_sr=target_rate).astype(np.float32)
+    notes["silent"] = not wav.any()
+    return wav, notes
 
 
 def _decode_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
@@ -176,7 +323,7 @@ class Video:
 
 
 def load_video(video: Any, *, fps: float | None = None, max_frames: int = 10_000) -> Video:
-    """Return a :class:`Video` from a path, bytes, (frames, fps) pair or an array.
+    """Return a :class:`Video` from a path, bytes, file, (frames, fps) pair or an array.
 
     Files are decoded with OpenCV (``opencv-python-headless``). An array needs ``fps``.
     """
@@ -184,9 +331,11 @@ def load_video(video: Any, *, fps: float | None = None, max_frames: int = 10_000
         return video
     if isinstance(video, tuple) and len(video) == 2 and np.isscalar(video[1]):
         video, fps = video
-    if isinstance(video, bytes | bytearray):
-        if not video:
-            raise MediaError("The video file is empty (0 bytes). Upload it again.")
+    if not isinstance(video, str | os.PathLike):
+        data = _read_source(video, "video")
+        if data is not None:
+            video = data
+    if isinstance(video, bytes):
         import tempfile
 
         with tempfile.NamedTemporaryFile(suffix=".mp4", delete=False) as fh:

@@ -12,7 +12,6 @@ real processors' (and the real encoders' output lengths). Nothing here imports t
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,82 +19,43 @@ from typing import Any
 import numpy as np
 
 from .families import FamilySpec, get_family
+from .media import Video, image_size, is_image_size, load_audio, load_video
+from .tables import Table
 
 __all__ = [
     "AudioPlan",
     "ImagePlan",
     "VideoPlan",
+    "check_budget",
+    "conv_out",
+    "format_timestamp",
+    "gemma4_resized_size",
     "plan_audio",
     "plan_image",
     "plan_video",
-    "image_size_of",
-    "prepare_waveform",
-    "format_timestamp",
+    "sample_frame_indices",
 ]
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _steps_html(title: str, rows: list[tuple[str, Any]], steps: tuple[str, ...]) -> str:
-    cells = "".join(
-        f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-        f"<td>{html.escape(str(v))}</td></tr>"
-        for k, v in rows
-    )
-    items = "".join(f"<li>{html.escape(s)}</li>" for s in steps)
-    return f"<div><b>{html.escape(title)}</b><table>{cells}</table><ol>{items}</ol></div>"
+def _table(title: str, rows: list[tuple[str, Any]], steps: tuple[str, ...]) -> Table:
+    return Table((), tuple(rows), title=title, notes=steps, notes_title="steps")
 
 
-def _steps_repr(title: str, rows: list[tuple[str, Any]], steps: tuple[str, ...]) -> str:
-    width = max(len(k) for k, _ in rows)
-    lines = [title] + [f"  {k:<{width}}  {v}" for k, v in rows] + ["  steps:"]
-    lines += [f"    {i}. {s}" for i, s in enumerate(steps, 1)]
-    return "\n".join(lines)
+def check_budget(spec: FamilySpec, max_soft_tokens: int | None, *, what: str = "image") -> int:
+    """Gemma 4's image budget: the default when None, else one of the allowed budgets.
 
-
-def image_size_of(image: Any) -> tuple[int, int]:
-    """Return ``(height, width)`` of a PIL image, an array (H, W[, C]) or an (h, w) pair.
-
-    Raises a ``ValueError`` that says what to pass when the input is not an image.
+    >>> check_budget(get_family("gemma4"), None)
+    280
     """
-    if (
-        isinstance(image, tuple | list)
-        and len(image) == 2
-        and all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in image)
-    ):
-        h, w = int(image[0]), int(image[1])
-    elif hasattr(image, "size") and hasattr(image, "mode") and hasattr(image, "getbands"):
-        w, h = image.size  # PIL reports (width, height)
-    elif isinstance(image, np.ndarray) or hasattr(image, "shape"):
-        shape = tuple(image.shape)
-        if len(shape) == 2:
-            h, w = shape
-        elif len(shape) == 3 and shape[-1] in (1, 3, 4):
-            h, w = shape[0], shape[1]  # (H, W, C)
-        elif len(shape) == 3 and shape[0] in (1, 3, 4):
-            h, w = shape[1], shape[2]  # (C, H, W)
-        else:
-            raise ValueError(
-                f"An image array must be (height, width) or (height, width, channels); got shape "
-                f"{shape}. Pass a PIL image, an array, or a (height, width) pair."
-            )
-        h, w = int(h), int(w)
-    else:
-        raise ValueError(
-            f"Expected a PIL image, an array or a (height, width) pair, got {type(image).__name__}. "
-            "Open files with PIL.Image.open(path) first."
-        )
-    if h <= 0 or w <= 0:
-        raise ValueError(
-            f"Image sides must be positive, got height={h}, width={w}. "
-            "Check the file is a real image (an empty or corrupt file decodes to nothing)."
-        )
-    return h, w
-
-
-def _check_budget(spec: FamilySpec, max_soft_tokens: int | None, *, what: str = "image") -> int:
     img = spec.image
+    if not img.budgets:
+        raise ValueError(
+            f"{spec.display_name} has no token budget: every image becomes "
+            f"{img.fixed_soft_tokens} soft tokens. Drop max_soft_tokens."
+        )
     if max_soft_tokens is None:
         return img.default_budget
     if isinstance(max_soft_tokens, bool) or not isinstance(max_soft_tokens, int | np.integer):
@@ -104,10 +64,15 @@ def _check_budget(spec: FamilySpec, max_soft_tokens: int | None, *, what: str = 
         )
     if int(max_soft_tokens) not in img.budgets:
         raise ValueError(
-            f"Gemma 4 does not support a budget of {max_soft_tokens} soft tokens per {what}. "
-            f"Choose one of {list(img.budgets)} (default {img.default_budget})."
+            f"{spec.display_name} does not support a budget of {max_soft_tokens} soft tokens "
+            f"per {what}. Choose one of {list(img.budgets)} (default {img.default_budget})."
         )
     return int(max_soft_tokens)
+
+
+def conv_out(frames: int) -> int:
+    """Output length of a kernel-3, stride-2 conv with 2 frames of padding: ceil(t/2)."""
+    return (frames + 2 - 3) // 2 + 1
 
 
 # --------------------------------------------------------------------------- images
@@ -133,6 +98,9 @@ class ImagePlan:
     total_tokens: int  # prompt tokens: markers + soft tokens (+ 3n's "\n\n" wrappers)
     token_area: tuple[float, float]  # px of the *original* image one soft token covers
     steps: tuple[str, ...] = field(default=(), compare=False)  # the derivation, in words
+    # The pixels the plan was made from (a PIL image or array), kept so a figure can draw
+    # them without loading the image again; None when planned from a size or a file header.
+    image: Any = field(default=None, compare=False, repr=False)
 
     def _rows(self) -> list[tuple[str, Any]]:
         return [
@@ -147,11 +115,14 @@ class ImagePlan:
             ("prompt tokens", self.total_tokens),
         ]
 
+    def table(self) -> Table:
+        return _table(f"ImagePlan — {self.family}", self._rows(), self.steps)
+
     def __repr__(self) -> str:
-        return _steps_repr(f"ImagePlan[{self.family}]", self._rows(), self.steps)
+        return self.table().text()
 
     def _repr_html_(self) -> str:
-        return _steps_html(f"ImagePlan — {self.family}", self._rows(), self.steps)
+        return self.table().html()
 
 
 def gemma4_resized_size(
@@ -178,33 +149,37 @@ def gemma4_resized_size(
     return th, tw
 
 
-def plan_image(image_or_size: Any, *, family: str, max_soft_tokens: int | None = None) -> ImagePlan:
+def plan_image(image: Any, *, family: str, max_soft_tokens: int | None = None) -> ImagePlan:
     """Plan how an image becomes soft tokens.
 
-    ``image_or_size`` is a PIL image, an array (H, W[, C]) or a ``(height, width)``
-    pair. ``max_soft_tokens`` is Gemma 4's budget (70, 140, 280, 560 or 1120).
+    ``image`` is any image input (a path, bytes, file, PIL image, array (H, W[, C]) or
+    a ``(height, width)`` pair); files are read only as far as their header.
+    ``max_soft_tokens`` is Gemma 4's budget (70, 140, 280, 560 or 1120).
 
     >>> plan_image((768, 1024), family="gemma3n").num_soft_tokens
     256
     """
     spec = get_family(family)
-    h, w = image_size_of(image_or_size)
+    h, w = image_size(image)
+    # Keep in-memory pixels for figures; never load a file's pixels just to plan.
+    pixels = image if hasattr(image, "getbands") or isinstance(image, np.ndarray) else None
     img = spec.image
-    if spec.name == "gemma3n":
+    if img.fixed_size is not None:
         if max_soft_tokens is not None:
             raise ValueError(
-                "Gemma 3n has no token budget: every image becomes 256 soft tokens. "
-                "Drop max_soft_tokens, or use family='gemma4'."
+                f"{spec.display_name} has no token budget: every image becomes "
+                f"{img.fixed_soft_tokens} soft tokens. Drop max_soft_tokens, or use "
+                "family='gemma4'."
             )
         rh, rw = img.fixed_size
         grid = (rh // img.patch_size, rw // img.patch_size)  # 16×16 MobileNet-V5 cells
         n = grid[0] * grid[1]
-        markers = 2 + 2  # BOI/EOI + "\n\n" before and after
+        markers = spec.markers_per_item  # BOI/EOI + "\n\n" before and after
         steps = (
             f"Squash {h}×{w} to {rh}×{rw} (aspect ratio not kept; x-scale {rw / w:.3g}, "
             f"y-scale {rh / h:.3g}); rescale pixels by 1/255, no normalisation.",
-            f"MobileNet-V5 reduces 768×768 by 48 to a {grid[0]}×{grid[1]} grid of 2048-d "
-            f"features: {n} soft tokens, always.",
+            f"MobileNet-V5 reduces {rh}×{rw} by {img.patch_size} to a {grid[0]}×{grid[1]} "
+            f"grid of 2048-d features: {n} soft tokens, always.",
             f"One soft token covers {img.patch_size}×{img.patch_size} px of the squash = "
             f"{h / grid[0]:.1f}×{w / grid[1]:.1f} px of the original.",
             f'Prompt: "\\n\\n" {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} '
@@ -227,17 +202,18 @@ def plan_image(image_or_size: Any, *, family: str, max_soft_tokens: int | None =
             total_tokens=n + markers,
             token_area=(h / grid[0], w / grid[1]),
             steps=steps,
+            image=pixels,
         )
 
-    budget = _check_budget(spec, max_soft_tokens)
+    budget = check_budget(spec, max_soft_tokens)
     p, k = img.patch_size, img.pooling_kernel
     th, tw = gemma4_resized_size(h, w, patch_size=p, pooling_kernel=k, max_soft_tokens=budget)
     grid = (th // p, tw // p)
     num_patches = grid[0] * grid[1]
-    max_patches = budget * k * k
+    max_patches = budget * img.patches_per_token
     pooled = (grid[0] // k, grid[1] // k)
-    n = num_patches // (k * k)
-    cell = p * k
+    n = num_patches // img.patches_per_token
+    cell = img.cell_px
     scale = math.sqrt(max_patches * p * p / (h * w))
     steps = [
         f"Budget {budget} soft tokens × {k}×{k} patches = {max_patches} patches of {p}×{p} px "
@@ -256,7 +232,8 @@ def plan_image(image_or_size: Any, *, family: str, max_soft_tokens: int | None =
         "padding rows with position (-1, -1)).",
         f"Pool {k}×{k} patches → {pooled[0]}×{pooled[1]} = {n} soft tokens "
         f"({budget - n} of the {budget} pooled slots are padding and are stripped).",
-        f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = {n + 2} tokens.",
+        f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = "
+        f"{n + spec.markers_per_item} tokens.",
     ]
     return ImagePlan(
         family=spec.name,
@@ -272,66 +249,14 @@ def plan_image(image_or_size: Any, *, family: str, max_soft_tokens: int | None =
         num_soft_tokens=n,
         max_soft_tokens=budget,
         num_padding_soft_tokens=budget - n,
-        total_tokens=n + 2,
+        total_tokens=n + spec.markers_per_item,
         token_area=(h / pooled[0], w / pooled[1]),
         steps=tuple(steps),
+        image=pixels,
     )
 
 
 # --------------------------------------------------------------------------- audio
-
-
-def prepare_waveform(
-    audio: Any, *, sampling_rate: int, target_rate: int = 16_000
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """Turn user audio into a mono float32 waveform at ``target_rate``.
-
-    Accepts a 1-D array (samples), a 2-D array (channels × samples or samples ×
-    channels), or a ``(waveform, sampling_rate)`` pair. Stereo is averaged to mono and
-    other rates are resampled with librosa. Returns the waveform and a dict saying what
-    was done (``{"downmixed": 2, "resampled_from": 44100, …}``).
-    """
-    notes: dict[str, Any] = {"downmixed": None, "resampled_from": None, "non_finite": 0}
-    if isinstance(audio, tuple) and len(audio) == 2 and np.isscalar(audio[1]):
-        audio, sampling_rate = audio[0], int(audio[1])
-    try:
-        wav = np.asarray(audio, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"Audio must be an array of samples, got {type(audio).__name__}. "
-            "Load files with librosa.load(path, sr=16000)."
-        ) from exc
-    if not sampling_rate or sampling_rate <= 0:
-        raise ValueError(f"sampling_rate must be a positive number of Hz, got {sampling_rate!r}.")
-    if wav.ndim == 2 and 1 in wav.shape:
-        wav = wav.reshape(-1)  # one channel stored as 2-D: nothing to mix
-    if wav.ndim == 2:
-        # The shorter axis is the channel axis: (2, n) or (n, 2).
-        channels_first = wav.shape[0] <= wav.shape[1]
-        notes["downmixed"] = int(wav.shape[0] if channels_first else wav.shape[1])
-        wav = wav.mean(axis=0 if channels_first else 1)
-    elif wav.ndim != 1:
-        raise ValueError(
-            f"Audio must be 1-D (samples) or 2-D (channels × samples), got shape {wav.shape}."
-        )
-    if wav.size == 0:
-        raise ValueError("The audio clip is empty (0 samples). Record or upload a longer clip.")
-    if not np.isfinite(wav).all():
-        bad = ~np.isfinite(wav)
-        notes["non_finite"] = int(bad.sum())
-        if bad.all():
-            raise ValueError(
-                "Every sample of the clip is NaN or infinite. The file is probably corrupt; "
-                "re-export it as 16-bit PCM WAV."
-            )
-        wav = np.where(bad, 0.0, wav).astype(np.float32)
-    if sampling_rate != target_rate:
-        import librosa
-
-        notes["resampled_from"] = int(sampling_rate)
-        wav = librosa.resample(wav, orig_sr=sampling_rate, target_sr=target_rate).astype(np.float32)
-    notes["silent"] = not wav.any()
-    return wav, notes
 
 
 @dataclass(frozen=True)
@@ -360,6 +285,9 @@ class AudioPlan:
     total_tokens: int  # prompt tokens incl. markers (+ 3n's "\n\n" wrappers)
     silent: bool = False  # every sample is 0: tokens are still spent
     steps: tuple[str, ...] = field(default=(), compare=False)
+    # The mono 16 kHz waveform the plan was made from, kept for figures; None when
+    # planned from a sample count.
+    waveform: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def _rows(self) -> list[tuple[str, Any]]:
         return [
@@ -374,23 +302,22 @@ class AudioPlan:
             ("prompt tokens", self.total_tokens),
         ]
 
+    def table(self) -> Table:
+        return _table(f"AudioPlan — {self.family}", self._rows(), self.steps)
+
     def __repr__(self) -> str:
-        return _steps_repr(f"AudioPlan[{self.family}]", self._rows(), self.steps)
+        return self.table().text()
 
     def _repr_html_(self) -> str:
-        return _steps_html(f"AudioPlan — {self.family}", self._rows(), self.steps)
+        return self.table().html()
 
 
-def _conv_out(t: int) -> int:
-    """Output length of a kernel-3, stride-2 conv with 2 frames of padding: ceil(t/2)."""
-    return (t + 2 - 3) // 2 + 1
-
-
-def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 16_000) -> AudioPlan:
+def plan_audio(audio: Any, *, family: str, sampling_rate: int | None = None) -> AudioPlan:
     """Plan how a clip becomes audio tokens.
 
-    ``audio_or_num_samples`` is a waveform (1-D, or 2-D with channels), a
-    ``(waveform, rate)`` pair, or a number of samples at ``sampling_rate``.
+    ``audio`` is any audio input (a path, bytes, file, ``(waveform, rate)``, or a
+    waveform with ``sampling_rate=``), or a number of samples at ``sampling_rate``
+    (16 kHz when not given).
 
     >>> plan_audio(48_000, family="gemma4").num_placeholders
     75
@@ -398,21 +325,20 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
     spec = get_family(family)
     a = spec.audio
     notes: dict[str, Any] = {"downmixed": None, "resampled_from": None, "silent": False}
-    if isinstance(audio_or_num_samples, int | np.integer) and not isinstance(
-        audio_or_num_samples, bool
-    ):
-        if audio_or_num_samples < 0:
-            raise ValueError(f"A clip cannot have {audio_or_num_samples} samples.")
-        n_in = int(audio_or_num_samples)
-        if sampling_rate != a.sampling_rate:
-            notes["resampled_from"] = sampling_rate
-            n = int(math.ceil(n_in * a.sampling_rate / sampling_rate))  # librosa's length
+    wav = None
+    if isinstance(audio, int | np.integer) and not isinstance(audio, bool):
+        if audio < 0:
+            raise ValueError(f"A clip cannot have {audio} samples.")
+        n_in, rate = int(audio), sampling_rate or a.sampling_rate
+        if rate != a.sampling_rate:
+            notes["resampled_from"] = rate
+            n = int(math.ceil(n_in * a.sampling_rate / rate))  # librosa's length
         else:
             n = n_in
     else:
-        wav, notes = prepare_waveform(
-            audio_or_num_samples, sampling_rate=sampling_rate, target_rate=a.sampling_rate
-        )
+        if sampling_rate is None and isinstance(audio, np.ndarray):
+            sampling_rate = a.sampling_rate  # a bare array is taken to be 16 kHz
+        wav, notes = load_audio(audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate)
         n = int(wav.shape[0])
 
     used = min(n, a.max_samples)
@@ -422,18 +348,19 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
     steps = []
     if notes.get("downmixed"):
         steps.append(f"Average {notes['downmixed']} channels to mono.")
+    khz = f"{a.sampling_rate / 1000:g} kHz"
     if notes.get("resampled_from"):
-        steps.append(f"Resample {notes['resampled_from']} Hz → 16 kHz (librosa): {n} samples.")
+        steps.append(f"Resample {notes['resampled_from']} Hz → {khz} (librosa): {n} samples.")
     steps.append(
         f"{n} samples = {n / a.sampling_rate:.3f} s"
-        + (f"; keep the first {a.max_samples} (30 s)." if n > used else ".")
+        + (f"; keep the first {a.max_samples} ({a.max_seconds:g} s)." if n > used else ".")
     )
     steps.append(f"Pad to a multiple of {m} samples: {padded}.")
 
     # Fields both families fill the same way.
     common = dict(
         family=spec.name,
-        sampling_rate=int(notes.get("resampled_from") or sampling_rate),
+        sampling_rate=int(notes.get("resampled_from") or a.sampling_rate),
         resampled=bool(notes.get("resampled_from")),
         downmixed_channels=notes.get("downmixed"),
         num_samples=n,
@@ -444,8 +371,11 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
         frame_length=fl,
         hop_length=hop,
         silent=bool(notes.get("silent")),
+        subsampling=a.subsampling,
+        ms_per_token=float(a.ms_per_token),
+        waveform=wav,
     )
-    if spec.name == "gemma3n":
+    if a.fixed_placeholders is not None:
         # Frames: windows of frame_length+1 samples every hop (the extra sample feeds
         # pre-emphasis). A frame is real when the sample at its start is real.
         frames = max((padded - (fl + 1)) // hop + 1, 0)
@@ -453,38 +383,41 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
         # Encoder: two kernel-3 stride-2 convs (÷4), then the conformer keeps every
         # 4th step (÷4 again): one token per 16 frames = 160 ms. A token is real when
         # the frame it starts at (16·i, clamped to the last frame) is real.
-        t_conv = _conv_out(_conv_out(frames)) if frames else 0
-        t_enc = (t_conv + 3) // 4
+        t_conv = frames
+        for _ in range(a.conv_layers):
+            t_conv = conv_out(t_conv) if t_conv else 0
+        r = a.conformer_reduction
+        t_enc = (t_conv + r - 1) // r
         if valid_frames >= frames:
             enc_valid = t_enc
         else:
-            enc_valid = min(t_enc, -(-valid_frames // 16))
+            enc_valid = min(t_enc, -(-valid_frames // a.subsampling))
         place = a.fixed_placeholders
+        seconds = a.max_seconds
         steps += [
             f"Mel frames: ({padded} − {fl + 1}) // {hop} + 1 = {frames} "
             f"({valid_frames} over real audio); {a.mel_bins} mel bins, 32 ms windows, 10 ms hop.",
-            f"Encoder: two stride-2 convs → {t_conv} steps; the conformer keeps every 4th → "
-            f"{t_enc} tokens ({enc_valid} over real audio), one per 160 ms.",
-            f"The prompt always reserves {place} audio placeholders (30 s × 6.25/s): "
+            f"Encoder: two stride-2 convs → {t_conv} steps; the conformer keeps every {r}th → "
+            f"{t_enc} tokens ({enc_valid} over real audio), one per {a.ms_per_token} ms.",
+            f"The prompt always reserves {place} audio placeholders ({seconds:g} s × "
+            f"{1000 / a.ms_per_token:g}/s): "
             + (
                 f"{place - enc_valid} slots are filled with the padding embedding."
                 if enc_valid <= place
                 else f"{enc_valid - place} tokens are dropped."
             ),
             f'Prompt: "\\n\\n" {spec.boa_token} + {spec.audio_token}×{place} + '
-            f'{spec.eoa_token} "\\n\\n" = {place + 4} tokens.',
+            f'{spec.eoa_token} "\\n\\n" = {place + spec.markers_per_item} tokens.',
         ]
         return AudioPlan(
             **common,
             num_mel_frames=frames,
             num_valid_frames=valid_frames,
-            subsampling=16,
             num_encoder_tokens=enc_valid,
             num_placeholders=place,
             padding_slots=max(place - enc_valid, 0),
             dropped_tokens=max(enc_valid - place, 0),
-            ms_per_token=16 * hop * 1000 / a.sampling_rate,
-            total_tokens=place + 4,
+            total_tokens=place + spec.markers_per_item,
             steps=tuple(steps),
         )
 
@@ -499,8 +432,8 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
     # Two kernel-3 stride-2 convs; the processor keeps every 2nd mask entry, twice.
     # Kept entries j are real while 2j < n_valid: the real ones stay a prefix.
     t, real = frames, n_valid
-    for _ in range(2):
-        t = _conv_out(t)
+    for _ in range(a.conv_layers):
+        t = conv_out(t)
         real = min(t, -(-real // 2))
     tokens = min(real, a.max_tokens)
     steps += [
@@ -510,19 +443,17 @@ def plan_audio(audio_or_num_samples: Any, *, family: str, sampling_rate: int = 1
         f"{real} over real audio → one token per 40 ms"
         + (f", capped at {a.max_tokens}." if real > a.max_tokens else "."),
         f"Prompt: {spec.boa_token} + {spec.audio_token}×{tokens} + {spec.eoa_token} = "
-        f"{tokens + 2} tokens.",
+        f"{tokens + spec.markers_per_item} tokens.",
     ]
     return AudioPlan(
         **common,
         num_mel_frames=frames,
         num_valid_frames=n_valid,
-        subsampling=4,
         num_encoder_tokens=tokens,
         num_placeholders=tokens,
         padding_slots=0,
         dropped_tokens=0,
-        ms_per_token=float(a.ms_per_token),
-        total_tokens=tokens + 2,
+        total_tokens=tokens + spec.markers_per_item,
         steps=tuple(steps),
     )
 
@@ -550,24 +481,30 @@ class VideoPlan:
     frame_plan: ImagePlan  # the plan of one frame
     timestamp_text: str  # the text the processor writes, soft tokens shown as ×N
     total_soft_tokens: int
-    total_tokens: int  # prompt tokens: soft tokens + markers (+ timestamp text, counted by a tokenizer in layouts)
+    total_tokens: int  # soft tokens + markers; the timestamp text is counted by layouts
     steps: tuple[str, ...] = field(default=(), compare=False)
+    # The sampled frames only, (len(frame_indices), H, W, 3) uint8, kept for figures;
+    # None when planned from a frame count.
+    frames: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def _rows(self) -> list[tuple[str, Any]]:
         return [
             ("frames (fps)", f"{self.num_frames} ({self.fps:g} fps, {self.duration_s:.2f} s)"),
-            ("frame size", f"{self.frame_size[0]}×{self.frame_size[1]}"),
+            ("frame size (h×w)", f"{self.frame_size[0]}×{self.frame_size[1]}"),
             ("sampled", f"{len(self.frame_indices)} frames"),
             ("tokens per frame", self.soft_tokens_per_frame),
             ("soft tokens", self.total_soft_tokens),
-            ("markers", 2 * len(self.frame_indices)),
+            ("markers", self.total_tokens - self.total_soft_tokens),
         ]
 
+    def table(self) -> Table:
+        return _table(f"VideoPlan — {self.family}", self._rows(), self.steps)
+
     def __repr__(self) -> str:
-        return _steps_repr(f"VideoPlan[{self.family}]", self._rows(), self.steps)
+        return self.table().text()
 
     def _repr_html_(self) -> str:
-        return _steps_html(f"VideoPlan — {self.family}", self._rows(), self.steps)
+        return self.table().html()
 
 
 def sample_frame_indices(num_frames: int, *, max_frames: int) -> list[int]:
@@ -578,17 +515,18 @@ def sample_frame_indices(num_frames: int, *, max_frames: int) -> list[int]:
 
 
 def plan_video(
-    video_or_frame_count: Any,
+    video: Any,
     *,
-    fps: float,
+    fps: float | None = None,
     frame_size: tuple[int, int] | None = None,
     family: str = "gemma4",
     max_frames: int | None = None,
 ) -> VideoPlan:
     """Plan how a video becomes tokens: sampled frames, ``mm:ss`` stamps, 70 tokens each.
 
-    ``video_or_frame_count`` is an array (frames, H, W, C) or a frame count (then give
-    ``frame_size=(h, w)``).
+    ``video`` is any video input (a path, bytes, file, ``(frames, fps)``, a
+    :class:`~gemma_explore.media.Video`, or a frame array with ``fps=``; files give
+    their own fps), or a frame count with ``fps=`` and ``frame_size=(h, w)``.
 
     >>> plan_video(48, fps=24, frame_size=(360, 640)).timestamps[:2]
     ('00:00', '00:00')
@@ -599,26 +537,22 @@ def plan_video(
             f"{spec.display_name} has no video input. Use family='gemma4', or send a few "
             "frames as separate images."
         )
-    if isinstance(video_or_frame_count, int | np.integer) and not isinstance(
-        video_or_frame_count, bool
-    ):
-        count = int(video_or_frame_count)
-        if frame_size is None:
+    limit = max_frames or spec.image.max_video_frames
+    frames = None
+    if isinstance(video, int | np.integer) and not isinstance(video, bool):
+        count = int(video)
+        if frame_size is None or not is_image_size(tuple(frame_size)):
             raise ValueError("Give frame_size=(height, width) when passing a frame count.")
-        size = image_size_of(tuple(frame_size))
+        size = image_size(tuple(frame_size))
     else:
-        arr = np.asarray(video_or_frame_count)
-        if arr.ndim != 4:
-            raise ValueError(
-                f"A video must be an array (frames, height, width, channels); got shape {arr.shape}."
-            )
-        count = int(arr.shape[0])
-        size = (int(arr.shape[1]), int(arr.shape[2]))
+        v: Video = load_video(video, fps=fps)
+        count, fps = v.num_frames, v.fps
+        size = (int(v.frames.shape[1]), int(v.frames.shape[2]))
+        frames = v.frames[sample_frame_indices(count, max_frames=limit)]
     if count <= 0:
         raise ValueError("The video has no frames. Check the file decodes (try another codec).")
     if not fps or fps <= 0:
         raise ValueError(f"fps must be positive, got {fps!r}.")
-    limit = max_frames or spec.image.max_video_frames
     idx = sample_frame_indices(count, max_frames=limit)
     stamps = tuple(format_timestamp(i / fps) for i in idx)
     frame = plan_image(size, family=spec.name, max_soft_tokens=spec.image.video_budget)
@@ -629,9 +563,10 @@ def plan_video(
         f"(at most {limit}, evenly spaced).",
         f"Each frame is an image at budget {spec.image.video_budget}: {size[0]}×{size[1]} → "
         f"{frame.resized_size[0]}×{frame.resized_size[1]} → {n} soft tokens.",
-        "Each frame is written as 'mm:ss <|image><|video|>×n<image|>' (timestamp = index / fps, "
-        "seconds truncated), frames joined by spaces.",
-        f"Soft tokens: {len(idx)} × {n} = {len(idx) * n}; markers: {2 * len(idx)}.",
+        f"Each frame is written as 'mm:ss {spec.boi_token}{spec.video_token}×n{spec.eoi_token}' "
+        "(timestamp = index / fps, seconds truncated), frames joined by spaces.",
+        f"Soft tokens: {len(idx)} × {n} = {len(idx) * n}; markers: "
+        f"{len(idx) * spec.markers_per_item}.",
     )
     return VideoPlan(
         family=spec.name,
@@ -645,6 +580,7 @@ def plan_video(
         frame_plan=frame,
         timestamp_text=text,
         total_soft_tokens=len(idx) * n,
-        total_tokens=len(idx) * (n + 2),
+        total_tokens=len(idx) * (n + spec.markers_per_item),
         steps=steps,
+        frames=frames,
     )

@@ -18,16 +18,26 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .errors import MediaError
 from .families import get_family
-from .media import MediaError, load_audio, load_image, load_video
-from .plans import _check_budget, sample_frame_indices
+from .media import Video, load_audio, load_image, load_video
+from .plans import check_budget, sample_frame_indices
 
-__all__ = ["PreparedInputs", "normalize_messages", "prepare_inputs"]
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+    from transformers import BatchFeature
+
+    from .models.bundle import Bundle
+
+__all__ = ["PreparedInputs", "normalize_messages", "prepare_inputs", "prepare_media"]
+
+# Keys the processor returns for bookkeeping, not for the model's forward.
+_NOT_MODEL_INPUTS = {"num_soft_tokens_per_image", "num_soft_tokens_per_video", "video_metadata"}
 
 _MEDIA_KEYS = {
     "image": ("image", "url", "path"),
@@ -38,22 +48,51 @@ _MEDIA_KEYS = {
 
 @dataclass
 class PreparedInputs:
-    """What the real processor made of one chat turn (batch of one)."""
+    """What the real processor made of one chat turn (batch of one).
+
+    Every engine starts from this: transformers feeds ``batch`` to the model; vLLM and
+    OpenAI-compatible servers take ``text`` / ``messages`` and the loaded media.
+    """
 
     family: str
-    text: str  # the chat template's output, before placeholder expansion
-    batch: Any  # transformers BatchFeature (torch tensors)
-    images: list = field(default_factory=list)  # RGB PIL images, in prompt order
-    audios: list = field(default_factory=list)  # mono float32 waveforms at 16 kHz
-    audio_notes: list = field(default_factory=list)  # what load_audio did to each clip
-    videos: list = field(default_factory=list)  # Video objects
-    video_frame_indices: list = field(default_factory=list)  # sampled frames per video
+    text: str | None  # the chat template's output, before expansion (None: no processor)
+    batch: BatchFeature | None  # the processor's tensors (None for a remote-only bundle)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # media items as {"type": …}
+    images: list[PILImage] = field(default_factory=list)  # RGB, in prompt order
+    audios: list[np.ndarray] = field(default_factory=list)  # mono float32 at 16 kHz
+    audio_notes: list[dict[str, Any]] = field(default_factory=list)  # what load_audio did
+    videos: list[Video] = field(default_factory=list)
+    video_frame_indices: list[list[int]] = field(default_factory=list)  # sampled per video
     max_soft_tokens: int | None = None  # Gemma 4 image budget used
+    # What the caller asked for on this request (e.g. {"max_soft_tokens": 560}); serving
+    # engines send it as vLLM's per-request mm_processor_kwargs. Empty: the server's own.
+    request_kwargs: dict[str, Any] = field(default_factory=dict)
     preprocess_s: float = 0.0  # seconds spent in the processor
 
     @property
     def input_ids(self) -> list[int]:
+        if self.batch is None:
+            raise ValueError(
+                "This bundle has no local processor (a remote server's model), so there are "
+                "no input ids to show. Load the same checkpoint with backend='hf' to see them."
+            )
         return [int(i) for i in self.batch["input_ids"][0]]
+
+    def to_model(self, model: Any) -> dict[str, Any]:
+        """The processor's tensors for ``model(**…)``: moved to its device, floats in its
+        dtype, bookkeeping keys dropped."""
+        import torch
+
+        out = {}
+        for key, value in (self.batch or {}).items():
+            if key in _NOT_MODEL_INPUTS:
+                continue
+            if isinstance(value, torch.Tensor):
+                value = value.to(model.device)
+                if value.is_floating_point():
+                    value = value.to(model.dtype)
+            out[key] = value
+        return out
 
 
 def normalize_messages(
@@ -106,26 +145,25 @@ def _media_of(item: dict[str, Any], kind: str) -> Any:
     )
 
 
-def prepare_inputs(
-    bundle: Any,
+def prepare_media(
+    family: str,
     messages_or_text: Any,
     *,
     images: Any = (),
     audios: Any = (),
     videos: Any = (),
     max_soft_tokens: int | None = None,
-    add_generation_prompt: bool = True,
-    **processor_kwargs: Any,
 ) -> PreparedInputs:
-    """Render the chat template and run the bundle's real processor on one turn.
+    """Load and check a turn's media, without a processor (``text`` and ``batch`` None).
 
-    ``max_soft_tokens`` sets Gemma 4's image budget for this request (70 … 1120).
-    Extra keyword arguments go to the processor call unchanged.
+    This is all a remote server's bundle can do locally; :func:`prepare_inputs` adds the
+    chat template and the processor run.
+
+    >>> prepare_media("gemma4", "Hi", images=[(480, 640)]).images[0].size
+    (640, 480)
     """
-    spec = get_family(bundle.family)
-    processor = bundle.processor
+    spec = get_family(family)
     messages = normalize_messages(messages_or_text, images=images, audios=audios, videos=videos)
-
     pil_images, waves, notes, vids = [], [], [], []
     clean = copy.deepcopy([{k: v for k, v in m.items() if k != "content"} for m in messages])
     for out, message in zip(clean, messages, strict=True):
@@ -162,28 +200,71 @@ def prepare_inputs(
             )
         out["content"] = items
 
-    text = processor.apply_chat_template(
-        clean, tokenize=False, add_generation_prompt=add_generation_prompt
-    )
-    kwargs: dict[str, Any] = dict(processor_kwargs)
     budget = None
-    if spec.name == "gemma4":
-        budget = _check_budget(spec, max_soft_tokens)
-        images_kwargs = dict(kwargs.pop("images_kwargs", {}) or {})
-        images_kwargs.setdefault("max_soft_tokens", budget)
-        budget = images_kwargs["max_soft_tokens"]
-        kwargs["images_kwargs"] = images_kwargs
+    if spec.image.budgets:
+        budget = check_budget(spec, max_soft_tokens)
     elif max_soft_tokens is not None:
-        raise ValueError("Gemma 3n has no image budget (always 256 tokens); drop max_soft_tokens.")
-    frame_indices = []
+        check_budget(spec, max_soft_tokens)  # raises: this family has no budget
+    requested = {} if max_soft_tokens is None else {"max_soft_tokens": budget}
+    limit = spec.image.max_video_frames or 0
+    return PreparedInputs(
+        family=spec.name,
+        text=None,
+        batch=None,
+        messages=clean,
+        images=pil_images,
+        audios=waves,
+        audio_notes=notes,
+        videos=vids,
+        video_frame_indices=[sample_frame_indices(v.num_frames, max_frames=limit) for v in vids],
+        max_soft_tokens=budget,
+        request_kwargs=requested,
+    )
+
+
+def prepare_inputs(
+    bundle: Bundle,
+    messages_or_text: Any,
+    *,
+    images: Any = (),
+    audios: Any = (),
+    videos: Any = (),
+    max_soft_tokens: int | None = None,
+    add_generation_prompt: bool = True,
+    **processor_kwargs: Any,
+) -> PreparedInputs:
+    """Render the chat template and run the bundle's real processor on one turn.
+
+    ``max_soft_tokens`` sets Gemma 4's image budget for this request (70 … 1120).
+    Extra keyword arguments go to the processor call unchanged. A bundle without a
+    local processor (a remote server's model) gets its media loaded and checked only.
+
+    >>> prepared = prepare_inputs(ge.load("tiny-gemma4"), "Hi", images=[(480, 640)])  # doctest: +SKIP
+    >>> prepared.input_ids.count(258880)                                             # doctest: +SKIP
+    260
+    """
+    media = prepare_media(
+        bundle.family, messages_or_text, images=images, audios=audios, videos=videos,
+        max_soft_tokens=max_soft_tokens,
+    )  # fmt: skip
+    processor = bundle.processor
+    if processor is None:  # a remote server's model: media checked, nothing to tokenize
+        return media
+    spec = get_family(bundle.family)
+    kwargs: dict[str, Any] = dict(processor_kwargs)
+    if media.max_soft_tokens is not None:
+        images_kwargs = dict(kwargs.pop("images_kwargs", {}) or {})
+        images_kwargs.setdefault("max_soft_tokens", media.max_soft_tokens)
+        kwargs["images_kwargs"] = images_kwargs
+    pil_images, waves, vids = media.images, media.audios, media.videos
+    text = processor.apply_chat_template(
+        media.messages, tokenize=False, add_generation_prompt=add_generation_prompt
+    )
     if vids:
         from transformers.video_utils import VideoMetadata
 
-        limit = spec.image.max_video_frames
         metadata = []
         for v in vids:
-            idx = sample_frame_indices(v.num_frames, max_frames=limit)
-            frame_indices.append(idx)
             metadata.append(
                 VideoMetadata(
                     total_num_frames=v.num_frames,
@@ -195,6 +276,7 @@ def prepare_inputs(
             )
         videos_kwargs = dict(kwargs.pop("videos_kwargs", {}) or {})
         # transformers samples 32 frames and raises for shorter videos; ask for what exists.
+        limit = spec.image.max_video_frames
         videos_kwargs.setdefault("num_frames", min(limit, min(v.num_frames for v in vids)))
         videos_kwargs["video_metadata"] = metadata
         kwargs["videos_kwargs"] = videos_kwargs
@@ -211,15 +293,5 @@ def prepare_inputs(
     start = time.perf_counter()
     batch = processor(**call, **kwargs)
     elapsed = time.perf_counter() - start
-    return PreparedInputs(
-        family=spec.name,
-        text=text,
-        batch=batch,
-        images=pil_images,
-        audios=waves,
-        audio_notes=notes,
-        videos=vids,
-        video_frame_indices=frame_indices,
-        max_soft_tokens=budget,
-        preprocess_s=elapsed,
-    )
+    budget = kwargs.get("images_kwargs", {}).get("max_soft_tokens", media.max_soft_tokens)
+    return replace(media, text=text, batch=batch, preprocess_s=elapsed, max_soft_tokens=budget)

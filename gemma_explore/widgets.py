@@ -12,10 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from .families import GEMMA4
+from .families import AUDIO_SAMPLING_RATE, FAMILIES, GEMMA4, get_family
+from .features import audio_features
 from .plans import plan_audio, plan_image
 
 __all__ = ["explore_audio", "explore_image", "explore_prompt"]
+
+
+_FAMILY_OPTIONS = [(f.display_name, f.name) for f in reversed(FAMILIES.values())]
 
 
 def _figure_widget():
@@ -59,7 +63,7 @@ def explore_image(image: Any):
 
     pil = load_image(image)
     family = widgets.ToggleButtons(
-        options=[("Gemma 4", "gemma4"), ("Gemma 3n", "gemma3n")],
+        options=_FAMILY_OPTIONS,
         value="gemma4",
         description="family",
     )
@@ -73,10 +77,10 @@ def explore_image(image: Any):
 
     def update(_change=None) -> None:
         fam = family.value
-        budget.disabled = fam == "gemma3n"
-        b = budget.value if fam == "gemma4" else None
+        budget.disabled = not get_family(fam).image.budgets
+        b = budget.value if get_family(fam).image.budgets else None
         ex.plan = plan_image(pil, family=fam, max_soft_tokens=b)
-        ex.figure = show_patch_grid(pil, family=fam, max_soft_tokens=b)
+        ex.figure = show_patch_grid(ex.plan)
         counts.value = ex.plan._repr_html_()
         _show(out, ex.figure)
 
@@ -93,10 +97,11 @@ def explore_audio(audio: Any, *, sampling_rate: int | None = None):
     from .media import load_audio
     from .viz.audio import show_mel
 
-    wave, _ = load_audio(audio, sampling_rate=sampling_rate)
-    duration = wave.shape[0] / 16_000
+    rate = AUDIO_SAMPLING_RATE
+    wave, _ = load_audio(audio, sampling_rate=sampling_rate, target_rate=rate)
+    duration = wave.shape[0] / rate
     family = widgets.ToggleButtons(
-        options=[("Gemma 4", "gemma4"), ("Gemma 3n", "gemma3n")],
+        options=_FAMILY_OPTIONS,
         value="gemma4",
         description="family",
     )
@@ -110,10 +115,10 @@ def explore_audio(audio: Any, *, sampling_rate: int | None = None):
 
     def update(_change=None) -> None:
         start, end = crop.value
-        piece = wave[int(start * 16_000) : max(int(end * 16_000), int(start * 16_000) + 1)]
+        piece = wave[int(start * rate) : max(int(end * rate), int(start * rate) + 1)]
         try:
-            ex.plan = plan_audio(piece, family=family.value)
-            ex.figure = show_mel((piece, 16_000), family=family.value)
+            ex.plan = plan_audio((piece, rate), family=family.value)
+            ex.figure = show_mel(audio_features(plan=ex.plan, family=family.value))
             ex.error = None
             counts.value = ex.plan._repr_html_()
             _show(out, ex.figure)
@@ -141,7 +146,7 @@ def explore_prompt(bundle: Any):
         options=list(GEMMA4.image.budgets),
         value=280,
         description="budget",
-        disabled=bundle.family != "gemma4",
+        disabled=not bundle.spec.image.budgets,
     )
     counts = widgets.HTML()
     out = _figure_widget()
@@ -156,7 +161,10 @@ def explore_prompt(bundle: Any):
     )
     rng = np.random.RandomState(0)
     sample_image = (rng.rand(480, 640, 3) * 255).astype(np.uint8)
-    sample_clip = (rng.uniform(-0.1, 0.1, 16_000 * 2).astype(np.float32), 16_000)
+    sample_clip = (
+        rng.uniform(-0.1, 0.1, AUDIO_SAMPLING_RATE * 2).astype(np.float32),
+        AUDIO_SAMPLING_RATE,
+    )
 
     def update(_change=None) -> None:
         try:
@@ -165,7 +173,7 @@ def explore_prompt(bundle: Any):
                 bundle=bundle,
                 images=[sample_image] * n_images.value,
                 audios=[sample_clip] * n_audio.value,
-                max_soft_tokens=budget.value if bundle.family == "gemma4" else None,
+                max_soft_tokens=budget.value if bundle.spec.image.budgets else None,
             )
             ex.figure = show_layout(ex.plan)
             ex.error = None

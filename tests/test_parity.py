@@ -4,15 +4,14 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.parity import vllm_audio_tokens, vllm_available, vllm_image_tokens
+from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.vllm_rules import vllm_audio_tokens, vllm_image_tokens
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
 
 def test_the_3x900_report_is_explained(tiny4):
-    report = ge.check_parity(
-        (3, 900), family="gemma4", max_soft_tokens=280, bundle=tiny4, use_vllm=False
-    )
+    report = ge.check_image_parity((3, 900), max_soft_tokens=280, bundle=tiny4, use_vllm=False)
     assert not report.agree
     assert report.first_difference == "resized size (h×w)"
     soft = {r.step: r for r in report.rows}["soft tokens"]
@@ -25,7 +24,7 @@ def test_the_3x900_report_is_explained(tiny4):
 
 @pytest.mark.parametrize("size", [(1080, 1920), (300, 500), (768, 768), (1, 1)])
 def test_ordinary_images_agree(tiny4, size):
-    report = ge.check_parity(size, family="gemma4", bundle=tiny4, use_vllm=False)
+    report = ge.check_image_parity(size, family="gemma4", bundle=tiny4, use_vllm=False)
     assert report.agree, report
 
 
@@ -37,12 +36,27 @@ def test_vllm_audio_arithmetic_matches_transformers(n):
 
 
 def test_reports_render(tiny4):
-    report = ge.check_parity((3, 900), family="gemma4", bundle=tiny4, use_vllm=False)
+    report = ge.check_image_parity((3, 900), family="gemma4", bundle=tiny4, use_vllm=False)
     assert "✗" in repr(report) and "<table>" in report._repr_html_()
 
 
+def test_the_modality_is_named_not_guessed(tiny4):
+    """A 2-D stereo clip is audio and a pair of numpy ints is an image size, because the
+    caller says so: shapes cannot tell them apart."""
+    stereo = np.random.RandomState(0).uniform(-0.1, 0.1, (2, 16_000)).astype(np.float32)
+    audio = ge.check_parity((stereo, 16_000), kind="audio", bundle=tiny4, use_vllm=False)
+    assert audio.kind == "audio" and audio.agree
+    size = (np.int64(3), np.int64(900))
+    image = ge.check_parity(size, kind="image", bundle=tiny4, use_vllm=False)
+    assert image.kind == "image" and "3×900" in image.description
+    with pytest.raises(TypeError):
+        ge.check_parity(size, bundle=tiny4)  # kind= is required
+    with pytest.raises(ValueError, match="image, audio, video"):
+        ge.check_parity(size, kind="picture", bundle=tiny4)
+
+
 def test_gemma3n_audio_padding_is_named(tiny3n):
-    report = ge.check_parity(16_000 * 5, family="gemma3n", bundle=tiny3n, use_vllm=False)
+    report = ge.check_audio_parity(16_000 * 5, bundle=tiny3n, use_vllm=False)
     assert report.agree and "padding embedding" in report.encoder_follows
 
 
@@ -50,15 +64,15 @@ def test_gemma3n_audio_padding_is_named(tiny3n):
 @pytest.mark.vllm
 @pytest.mark.parametrize("budget", [70, 280, 1120])
 def test_vllm_processor_agrees_on_images(tiny4, budget):
-    report = ge.check_parity((1080, 1920), family="gemma4", max_soft_tokens=budget, bundle=tiny4)
+    report = ge.check_image_parity((1080, 1920), max_soft_tokens=budget, bundle=tiny4)
     assert report.vllm_ran and report.agree, report
 
 
 @needs_vllm
 @pytest.mark.vllm
 def test_vllm_processor_agrees_on_audio_and_video(tiny3n, tiny4):
-    assert ge.check_parity(38_560, family="gemma4", bundle=tiny4).agree
-    assert ge.check_parity(16_000 * 3, family="gemma3n", bundle=tiny3n).agree
+    assert ge.check_audio_parity(38_560, bundle=tiny4).agree
+    assert ge.check_audio_parity(16_000 * 3, bundle=tiny3n).agree
     frames = np.random.RandomState(0).randint(0, 255, (40, 90, 160, 3), np.uint8)
-    report = ge.check_parity(frames, family="gemma4", fps=6, bundle=tiny4)
+    report = ge.check_video_parity(frames, fps=6, bundle=tiny4)
     assert report.vllm_ran and report.agree, report

@@ -108,10 +108,8 @@ def test_gemma3n_image_plan_equals_the_processor(tiny3n, size):
 
 def test_gemma3n_vision_tower_gives_256_tokens(tiny3n, photo):
     prepared = ge.prepare_inputs(tiny3n, "", images=[photo])
-    from gemma_explore.inference.hf import model_inputs
-
     with torch.inference_mode():
-        out = tiny3n.model.model.get_image_features(model_inputs(tiny3n, prepared)["pixel_values"])
+        out = tiny3n.model.model.get_image_features(prepared.to_model(tiny3n.model)["pixel_values"])
     assert out.pooler_output.shape[1] == ge.plan_image(photo, family="gemma3n").num_soft_tokens
 
 
@@ -128,9 +126,7 @@ def test_gemma3n_vision_tower_gives_256_tokens(tiny3n, photo):
 )
 def test_gemma4_vision_tower_valid_cells_equal_the_plan(tiny4, size, budget):
     """Model side: the real pooler's valid mask keeps exactly num_soft_tokens cells."""
-    report = ge.check_parity(
-        size, family="gemma4", max_soft_tokens=budget, bundle=tiny4, use_vllm=False
-    )
+    report = ge.check_image_parity(size, max_soft_tokens=budget, bundle=tiny4, use_vllm=False)
     plan = ge.plan_image(size, family="gemma4", max_soft_tokens=budget)
     assert report.encoder_count == plan.num_soft_tokens
 
@@ -180,7 +176,7 @@ def test_gemma4_golden_audio_values(samples, tokens):
 @pytest.mark.parametrize("seconds", [0.05, 0.5, 1.0, 2.41, 7.3, 15.0, 29.99, 30.0, 31.0, 45.0])
 def test_gemma3n_encoder_tokens_equal_the_real_audio_tower(tiny3n, seconds):
     n = int(seconds * 16_000)
-    report = ge.check_parity(n, family="gemma3n", bundle=tiny3n, use_vllm=False)
+    report = ge.check_audio_parity(n, bundle=tiny3n, use_vllm=False)
     plan = ge.plan_audio(n, family="gemma3n")
     assert report.encoder_count == plan.num_encoder_tokens
     assert plan.padding_slots + plan.num_encoder_tokens - plan.dropped_tokens == 188
@@ -189,7 +185,7 @@ def test_gemma3n_encoder_tokens_equal_the_real_audio_tower(tiny3n, seconds):
 @pytest.mark.parametrize("seconds", [0.5, 2.41, 12.0, 30.0, 40.0])
 def test_gemma4_audio_tower_valid_tokens_equal_the_plan(tiny4, seconds):
     n = int(seconds * 16_000)
-    report = ge.check_parity(n, family="gemma4", bundle=tiny4, use_vllm=False)
+    report = ge.check_audio_parity(n, bundle=tiny4, use_vllm=False)
     assert report.encoder_count == ge.plan_audio(n, family="gemma4").num_placeholders
 
 
@@ -235,10 +231,15 @@ def test_zero_or_negative_sizes(size):
         ge.plan_image(size, family="gemma4")
 
 
-@pytest.mark.parametrize("thing", ["photo.jpg", 3.5, None, {"h": 1}])
+@pytest.mark.parametrize("thing", [3.5, None, {"h": 1}])
 def test_non_images(thing):
     with pytest.raises(ValueError, match="PIL image"):
         ge.plan_image(thing, family="gemma4")
+
+
+def test_a_missing_file_says_so():
+    with pytest.raises(ge.MediaError, match="No image file at photo.jpg"):
+        ge.plan_image("photo.jpg", family="gemma4")
 
 
 @pytest.mark.parametrize("budget", [0, 100, 281, 2240, "280", True])

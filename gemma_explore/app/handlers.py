@@ -12,9 +12,23 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..families import get_family
-from ..media import MediaError, load_audio, load_image, load_video
-from ..models.bundle import Bundle, ModelLoadError, load
+from ..errors import MediaError, ModelLoadError
+from ..families import AUDIO_SAMPLING_RATE, get_family
+from ..features import audio_features
+from ..inspect import vision_pooling
+from ..layout import layout_prompt
+from ..loading import load
+from ..media import load_audio, load_image, load_video
+from ..models.bundle import Bundle
+from ..parity import ParityReport, check_audio_parity, check_image_parity, check_video_parity
+from ..plans import plan_audio, plan_image, plan_video
+from ..prompting import prepare_inputs
+from ..tables import Table
+from ..viz.audio import show_mel
+from ..viz.layout import show_layout
+from ..viz.patches import show_patch_grid
+from ..viz.pooling import show_pooled_mask
+from ..viz.video import show_video_frames
 
 __all__ = [
     "RANDOM_WEIGHTS_NOTICE",
@@ -36,22 +50,34 @@ RANDOM_WEIGHTS_NOTICE = (
     "Launch with `--model google/gemma-4-E4B-it` on a GPU for real answers."
 )
 
-_BUNDLES: dict[str, Bundle] = {}
-_LOAD_OPTIONS: dict[str, dict[str, Any]] = {}  # launch-time backend and options per model
-_LOCK = threading.Lock()
+
+class _Bundles:
+    """The demo's one cache: each model is loaded once, with the options it was launched
+    with (e.g. ``backend="vllm"``), and shared by every request."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, dict[str, Any]] = {}
+        self.loaded: dict[str, Bundle] = {}
+        self.lock = threading.Lock()
+
+    def get(self, name: str) -> Bundle:
+        with self.lock:
+            if name not in self.loaded:
+                self.loaded[name] = load(name, **self.options.get(name, {}))
+            return self.loaded[name]
+
+
+_BUNDLES = _Bundles()
 
 
 def configure(name: str, **load_options: Any) -> None:
     """Remember how to load ``name`` (e.g. ``backend="vllm"``) for when it is first used."""
-    _LOAD_OPTIONS[name] = dict(load_options)
+    _BUNDLES.options[name] = dict(load_options)
 
 
 def get_bundle(name: str) -> Bundle:
     """Load (once) and return the bundle called ``name``."""
-    with _LOCK:
-        if name not in _BUNDLES:
-            _BUNDLES[name] = load(name, **_LOAD_OPTIONS.get(name, {}))
-        return _BUNDLES[name]
+    return _BUNDLES.get(name)
 
 
 def analysis_bundle(name: str) -> Bundle:
@@ -61,7 +87,7 @@ def analysis_bundle(name: str) -> Bundle:
     those backends the tabs use the tiny transformers bundle of the same family: the
     same processor settings, hence the same counts (the notice says so)."""
     bundle = get_bundle(name)
-    if bundle.backend == "hf" and bundle.processor is not None:
+    if bundle.model is not None and bundle.processor is not None:
         return bundle
     return get_bundle(f"tiny-{bundle.family}")
 
@@ -78,11 +104,10 @@ def _notice(bundle: Bundle) -> str:
 
 
 def _table(rows: list[tuple[str, Any]]) -> str:
-    body = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    return f"| | |\n|---|---|\n{body}"
+    return Table((), tuple(rows)).markdown()
 
 
-def _badge(report: Any) -> str:
+def _badge(report: ParityReport) -> str:
     """Our plan vs the transformers processor vs vLLM's arithmetic, in one line."""
     if report.agree:
         return "✓ **Parity**: our plan, the transformers processor and vLLM's arithmetic agree."
@@ -91,10 +116,21 @@ def _badge(report: Any) -> str:
     return f"⚠ **Parity**: they part at *{first}*. {notes} Encoder: {report.encoder_follows}."
 
 
-def _timings(parts: dict[str, float]) -> str:
-    total = sum(parts.values())
-    shown = " · ".join(f"{k} {v * 1000:.0f} ms" for k, v in parts.items())
-    return f"Timings: {shown} · total {total * 1000:.0f} ms"
+class _Timer:
+    """Named wall-clock laps for the timings line."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._start = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self._start
+        self._start = now
+
+    def text(self) -> str:
+        shown = " · ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.laps.items())
+        return f"Timings: {shown} · total {sum(self.laps.values()) * 1000:.0f} ms"
 
 
 class TabResult(dict):
@@ -108,46 +144,43 @@ def _fail(exc: BaseException, keys: tuple[str, ...]) -> TabResult:
     return out
 
 
+def _budget(bundle: Bundle, budget: Any) -> int | None:
+    """The dropdown's budget, for families that have one."""
+    return int(budget) if bundle.spec.image.budgets and budget not in (None, "") else None
+
+
 _IMAGE_KEYS = ("patch_figure", "pooled_figure", "counts", "parity", "timings", "notice")
 
 
 def image_tab(model_name: str, image: Any, budget: Any = 280) -> TabResult:
-    """Image → patch grid, real pooled mask, counts, parity badge, timings."""
-    from ..parity import check_parity
-    from ..plans import plan_image
-    from ..viz.patches import show_patch_grid
-    from ..viz.pooling import show_pooled_mask
+    """Image → patch grid, real pooled mask, counts, parity badge, timings.
 
+    Plans the image once, runs the processor once and the vision tower once; the
+    figures and the parity badge read those results.
+    """
     try:
-        t = {}
         bundle = analysis_bundle(model_name)
-        start = time.perf_counter()
+        t = _Timer()
         if image is None:
             raise MediaError("Upload an image first (PNG or JPEG), or click an example.")
         pil = load_image(image)
-        b = int(budget) if bundle.family == "gemma4" and budget not in (None, "") else None
+        b = _budget(bundle, budget)
         plan = plan_image(pil, family=bundle.family, max_soft_tokens=b)
-        t["plan"] = time.perf_counter() - start
-        start = time.perf_counter()
-        patch_fig = show_patch_grid(pil, family=bundle.family, max_soft_tokens=b)
-        t["patch grid"] = time.perf_counter() - start
-        start = time.perf_counter()
-        pooled_fig = show_pooled_mask(bundle, pil, max_soft_tokens=b)
-        t["vision tower"] = time.perf_counter() - start
-        start = time.perf_counter()
-        report = check_parity(
-            pil,
-            family=bundle.family,
-            max_soft_tokens=b,
-            bundle=bundle,
-            use_vllm=False,
-            run_encoder=False,
+        prepared = prepare_inputs(bundle, "", images=[pil], max_soft_tokens=b)
+        t.lap("plan + processor")
+        patch_fig = show_patch_grid(plan)
+        t.lap("patch grid")
+        pooled = vision_pooling(bundle, plan=plan, prepared=prepared)
+        pooled_fig = show_pooled_mask(pooled)
+        t.lap("vision tower")
+        report = check_image_parity(
+            pil, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
         )
-        t["parity"] = time.perf_counter() - start
+        t.lap("parity")
         rows = [
             ("family", get_family(bundle.family).display_name),
-            ("original (w×h)", f"{plan.original_size[1]}×{plan.original_size[0]}"),
-            ("resized (w×h)", f"{plan.resized_size[1]}×{plan.resized_size[0]}"),
+            ("original (W×H px)", f"{plan.original_size[1]}×{plan.original_size[0]}"),
+            ("resized (W×H px)", f"{plan.resized_size[1]}×{plan.resized_size[0]}"),
             (
                 "patches",
                 f"{plan.num_patches} of {plan.max_patches} ({plan.num_padding_patches} padding)",
@@ -160,7 +193,7 @@ def image_tab(model_name: str, image: Any, budget: Any = 280) -> TabResult:
             pooled_figure=pooled_fig,
             counts=_table(rows),
             parity=_badge(report),
-            timings=_timings(t),
+            timings=t.text(),
             notice=_notice(bundle),
             plan=plan,
             error=None,
@@ -170,30 +203,29 @@ def image_tab(model_name: str, image: Any, budget: Any = 280) -> TabResult:
 
 
 def audio_tab(model_name: str, audio: Any) -> TabResult:
-    """Clip → waveform + mel + token slots, counts, parity badge, timings."""
-    from ..parity import check_parity
-    from ..plans import plan_audio
-    from ..viz.audio import show_mel
+    """Clip → waveform + mel + token slots, counts, parity badge, timings.
 
+    The feature extractor runs once, inside the processor; the mel figure and the parity
+    badge read its output.
+    """
     try:
-        t = {}
         bundle = analysis_bundle(model_name)
-        start = time.perf_counter()
+        t = _Timer()
         if audio is None:
             raise MediaError(
                 "Upload or record a clip first (WAV, FLAC or MP3), or click an example."
             )
-        wave, notes = load_audio(audio)
-        plan = plan_audio(wave, family=bundle.family)
-        t["load + plan"] = time.perf_counter() - start
-        start = time.perf_counter()
-        fig = show_mel((wave, 16_000), family=bundle.family)
-        t["mel figure"] = time.perf_counter() - start
-        start = time.perf_counter()
-        report = check_parity(
-            (wave, 16_000), family=bundle.family, bundle=bundle, use_vllm=False, run_encoder=False
+        rate = bundle.spec.audio.sampling_rate
+        wave, notes = load_audio(audio, target_rate=rate)
+        plan = plan_audio((wave, rate), family=bundle.family)
+        prepared = prepare_inputs(bundle, "", audios=[(wave, rate)])
+        t.lap("load + plan + processor")
+        fig = show_mel(audio_features(family=bundle.family, plan=plan, prepared=prepared))
+        t.lap("mel figure")
+        report = check_audio_parity(
+            wave, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
         )
-        t["parity"] = time.perf_counter() - start
+        t.lap("parity")
         rows = [
             ("family", get_family(bundle.family).display_name),
             ("duration", f"{plan.duration_s:.2f} s" + (" (cut to 30 s)" if plan.truncated else "")),
@@ -206,14 +238,14 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
         if notes.get("downmixed"):
             rows.append(("channels", f"{notes['downmixed']} averaged to mono"))
         if notes.get("resampled_from"):
-            rows.append(("resampled", f"{notes['resampled_from']} Hz → 16 kHz"))
+            rows.append(("resampled", f"{notes['resampled_from']} Hz → {rate / 1000:g} kHz"))
         if plan.silent:
             rows.append(("note", "the clip is silent — it still costs tokens"))
         return TabResult(
             mel_figure=fig,
             counts=_table(rows),
             parity=_badge(report),
-            timings=_timings(t),
+            timings=t.text(),
             notice=_notice(bundle),
             plan=plan,
             error=None,
@@ -224,14 +256,9 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
 
 def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResult:
     """Video → sampled frames with timestamps and per-frame tokens (Gemma 4 only)."""
-    from ..parity import check_parity
-    from ..plans import plan_video
-    from ..viz.video import show_video_frames
-
     try:
-        t = {}
         bundle = analysis_bundle(model_name)
-        start = time.perf_counter()
+        t = _Timer()
         spec = get_family(bundle.family)
         if not spec.has_video:
             raise MediaError(
@@ -241,29 +268,25 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResul
         if video is None:
             raise MediaError("Upload a video first (MP4), or click an example.")
         v = load_video(video, fps=fps or None)
-        plan = plan_video(v.frames, fps=v.fps)
-        t["decode + plan"] = time.perf_counter() - start
-        start = time.perf_counter()
-        fig = show_video_frames(v)
-        t["frames figure"] = time.perf_counter() - start
-        start = time.perf_counter()
-        report = check_parity(
-            v.frames, family=bundle.family, fps=v.fps, bundle=bundle, use_vllm=False
-        )
-        t["parity"] = time.perf_counter() - start
+        plan = plan_video(v, family=spec.name)
+        t.lap("decode + plan")
+        fig = show_video_frames(plan)
+        t.lap("frames figure")
+        report = check_video_parity(v, bundle=bundle, plan=plan, use_vllm=False)
+        t.lap("processor + parity")
         rows = [
             ("frames", f"{plan.num_frames} at {plan.fps:g} fps = {plan.duration_s:.2f} s"),
             ("sampled", len(plan.frame_indices)),
             ("tokens per frame", plan.soft_tokens_per_frame),
             ("soft tokens", plan.total_soft_tokens),
-            ("markers", 2 * len(plan.frame_indices)),
+            ("markers", plan.total_tokens - plan.total_soft_tokens),
             ("timestamps", ", ".join(dict.fromkeys(plan.timestamps))),
         ]
         return TabResult(
             frames_figure=fig,
             counts=_table(rows),
             parity=_badge(report),
-            timings=_timings(t),
+            timings=t.text(),
             notice=_notice(bundle),
             plan=plan,
             error=None,
@@ -276,26 +299,22 @@ def layout_tab(
     model_name: str, text: str, image: Any = None, audio: Any = None, budget: Any = 280
 ) -> TabResult:
     """A chat turn with attachments → the layout ribbon and its HTML form."""
-    from ..layout import layout_prompt
-    from ..viz.layout import show_layout
-
     try:
         bundle = analysis_bundle(model_name)
-        start = time.perf_counter()
-        b = int(budget) if bundle.family == "gemma4" and budget not in (None, "") else None
+        t = _Timer()
+        b = _budget(bundle, budget)
         images = [load_image(image)] if image is not None else []
-        audios = [load_audio(audio)[0]] if audio is not None else []
+        audios = [load_audio(audio)] if audio is not None else []
         layout = layout_prompt(
             text or "",
             bundle=bundle,
             images=images,
-            audios=[(a, 16_000) for a in audios],
+            audios=[(wave, AUDIO_SAMPLING_RATE) for wave, _notes in audios],
             max_soft_tokens=b,
         )
-        t = {"processor + layout": time.perf_counter() - start}
-        start = time.perf_counter()
+        t.lap("processor + layout")
         fig = show_layout(layout)
-        t["ribbon"] = time.perf_counter() - start
+        t.lap("ribbon")
         rows = [(k, v) for k, v in layout.counts().items()] + [("total", layout.num_tokens)]
         checks = [
             f"{'✓' if p.agrees else '✗'} {p.modality} #{p.item}: {p.num_embeds} "
@@ -309,7 +328,7 @@ def layout_tab(
             layout_html=layout._repr_html_(),
             counts=_table(rows),
             parity=parity,
-            timings=_timings(t),
+            timings=t.text(),
             notice=_notice(bundle),
             layout=layout,
             error=None,
@@ -345,7 +364,7 @@ def chat_turn(
             {"role": "user", "content": shown},
             {"role": "assistant", "content": ""},
         ]
-        b = int(budget) if bundle.family == "gemma4" and budget not in (None, "") else None
+        b = _budget(bundle, budget)
         start = time.perf_counter()
         pieces = bundle.generate(
             [{"role": "user", "content": content}],
@@ -387,8 +406,8 @@ def _attachment(path: str, bundle: Bundle) -> dict[str, Any]:
     if low.endswith(_IMAGE_EXT):
         return {"type": "image", "image": load_image(path)}
     if low.endswith(_AUDIO_EXT):
-        wave, _ = load_audio(path)
-        return {"type": "audio", "audio": (wave, 16_000)}
+        wave, _ = load_audio(path, target_rate=AUDIO_SAMPLING_RATE)
+        return {"type": "audio", "audio": (wave, AUDIO_SAMPLING_RATE)}
     if low.endswith(_VIDEO_EXT):
         return {"type": "video", "video": load_video(path)}
     raise MediaError(
@@ -412,9 +431,11 @@ def answer_image_question(
         gen = bundle.generate(
             [{"role": "user", "content": content}], max_new_tokens=int(max_new_tokens)
         )
+        image_tokens = "?" if gen.multimodal_tokens is None else gen.multimodal_tokens
+        prefill = "" if gen.prefill_s is None else f", prefill {gen.prefill_s * 1000:.0f} ms"
         stats = (
-            f"\n\n— {gen.prompt_tokens} prompt tokens ({gen.multimodal_tokens} image), "
-            f"{gen.generated_tokens} generated, prefill {gen.prefill_s * 1000:.0f} ms"
+            f"\n\n— {gen.prompt_tokens} prompt tokens ({image_tokens} image), "
+            f"{gen.generated_tokens} generated{prefill}"
         )
         return gen.text + stats, _notice(bundle)
     except Exception as exc:  # noqa: BLE001 - the UI shows every failure as text

@@ -1,4 +1,9 @@
-"""Generation with the transformers backend: plain and streaming, with timings."""
+"""The transformers engine: ``model.generate`` on CPU or GPU, plain and streaming, timed.
+
+>>> engine = HFEngine(model, processor, family="gemma4", is_random_weights=True)  # doctest: +SKIP
+>>> engine.generate(prepare_inputs(bundle, "Hi"), max_new_tokens=4).generated_tokens  # doctest: +SKIP
+4
+"""
 
 from __future__ import annotations
 
@@ -6,30 +11,18 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ..prompting import PreparedInputs, prepare_inputs
+from ..families import FamilySpec, get_family
+from ..prompting import PreparedInputs
+from ..results import Generation
 
-__all__ = ["generate_hf", "stream_hf", "model_inputs"]
-
-# Keys the processor returns for our own bookkeeping, not for the model.
-_NOT_MODEL_INPUTS = {"num_soft_tokens_per_image", "num_soft_tokens_per_video", "video_metadata"}
-
-
-def model_inputs(bundle: Any, prepared: PreparedInputs) -> dict[str, Any]:
-    """The processor's output moved to the model's device and dtype."""
+if TYPE_CHECKING:
     import torch
+    from transformers import ProcessorMixin
 
-    out = {}
-    for key, value in prepared.batch.items():
-        if key in _NOT_MODEL_INPUTS:
-            continue
-        if isinstance(value, torch.Tensor):
-            value = value.to(bundle.model.device)
-            if value.is_floating_point():
-                value = value.to(bundle.model.dtype)
-        out[key] = value
-    return out
+__all__ = ["HFEngine"]
 
 
 @contextmanager
@@ -58,14 +51,6 @@ def _encoder_timer(model: Any):
             h.remove()
 
 
-def _count_mm(bundle: Any, ids: list[int]) -> int:
-    spec = bundle.spec
-    mm = {spec.id_of(spec.image_token), spec.id_of(spec.audio_token)}
-    if spec.video_token:
-        mm.add(spec.id_of(spec.video_token))
-    return sum(1 for i in ids if i in mm)
-
-
 class _ReadableOnly:
     """For random-weight bundles only: keep the argmax among printable characters.
 
@@ -87,25 +72,21 @@ class _ReadableOnly:
         return scores + mask
 
 
-def _readable_ids(bundle: Any) -> list[int]:
+def _readable_ids(tok: Any) -> list[int]:
     import string
 
-    tok = bundle.processor.tokenizer
     chars = [c for c in string.ascii_letters + string.digits + ".,;:!?'-"] + ["▁"] * 6
     ids = tok.convert_tokens_to_ids(chars)
     return [i for i in ids if i is not None and i != tok.unk_token_id]
 
 
-def _decode(bundle: Any, ids: Any) -> str:
-    return bundle.processor.tokenizer.decode(ids, skip_special_tokens=True)
-
-
-def _run(bundle: Any, prepared: PreparedInputs, *, max_new_tokens: int, streamer: Any = None):
+def _run(
+    engine: HFEngine, prepared: PreparedInputs, *, max_new_tokens: int, streamer: Any = None
+) -> Generation:
     import torch
 
-    from ..models.bundle import Generation
-
-    inputs = model_inputs(bundle, prepared)
+    model, tokenizer = engine.model, engine.processor.tokenizer
+    inputs = prepared.to_model(model)
     prompt_ids = prepared.input_ids
     first_token_at: list[float] = []
 
@@ -132,19 +113,19 @@ def _run(bundle: Any, prepared: PreparedInputs, *, max_new_tokens: int, streamer
                 s.end()
 
     extra: dict[str, Any] = {}
-    if bundle.is_random_weights:
+    if engine.is_random_weights:
         from transformers import LogitsProcessorList
 
-        extra["logits_processor"] = LogitsProcessorList([_ReadableOnly(_readable_ids(bundle))])
-    with _encoder_timer(bundle.model) as enc, torch.inference_mode():
+        extra["logits_processor"] = LogitsProcessorList([_ReadableOnly(_readable_ids(tokenizer))])
+    with _encoder_timer(model) as enc, torch.inference_mode():
         start = time.perf_counter()
-        out = bundle.model.generate(
+        out = model.generate(
             **extra,
             **inputs,
             max_new_tokens=max_new_tokens,
             do_sample=False,
             streamer=_Fanout(),
-            pad_token_id=bundle.processor.tokenizer.pad_token_id,
+            pad_token_id=tokenizer.pad_token_id,
         )
         end = time.perf_counter()
     new = out[0, len(prompt_ids) :].tolist()
@@ -153,30 +134,17 @@ def _run(bundle: Any, prepared: PreparedInputs, *, max_new_tokens: int, streamer
     decode_s = end - start - prefill
     rate = (len(new) - 1) / decode_s if len(new) > 1 and decode_s > 0 else 0.0
     return Generation(
-        text=_decode(bundle, new),
+        text=tokenizer.decode(new, skip_special_tokens=True),
         prompt_tokens=len(prompt_ids),
-        multimodal_tokens=_count_mm(bundle, prompt_ids),
+        multimodal_tokens=engine.spec.count_placeholders(prompt_ids),
         generated_tokens=len(new),
         preprocess_s=prepared.preprocess_s,
         encoder_s=enc["s"],
         prefill_s=prefill,
         decode_tokens_per_s=rate,
-        is_random_weights=bundle.is_random_weights,
+        is_random_weights=engine.is_random_weights,
         timings={"total_s": prepared.preprocess_s + end - start},
     )
-
-
-def generate_hf(
-    bundle: Any,
-    messages: Any,
-    *,
-    max_new_tokens: int = 32,
-    max_soft_tokens: int | None = None,
-    **processor_kwargs: Any,
-):
-    """Answer one chat turn with ``model.generate`` (greedy)."""
-    prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens, **processor_kwargs)
-    return _run(bundle, prepared, max_new_tokens=max_new_tokens)
 
 
 class _PieceStreamer:
@@ -222,39 +190,49 @@ class _PieceStreamer:
             yield item
 
 
-def stream_hf(
-    bundle: Any,
-    messages: Any,
-    *,
-    max_new_tokens: int = 32,
-    max_soft_tokens: int | None = None,
-    **processor_kwargs: Any,
-) -> Iterator[str]:
-    """Yield the text of each generated token as it comes (generate()'s streamer hook).
+@dataclass
+class HFEngine:
+    """Answers prepared turns with the transformers model itself (greedy decoding)."""
 
-    Bad input raises here, before the first piece, not inside the worker thread.
-    """
-    # Validate and preprocess in the caller's thread so errors surface cleanly.
-    prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens, **processor_kwargs)
-    streamer = _PieceStreamer(bundle.processor.tokenizer)
-    errors: list[BaseException] = []
+    model: torch.nn.Module
+    processor: ProcessorMixin
+    family: str
+    is_random_weights: bool  # restrict the noise to printable text (see _ReadableOnly)
+    backend: str = "hf"
 
-    def work():
-        try:
-            _run(bundle, prepared, max_new_tokens=max_new_tokens, streamer=streamer)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            errors.append(exc)
-            streamer.end()
+    @property
+    def spec(self) -> FamilySpec:
+        return get_family(self.family)
 
-    thread = threading.Thread(target=work, daemon=True)
+    def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
+        """The whole answer, with counts and preprocess/encoder/prefill/decode timings."""
+        return _run(self, prepared, max_new_tokens=max_new_tokens)
 
-    def pieces() -> Iterator[str]:
-        thread.start()
-        for piece in streamer:
-            if piece:
-                yield piece
-        thread.join()
-        if errors:
-            raise errors[0]
+    def stream(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Iterator[str]:
+        """Yield the text of each generated token as it comes (generate()'s streamer hook).
 
-    return pieces()
+        The input was validated and processed by the caller, so bad input raised there,
+        not inside the worker thread.
+        """
+        streamer = _PieceStreamer(self.processor.tokenizer)
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                _run(self, prepared, max_new_tokens=max_new_tokens, streamer=streamer)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+                errors.append(exc)
+                streamer.end()
+
+        thread = threading.Thread(target=work, daemon=True)
+
+        def pieces() -> Iterator[str]:
+            thread.start()
+            for piece in streamer:
+                if piece:
+                    yield piece
+            thread.join()
+            if errors:
+                raise errors[0]
+
+        return pieces()

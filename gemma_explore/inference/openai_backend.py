@@ -1,8 +1,9 @@
-"""A client for a running ``vllm serve`` (OpenAI-compatible chat completions).
+"""An engine for a running ``vllm serve`` (or any OpenAI-compatible server), through
+the official ``openai`` SDK.
 
 Media travel inline as data URLs: ``image_url`` (PNG), ``input_audio`` (WAV, base64),
 ``video_url`` (MP4). Gemma 4's per-request budget goes in ``mm_processor_kwargs``, a
-vLLM extension of the request body.
+vLLM extension of the request body, sent with the SDK's ``extra_body``.
 
     vllm serve google/gemma-4-E4B-it --max-model-len 8192 --limit-mm-per-prompt '{"image":4}'
     >>> bundle = ge.load("google/gemma-4-E4B-it", backend="openai",
@@ -13,216 +14,176 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import os
+import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from ..prompting import normalize_messages
+from ..errors import BackendError
+from ..media import Video
+from ..prompting import PreparedInputs, prepare_media
+from ..results import Generation
 
-__all__ = ["OpenAIClient", "chat_request", "DEFAULT_BASE_URL"]
+__all__ = ["DEFAULT_BASE_URL", "OpenAIEngine", "chat_messages", "chat_request"]
 
 DEFAULT_BASE_URL = os.environ.get("GEMMA_EXPLORE_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
 
 
 def _png_data_url(image: Any) -> str:
-    from ..media import load_image
-
     buf = io.BytesIO()
-    load_image(image).save(buf, format="PNG")
+    image.save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _wav_base64(audio: Any, sampling_rate: int | None) -> str:
+def _wav_base64(wave: Any, sampling_rate: int) -> str:
     import soundfile as sf
 
-    from ..media import load_audio
-
-    wave, _ = load_audio(audio, sampling_rate=sampling_rate)
     buf = io.BytesIO()
-    sf.write(buf, wave, 16_000, format="WAV", subtype="PCM_16")
+    sf.write(buf, wave, sampling_rate, format="WAV", subtype="PCM_16")
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _mp4_data_url(video: Any, fps: float | None) -> str:
-    import os as _os
-    import tempfile
-
+def _mp4_data_url(video: Video) -> str:
     import cv2
 
-    from ..media import load_video
-
-    if isinstance(video, str | _os.PathLike) and str(video).lower().endswith(".mp4"):
-        with open(video, "rb") as fh:
-            return "data:video/mp4;base64," + base64.b64encode(fh.read()).decode()
-    v = load_video(video, fps=fps)
     with tempfile.TemporaryDirectory() as tmp:
-        path = _os.path.join(tmp, "clip.mp4")
-        h, w = v.frames.shape[1:3]
-        writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"mp4v"), v.fps, (w, h))
-        for frame in v.frames:
+        path = os.path.join(tmp, "clip.mp4")
+        h, w = video.frames.shape[1:3]
+        writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"mp4v"), video.fps, (w, h))
+        for frame in video.frames:
             writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
         writer.release()
         with open(path, "rb") as fh:
             return "data:video/mp4;base64," + base64.b64encode(fh.read()).decode()
 
 
-def chat_request(
-    messages: Any,
-    *,
-    model: str,
-    max_tokens: int = 32,
-    stream: bool = False,
-    max_soft_tokens: int | None = None,
-) -> dict[str, Any]:
-    """The JSON body of ``POST /v1/chat/completions`` for a multimodal chat."""
-    out_messages = []
-    for m in normalize_messages(messages):
+def chat_messages(prepared: PreparedInputs, *, sampling_rate: int = 16_000) -> list[dict]:
+    """The chat-completions ``messages`` for a prepared turn: each media item in place,
+    as a data URL of the image, clip or video that was loaded and checked."""
+    media = {
+        "image": iter(prepared.images),
+        "audio": iter(prepared.audios),
+        "video": iter(prepared.videos),
+    }
+    out = []
+    for m in prepared.messages:
         content = m.get("content", "")
         if isinstance(content, str):
-            out_messages.append({"role": m["role"], "content": content})
+            out.append({"role": m["role"], "content": content})
             continue
-        parts = []
+        parts: list[dict[str, Any]] = []
         for item in content:
-            kind = item.get("type")
+            kind = item["type"]
             if kind == "text":
                 parts.append({"type": "text", "text": item.get("text", "")})
             elif kind == "image":
                 parts.append(
-                    {"type": "image_url", "image_url": {"url": _png_data_url(item.get("image"))}}
+                    {"type": "image_url", "image_url": {"url": _png_data_url(next(media[kind]))}}
                 )
             elif kind == "audio":
+                data = _wav_base64(next(media[kind]), sampling_rate)
                 parts.append(
-                    {
-                        "type": "input_audio",
-                        "input_audio": {
-                            "data": _wav_base64(item.get("audio"), item.get("sampling_rate")),
-                            "format": "wav",
-                        },
-                    }
-                )
-            elif kind == "video":
-                parts.append(
-                    {
-                        "type": "video_url",
-                        "video_url": {"url": _mp4_data_url(item.get("video"), item.get("fps"))},
-                    }
+                    {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}
                 )
             else:
-                raise ValueError(f"Unknown content type {kind!r}.")
-        out_messages.append({"role": m["role"], "content": parts})
+                url = _mp4_data_url(next(media[kind]))
+                parts.append({"type": "video_url", "video_url": {"url": url}})
+        out.append({"role": m["role"], "content": parts})
+    return out
+
+
+def chat_request(
+    messages: Any,
+    *,
+    model: str,
+    family: str = "gemma4",
+    max_tokens: int = 32,
+    stream: bool = False,
+    max_soft_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The JSON body of ``POST /v1/chat/completions`` for a multimodal chat (for a
+    ``curl`` or any other client; :class:`OpenAIEngine` sends the same through the SDK).
+
+    >>> chat_request("Hi", model="google/gemma-4-E4B-it")["messages"]
+    [{'role': 'user', 'content': [{'type': 'text', 'text': 'Hi'}]}]
+    """
+    prepared = prepare_media(family, messages, max_soft_tokens=max_soft_tokens)
     body: dict[str, Any] = {
         "model": model,
-        "messages": out_messages,
+        "messages": chat_messages(prepared),
         "max_tokens": max_tokens,
         "temperature": 0.0,
         "stream": stream,
     }
-    if max_soft_tokens is not None:
-        body["mm_processor_kwargs"] = {"max_soft_tokens": int(max_soft_tokens)}
+    if prepared.request_kwargs:
+        body["mm_processor_kwargs"] = dict(prepared.request_kwargs)
     return body
 
 
-@dataclass
-class OpenAIClient:
-    """Talks to an OpenAI-compatible server (``vllm serve``) over HTTP."""
+class OpenAIEngine:
+    """Answers prepared turns through an OpenAI-compatible server's chat completions."""
 
-    model: str
-    base_url: str = DEFAULT_BASE_URL
-    api_key: str | None = None
-    timeout: float = 600.0
+    backend = "openai"
 
-    def _headers(self) -> dict[str, str]:
-        key = self.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        return {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        from openai import OpenAI
 
-    def _no_server(self, exc: Exception) -> str:
-        return (
-            f"No OpenAI-compatible server answered at {self.base_url} ({exc}). Start one "
-            f"with `vllm serve {self.model}` or pass base_url=…."
-        )
+        self.model, self.base_url = model, base_url
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # vllm serve takes any
+        self.client = OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
 
-    def _url(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
+    def _create(self, prepared: PreparedInputs, *, max_new_tokens: int, stream: bool) -> Any:
+        import openai
 
-    def complete(
-        self, messages: Any, *, max_tokens: int = 32, max_soft_tokens: int | None = None
-    ) -> dict[str, Any]:
-        import httpx
-
-        body = chat_request(
-            messages, model=self.model, max_tokens=max_tokens, max_soft_tokens=max_soft_tokens
-        )
+        extra = {"mm_processor_kwargs": prepared.request_kwargs} if prepared.request_kwargs else {}
         try:
-            r = httpx.post(self._url(), json=body, headers=self._headers(), timeout=self.timeout)
-        except httpx.HTTPError as exc:
-            raise ConnectionError(self._no_server(exc)) from None
-        if r.status_code != 200:
-            raise RuntimeError(
-                f"The server at {self.base_url} answered {r.status_code}: {r.text[:300]}"
+            return self.client.chat.completions.create(
+                model=self.model,
+                messages=chat_messages(prepared),
+                max_tokens=max_new_tokens,
+                temperature=0.0,
+                stream=stream,
+                extra_body=extra or None,
             )
-        return r.json()
+        except openai.APIConnectionError as exc:
+            raise ConnectionError(
+                f"No OpenAI-compatible server answered at {self.base_url} ({exc}). Start one "
+                f"with `vllm serve {self.model}` or pass base_url=…."
+            ) from None
+        except openai.APIStatusError as exc:
+            raise BackendError(
+                f"The server at {self.base_url} answered {exc.status_code}: "
+                f"{str(exc.message)[:300]}"
+            ) from None
 
-    def stream(
-        self, messages: Any, *, max_tokens: int = 32, max_soft_tokens: int | None = None
-    ) -> Iterator[str]:
-        import httpx
-
-        body = chat_request(
-            messages,
-            model=self.model,
-            max_tokens=max_tokens,
-            stream=True,
-            max_soft_tokens=max_soft_tokens,
+    def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
+        start = time.perf_counter()
+        out = self._create(prepared, max_new_tokens=max_new_tokens, stream=False)
+        elapsed = time.perf_counter() - start
+        usage = out.usage
+        return Generation(
+            text=out.choices[0].message.content or "",
+            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
+            multimodal_tokens=None,  # the server does not report it
+            generated_tokens=int(usage.completion_tokens) if usage else 0,
+            preprocess_s=0.0,
+            encoder_s=None,
+            prefill_s=None,
+            decode_tokens_per_s=None,
+            is_random_weights=False,
+            timings={"request_s": elapsed},
         )
-        try:
-            with httpx.stream(
-                "POST", self._url(), json=body, headers=self._headers(), timeout=self.timeout
-            ) as r:
-                if r.status_code != 200:
-                    raise RuntimeError(f"The server at {self.base_url} answered {r.status_code}.")
-                for line in r.iter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        return
-                    delta = json.loads(data)["choices"][0].get("delta", {})
-                    if delta.get("content"):
-                        yield delta["content"]
-        except httpx.HTTPError as exc:
-            raise ConnectionError(self._no_server(exc)) from None
 
-
-def generate_openai(
-    bundle: Any,
-    messages: Any,
-    *,
-    max_new_tokens: int = 32,
-    stream: bool = False,
-    max_soft_tokens: int | None = None,
-):
-    """Bundle.generate for backend='openai'."""
-    from ..models.bundle import Generation
-
-    client: OpenAIClient = bundle.model
-    if stream:
-        return client.stream(messages, max_tokens=max_new_tokens, max_soft_tokens=max_soft_tokens)
-    start = time.perf_counter()
-    out = client.complete(messages, max_tokens=max_new_tokens, max_soft_tokens=max_soft_tokens)
-    elapsed = time.perf_counter() - start
-    usage = out.get("usage") or {}
-    return Generation(
-        text=out["choices"][0]["message"].get("content") or "",
-        prompt_tokens=int(usage.get("prompt_tokens", 0)),
-        multimodal_tokens=-1,  # the server does not report it
-        generated_tokens=int(usage.get("completion_tokens", 0)),
-        preprocess_s=0.0,
-        encoder_s=0.0,
-        prefill_s=elapsed,
-        decode_tokens_per_s=0.0,
-        is_random_weights=False,
-        timings={"request_s": elapsed},
-    )
+    def stream(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Iterator[str]:
+        chunks = self._create(prepared, max_new_tokens=max_new_tokens, stream=True)
+        for chunk in chunks:
+            if chunk.choices and chunk.choices[0].delta.content:
+                yield chunk.choices[0].delta.content

@@ -11,12 +11,16 @@ local checkpoint — runs on CPU and is tested there.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..families import get_family
-from ..prompting import PreparedInputs, prepare_inputs
+from ..prompting import PreparedInputs
+from ..results import Generation
+from .vllm_processor import vllm_mm_data
 
-__all__ = ["engine_args", "generate_vllm", "load_vllm", "vllm_request", "VLLM_MISSING"]
+__all__ = ["VLLM_MISSING", "VllmEngine", "engine_args", "start_vllm", "vllm_request"]
 
 VLLM_MISSING = (
     "backend='vllm' needs the vllm package: pip install -e '.[vllm]' (Linux + CUDA GPU). "
@@ -40,9 +44,9 @@ def engine_args(
       without reserving the full 32k–128k context's KV cache.
     - ``limit_mm_per_prompt``: 4 images and 1 clip (and 1 video for Gemma 4); vLLM
       profiles memory for these counts at start-up.
-    - ``mm_processor_kwargs``: Gemma 4's image budget. Give the *largest* budget any
-      request will use — vLLM sizes its encoder cache from it — and lower budgets per
-      request with ``mm_processor_kwargs`` on the request.
+    - ``mm_processor_kwargs``: Gemma 4's start-up image budget: the default for requests
+      that name none, and what vLLM's profiler assumes for images. Requests may ask for
+      another budget with their own ``mm_processor_kwargs``.
     - ``enforce_eager``: skip CUDA-graph capture; a workshop box starts faster.
     """
     spec = get_family(family)
@@ -58,33 +62,31 @@ def engine_args(
         "gpu_memory_utilization": 0.85,
         "trust_remote_code": False,
     }
-    if spec.name == "gemma4":
+    if spec.image.budgets:
         budget = max_soft_tokens or spec.image.default_budget
         if budget not in spec.image.budgets:
             raise ValueError(f"max_soft_tokens must be one of {list(spec.image.budgets)}.")
         args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
     elif max_soft_tokens is not None:
-        raise ValueError("Gemma 3n has no image budget; drop max_soft_tokens.")
+        raise ValueError(f"{spec.display_name} has no image budget; drop max_soft_tokens.")
     args.update(overrides)
     return args
 
 
 def vllm_request(prepared: PreparedInputs) -> dict[str, Any]:
     """A ``vllm.inputs.TextPrompt`` for a prepared turn: the chat-template text, the
-    media as ``multi_modal_data``, and the per-request ``mm_processor_kwargs``."""
-    from ..parity import vllm_mm_data
-
+    media as ``multi_modal_data``, and the budget the caller asked for on this request."""
     request: dict[str, Any] = {"prompt": prepared.text}
     data = vllm_mm_data(prepared)
     if data:
         request["multi_modal_data"] = data
-    if prepared.family == "gemma4" and prepared.max_soft_tokens:
-        request["mm_processor_kwargs"] = {"max_soft_tokens": prepared.max_soft_tokens}
+    if prepared.request_kwargs:
+        request["mm_processor_kwargs"] = dict(prepared.request_kwargs)
     return request
 
 
-def load_vllm(model: str, *, family: str, **engine_overrides: Any):
-    """Start ``vllm.LLM`` with :func:`engine_args`; returns (llm, processor)."""
+def start_vllm(model: str, *, family: str, **engine_overrides: Any) -> Any:
+    """Start ``vllm.LLM`` with :func:`engine_args` (needs vllm and a CUDA GPU)."""
     try:
         import vllm
     except ImportError as exc:
@@ -96,52 +98,47 @@ def load_vllm(model: str, *, family: str, **engine_overrides: Any):
             "vLLM's engine needs a CUDA GPU and none is visible. On this machine use "
             "backend='hf'; vLLM's placeholder logic can still be checked with check_parity()."
         )
-    from transformers import AutoProcessor
-
-    llm = vllm.LLM(**engine_args(model, family=family, **engine_overrides))
-    processor = AutoProcessor.from_pretrained(model, trust_remote_code=False)
-    return llm, processor
+    return vllm.LLM(**engine_args(model, family=family, **engine_overrides))
 
 
-def generate_vllm(
-    bundle: Any,
-    messages: Any,
-    *,
-    max_new_tokens: int = 32,
-    max_soft_tokens: int | None = None,
-    **processor_kwargs: Any,
-):
-    """One chat turn through ``vllm.LLM.generate`` (greedy)."""
-    from vllm import SamplingParams
+@dataclass
+class VllmEngine:
+    """Answers prepared turns with ``vllm.LLM.generate`` (greedy)."""
 
-    from ..models.bundle import Generation
+    llm: Any  # vllm.LLM, or anything with its generate(requests, params, use_tqdm=)
+    family: str
+    is_random_weights: bool = False
+    backend: str = "vllm"
+    keep_alive: Any = None  # e.g. the temporary folder a tiny checkpoint was saved to
 
-    prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens, **processor_kwargs)
-    request = vllm_request(prepared)
-    params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0)
-    start = time.perf_counter()
-    (out,) = bundle.model.generate([request], params, use_tqdm=False)
-    elapsed = time.perf_counter() - start
-    completion = out.outputs[0]
-    metrics = getattr(out, "metrics", None)
-    first = getattr(metrics, "first_token_latency", None) if metrics is not None else None
-    n_new = len(completion.token_ids)
-    prefill = float(first) if first else elapsed
-    decode = elapsed - prefill
-    spec = bundle.spec
-    mm_ids = {spec.id_of(spec.image_token), spec.id_of(spec.audio_token)}
-    if spec.video_token:
-        mm_ids.add(spec.id_of(spec.video_token))
-    prompt_ids = list(out.prompt_token_ids or [])
-    return Generation(
-        text=completion.text,
-        prompt_tokens=len(prompt_ids),
-        multimodal_tokens=sum(1 for i in prompt_ids if i in mm_ids),
-        generated_tokens=n_new,
-        preprocess_s=prepared.preprocess_s,
-        encoder_s=0.0,  # inside vLLM's step; not separable from outside
-        prefill_s=prefill,
-        decode_tokens_per_s=(n_new - 1) / decode if n_new > 1 and decode > 0 else 0.0,
-        is_random_weights=bundle.is_random_weights,
-        timings={"total_s": elapsed},
-    )
+    def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
+        from vllm import SamplingParams
+
+        request = vllm_request(prepared)
+        params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0)
+        start = time.perf_counter()
+        (out,) = self.llm.generate([request], params, use_tqdm=False)
+        elapsed = time.perf_counter() - start
+        completion = out.outputs[0]
+        metrics = getattr(out, "metrics", None)
+        first = getattr(metrics, "first_token_latency", None) if metrics is not None else None
+        n_new = len(completion.token_ids)
+        prefill = float(first) if first else None
+        decode = elapsed - prefill if prefill is not None else None
+        prompt_ids = list(out.prompt_token_ids or [])
+        return Generation(
+            text=completion.text,
+            prompt_tokens=len(prompt_ids),
+            multimodal_tokens=get_family(self.family).count_placeholders(prompt_ids),
+            generated_tokens=n_new,
+            preprocess_s=prepared.preprocess_s,
+            encoder_s=None,  # inside vLLM's step; not separable from outside
+            prefill_s=prefill,
+            decode_tokens_per_s=(n_new - 1) / decode if n_new > 1 and decode else None,
+            is_random_weights=self.is_random_weights,
+            timings={"total_s": elapsed},
+        )
+
+    def stream(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Iterator[str]:
+        """``vllm.LLM`` answers whole: one piece."""
+        yield self.generate(prepared, max_new_tokens=max_new_tokens).text

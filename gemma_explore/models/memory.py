@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..errors import ModelLoadError
+
 __all__ = ["CHECKPOINT_PARAMS_B", "check_fits", "weights_gib"]
 
 # Billions of parameters stored in the checkpoint (not the "effective" E2B/E4B count).
@@ -58,8 +60,6 @@ def _free_gib(device: str) -> float | None:
 
 def check_fits(hub_id: str, *, device: str, dtype: Any) -> None:
     """Raise before downloading when a known checkpoint cannot fit on ``device``."""
-    from .bundle import ModelLoadError
-
     need = weights_gib(hub_id, dtype)
     free = _free_gib(device)
     if need is None or free is None:

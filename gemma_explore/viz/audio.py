@@ -7,87 +7,77 @@ Gids: ``"token_boundaries"`` (one line per audio token), ``"cut_30s"`` (the 30 s
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
 from ..families import get_family
-from ..media import load_audio
-from ..plans import AudioPlan, plan_audio
+from ..features import AudioFeatures, audio_features
 from .palette import PADDING, padding_cells, real_cells
 
-__all__ = ["mel_features", "show_mel"]
+__all__ = ["show_mel"]
 
 
-@lru_cache(maxsize=2)
-def _extractor(family: str):
-    if family == "gemma3n":
-        from transformers import Gemma3nAudioFeatureExtractor
-
-        return Gemma3nAudioFeatureExtractor()
-    from transformers import Gemma4AudioFeatureExtractor
-
-    return Gemma4AudioFeatureExtractor()
-
-
-def mel_features(wave: np.ndarray, *, family: str) -> tuple[np.ndarray, np.ndarray]:
-    """The family's real feature extractor on one clip: (frames, 128) log-mel, (frames,) mask."""
-    out = _extractor(get_family(family).name)([wave], return_tensors="np")
-    return out["input_features"][0], out["input_features_mask"][0].astype(bool)
-
-
-def show_mel(audio: Any, *, family: str, sampling_rate: int | None = None, ax: Any = None):
+def show_mel(
+    features: AudioFeatures | Any,
+    *,
+    family: str | None = None,
+    sampling_rate: int | None = None,
+    ax: Any = None,
+):
     """Waveform, log-mel spectrogram, frame mask and token boundaries of a clip.
+
+    ``features`` is an :class:`~gemma_explore.features.AudioFeatures` (drawn as is), or
+    any audio input, whose features are computed first with ``family=``.
 
     Gemma 4: one token per 4 frames (40 ms), capped at 750. Gemma 3n: one encoder token
     per 16 frames (160 ms) and a strip of the 188 placeholder slots, real vs padding.
 
-    >>> fig = show_mel((wave, 16000), family="gemma4")               # doctest: +SKIP
+    >>> fig = show_mel(ge.audio_features("speech.wav", family="gemma4"))   # doctest: +SKIP
+    >>> fig = show_mel((wave, 16000), family="gemma4")                      # doctest: +SKIP
     """
     import librosa.display
     from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
-    spec = get_family(family)
-    rate = sampling_rate
-    if isinstance(audio, int | np.integer):
-        raise ValueError(
-            "show_mel needs the waveform, not a sample count; use plan_audio for counts."
-        )
-    wave, _notes = load_audio(audio, sampling_rate=rate, target_rate=spec.audio.sampling_rate)
-    plan: AudioPlan = plan_audio(wave, family=spec.name)
-    mel, mask = mel_features(wave, family=spec.name)  # (frames, 128), (frames,)
-    hop_s = spec.audio.hop_length / spec.audio.sampling_rate
-    frames_per_token = 16 if spec.name == "gemma3n" else 4
-    n_rows = 4 if spec.name == "gemma3n" else 3
+    if not isinstance(features, AudioFeatures):
+        if family is None:
+            raise ValueError("Pass AudioFeatures, or a clip with family='gemma4' / 'gemma3n'.")
+        features = audio_features(features, family=family, sampling_rate=sampling_rate)
+    spec = get_family(features.family)
+    plan, mel, mask = features.plan, features.mel, features.mask  # (frames, bins), (frames,)
+    wave = plan.waveform
+    a = spec.audio
+    hop_s = a.hop_length / a.sampling_rate
+    frames_per_token = a.subsampling
+    fixed = a.fixed_placeholders is not None
+    n_rows = 4 if fixed else 3
     if ax is not None:
         raise ValueError("show_mel draws several aligned panels; leave ax=None.")
     fig = Figure(figsize=(11, 2.0 * n_rows + 0.6), layout="constrained")
-    ratios = [1.2, 2.2, 0.35] + ([0.5] if spec.name == "gemma3n" else [])
+    ratios = [1.2, 2.2, 0.35] + ([0.5] if fixed else [])
     axes = fig.subplots(n_rows, 1, height_ratios=ratios, sharex=False)
     duration = max(plan.duration_s, 1e-3)
 
     wax, max_, kax = axes[0], axes[1], axes[2]
-    librosa.display.waveshow(wave, sr=spec.audio.sampling_rate, ax=wax, color="#555555")
+    librosa.display.waveshow(wave, sr=a.sampling_rate, ax=wax, color="#555555")
     wax.set_title(
-        f"{plan.duration_s:.2f} s at 16 kHz"
+        f"{plan.duration_s:.2f} s at {a.sampling_rate / 1000:g} kHz"
         + (" (resampled)" if plan.resampled else "")
         + (" — silent" if plan.silent else ""),
         fontsize=10,
     )
     wax.set_xlabel("")
     if plan.truncated:
-        for a in (wax,):
-            a.axvline(30.0, color=PADDING, lw=2, gid="cut_30s")
+        cut = a.max_seconds
+        wax.axvline(cut, color=PADDING, lw=2, gid="cut_30s")
         wax.text(
-            30.0, 0.9, " 30 s cut", color=PADDING, transform=wax.get_xaxis_transform(), fontsize=9
-        )
+            cut, 0.9, f" {cut:g} s cut", color=PADDING, transform=wax.get_xaxis_transform(),
+            fontsize=9,
+        )  # fmt: skip
     librosa.display.specshow(
         mel.T,
-        sr=spec.audio.sampling_rate,
-        hop_length=spec.audio.hop_length,
+        sr=a.sampling_rate,
+        hop_length=a.hop_length,
         x_axis="time",
         ax=max_,
         cmap="magma",
@@ -106,7 +96,7 @@ def show_mel(audio: Any, *, family: str, sampling_rate: int | None = None, ax: A
     max_.set_ylim(0, mel.shape[1])
     max_.set_ylabel("mel bin")
     max_.set_title(
-        f"{plan.num_mel_frames} mel frames × {spec.audio.mel_bins} bins → {tokens} "
+        f"{plan.num_mel_frames} mel frames × {a.mel_bins} bins → {tokens} "
         f"tokens (one per {frames_per_token} frames = {plan.ms_per_token:.0f} ms)",
         fontsize=10,
     )
@@ -121,11 +111,11 @@ def show_mel(audio: Any, *, family: str, sampling_rate: int | None = None, ax: A
     )
     kax.set_yticks([])
     kax.set_title(f"frame mask: {int(mask.sum())} real frames of {len(mask)}", fontsize=9)
-    for a in axes[:3]:
-        a.set_xlim(0, max(duration, len(mask) * hop_s))
-    if spec.name == "gemma3n":
+    for axis in axes[:3]:
+        axis.set_xlim(0, max(duration, len(mask) * hop_s))
+    if fixed:
         sax = axes[3]
-        slots = spec.audio.fixed_placeholders
+        slots = a.fixed_placeholders
         real = [Rectangle((i, 0), 0.9, 1) for i in range(min(tokens, slots))]
         pad = [Rectangle((i, 0), 0.9, 1) for i in range(min(tokens, slots), slots)]
         sax.add_collection(real_cells(real, gid="slots_real"))
@@ -134,7 +124,7 @@ def show_mel(audio: Any, *, family: str, sampling_rate: int | None = None, ax: A
         sax.set_ylim(0, 1)
         sax.set_yticks([])
         sax.set_title(
-            f"188 placeholder slots: {min(tokens, slots)} real, {plan.padding_slots} "
+            f"{slots} placeholder slots: {min(tokens, slots)} real, {plan.padding_slots} "
             f"padding" + (f", {plan.dropped_tokens} tokens dropped" if plan.dropped_tokens else ""),
             fontsize=9,
         )

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..colors import kind_color
+from ..families import get_family
 from ..layout import PromptLayout
-from .palette import kind_color
 
 __all__ = ["show_layout"]
 
@@ -94,7 +95,7 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
         fontsize=8,
         frameon=False,
     )
-    family = "Gemma 4" if layout.family == "gemma4" else "Gemma 3n"
+    family = get_family(layout.family).display_name
     status = "all placeholders match their plans ✓" if layout.agrees else "placeholder mismatch ✗"
     ax.set_title(
         f"{family} prompt: {layout.num_tokens} tokens in {len(layout.segments)} "

@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 
 from ..families import get_family
+from ..media import load_image
 from ..plans import ImagePlan, plan_image
 from .palette import VALID, cell_axes, padding_cells
 
-__all__ = ["show_patch_grid"]
+__all__ = ["show_budgets", "show_patch_grid"]
 
 _MAX_NUMBERED = 120  # number soft-token cells only when they stay readable
 
@@ -56,7 +57,8 @@ def _draw_gemma4(
     # the axes stay in resized-image pixels, so lines and cells land where they belong.
     scale = min(1.0, display_max / max(th, tw))
     shown = (max(1, round(tw * scale)), max(1, round(th * scale)))
-    resized = image.resize(shown, resample=3) if image is not None else None
+    resample = get_family(plan.family).image.resample
+    resized = image.resize(shown, resample=resample) if image is not None else None
     if resized is not None:
         ax.imshow(np.asarray(resized), extent=(0, tw, th, 0), interpolation="nearest")
     else:
@@ -87,8 +89,8 @@ def _draw_gemma4(
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(
-        f"budget {plan.max_soft_tokens}: {tw}×{th} px → {plan.patch_grid[1]}×{plan.patch_grid[0]} "
-        f"patches → {plan.num_soft_tokens} tokens",
+        f"budget {plan.max_soft_tokens}: {tw}×{th} px (W×H) → {plan.patch_grid[1]}×"
+        f"{plan.patch_grid[0]} patches → {plan.num_soft_tokens} tokens",
         fontsize=10,
     )
 
@@ -133,43 +135,70 @@ def _draw_padding_strip(ax, plan: ImagePlan):
     )
 
 
+def _pixels(plan: ImagePlan):
+    """The plan's image as RGB PIL, or None when it was planned from a size."""
+    if plan.image is None:
+        return None
+    if getattr(plan.image, "mode", None) == "RGB":
+        return plan.image
+    return load_image(plan.image)
+
+
+def show_budgets(image: Any, *, family: str = "gemma4"):
+    """The same image at each of Gemma 4's budgets, side by side (one plan per budget).
+
+    >>> fig = show_budgets((1080, 1920))                     # doctest: +SKIP
+    """
+    spec = get_family(family)
+    pil = load_image(image)
+    budgets = spec.image.budgets
+    fig, axes = _figure(None, ncols=len(budgets), width=3.4, height=3.4)
+    for a, b in zip(axes, budgets, strict=True):
+        plan = plan_image(pil, family=spec.name, max_soft_tokens=b)
+        _draw_gemma4(a, pil, plan, number_cells=False, patch_lines=b <= 280, display_max=400)
+        a.set_title(
+            f"{b}: {plan.resized_size[1]}×{plan.resized_size[0]} px (W×H) → "
+            f"{plan.num_soft_tokens} tok",
+            fontsize=10,
+        )
+    fig.suptitle(
+        f"{spec.display_name} budgets for a {pil.width}×{pil.height} px (W×H) image", fontsize=12
+    )
+    return fig
+
+
 def show_patch_grid(
-    image: Any,
+    plan: ImagePlan | Any,
     *,
-    family: str,
+    family: str | None = None,
     max_soft_tokens: int | str | None = None,
     ax: Any = None,
     show_padding: bool = True,
 ):
     """Draw how an image is resized and cut into patches and soft tokens.
 
+    ``plan`` is an :class:`~gemma_explore.plans.ImagePlan` (drawn as is, with the pixels
+    it holds), or any image input, which is planned first with ``family=`` and
+    ``max_soft_tokens=`` (``"all"`` draws Gemma 4's five budgets side by side).
+
     Gemma 4: the resized image with 16 px patch lines and 48 px soft-token cells
     (numbered when few), and a strip of pixel_values rows with padding hatched.
-    ``max_soft_tokens="all"`` draws the five budgets side by side.
     Gemma 3n: the original beside the 768×768 squash with its 16×16 token cells.
 
-    >>> fig = show_patch_grid((1080, 1920), family="gemma4")    # doctest: +SKIP
+    >>> fig = show_patch_grid(plan_image(photo, family="gemma4"))    # doctest: +SKIP
+    >>> fig = show_patch_grid((1080, 1920), family="gemma4")          # doctest: +SKIP
     """
-    import gemma_explore as ge
-
-    spec = get_family(family)
-    pil = ge.load_image(image)
-    if spec.name == "gemma4" and max_soft_tokens == "all":
-        budgets = spec.image.budgets
-        fig, axes = _figure(ax, ncols=len(budgets), width=3.4, height=3.4)
-        if ax is not None:
-            raise ValueError("max_soft_tokens='all' draws five axes; leave ax=None.")
-        for a, b in zip(axes, budgets, strict=True):
-            plan = plan_image(pil, family="gemma4", max_soft_tokens=b)
-            _draw_gemma4(a, pil, plan, number_cells=False, patch_lines=b <= 280, display_max=400)
-            a.set_title(
-                f"{b}: {plan.resized_size[1]}×{plan.resized_size[0]} → {plan.num_soft_tokens} tok",
-                fontsize=10,
-            )
-        fig.suptitle(f"Gemma 4 budgets for a {pil.width}×{pil.height} image", fontsize=12)
-        return fig
-    plan = plan_image(pil, family=spec.name, max_soft_tokens=max_soft_tokens)
-    if spec.name == "gemma4":
+    if not isinstance(plan, ImagePlan):
+        if family is None:
+            raise ValueError("Pass an ImagePlan, or an image with family='gemma4' / 'gemma3n'.")
+        if max_soft_tokens == "all":
+            if ax is not None:
+                raise ValueError("max_soft_tokens='all' draws five axes; leave ax=None.")
+            return show_budgets(plan, family=family)
+        plan = plan_image(load_image(plan), family=family, max_soft_tokens=max_soft_tokens)
+    spec = get_family(plan.family)
+    pil = _pixels(plan)
+    if spec.image.fixed_size is None:
         if ax is not None:
             fig, (main,) = _figure(ax)
             _draw_gemma4(main, pil, plan, number_cells=True)
@@ -185,25 +214,31 @@ def show_patch_grid(
             _draw_gemma4(fig.subplots(), pil, plan, number_cells=True)
         return fig
     # Gemma 3n: original beside the squash.
+    rh, rw = plan.resized_size
+    h, w = plan.original_size
     fig, axes = _figure(ax, ncols=1 if ax is not None else 2, width=5, height=5)
     if ax is None:
         left, right = axes
-        left.imshow(np.asarray(pil))
-        left.set_title(f"original {pil.width}×{pil.height}", fontsize=10)
+        if pil is not None:
+            left.imshow(np.asarray(pil))
+        left.set_title(f"original {w}×{h} px (W×H)", fontsize=10)
         left.set_xticks([])
         left.set_yticks([])
     else:
         right = axes[0]
-    squash = pil.resize((768, 768), resample=2)  # bilinear, as the processor
-    right.imshow(np.asarray(squash), extent=(0, 768, 768, 0))
-    right.add_collection(_grid_collection(768, 768, 48, color=VALID, lw=1.0, gid="token_lines"))
-    right.set_xlim(0, 768)
-    right.set_ylim(768, 0)
+    if pil is not None:
+        squash = pil.resize((rw, rh), resample=spec.image.resample)
+        right.imshow(np.asarray(squash), extent=(0, rw, rh, 0))
+    cell = spec.image.cell_px
+    right.add_collection(_grid_collection(rw, rh, cell, color=VALID, lw=1.0, gid="token_lines"))
+    right.set_xlim(0, rw)
+    right.set_ylim(rh, 0)
     right.set_xticks([])
     right.set_yticks([])
+    rows, cols = plan.pooled_grid
     right.set_title(
-        f"squashed to 768×768 → 16×16 = 256 tokens (each {plan.token_area[1]:.0f}×"
-        f"{plan.token_area[0]:.0f} px of the original)",
+        f"squashed to {rw}×{rh} px → {cols}×{rows} = {plan.num_soft_tokens} tokens\n"
+        f"(each {plan.token_area[1]:.0f}×{plan.token_area[0]:.0f} px W×H of the original)",
         fontsize=10,
     )
     return fig

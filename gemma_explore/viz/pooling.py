@@ -10,32 +10,30 @@ from typing import Any
 
 import numpy as np
 
-from ..inspect import PooledTokens, vision_pooling
+from ..families import get_family
+from ..inspect import PooledTokens
 from .palette import cell_axes, padding_cells, real_cells
 
 __all__ = ["show_pooled_mask"]
 
 
-def show_pooled_mask(
-    bundle: Any,
-    image: Any,
-    *,
-    max_soft_tokens: int | None = None,
-    pooled: PooledTokens | None = None,
-    ax: Any = None,
-):
-    """Run the real vision tower; draw valid vs padding slots and each token's norm.
+def show_pooled_mask(pooled: PooledTokens, *, ax: Any = None):
+    """Draw valid vs padding slots of the real pooler, and each token's embedding norm.
 
     Left: every pooled slot, real soft tokens in blue, padding slots hatched. Right: the
-    norm of each real token's embedding, laid out on the image's pooled grid. The title
-    says whether the valid count equals the plan.
+    norm of each real token's embedding, laid out on the image's pooled grid (with random
+    weights the norms are noise: the title says so). The slot title says whether the
+    valid count equals the plan.
 
-    >>> fig = show_pooled_mask(ge.load("tiny-gemma4"), "photo.jpg")   # doctest: +SKIP
+    >>> fig = show_pooled_mask(ge.vision_pooling(ge.load("tiny-gemma4"), "photo.jpg"))  # doctest: +SKIP
     """
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
-    pooled = pooled or vision_pooling(bundle, image, max_soft_tokens=max_soft_tokens)
+    if not isinstance(pooled, PooledTokens):
+        raise TypeError(
+            "show_pooled_mask draws a PooledTokens: pass ge.vision_pooling(bundle, image)."
+        )
     rows, cols = pooled.grid
     if ax is None:
         fig = Figure(figsize=(11, 4.2), layout="constrained")
@@ -60,15 +58,16 @@ def show_pooled_mask(
         fontsize=10,
     )
     if norm_ax is not None:
-        norms = np.full(rows * cols, np.nan)
+        norms = np.full(rows * cols, np.nan)  # (rows·cols,) NaN where no real token
         n = min(pooled.num_valid, rows * cols)
         norms[:n] = pooled.norms[pooled.valid][:n]
         im = norm_ax.imshow(norms.reshape(rows, cols), cmap="viridis", gid="norm_map")
         fig.colorbar(im, ax=norm_ax, shrink=0.8, label="embedding L2 norm")
-        norm_ax.set_title(f"token norms on the {rows}×{cols} pooled grid", fontsize=10)
+        what = "random weights: shape only" if pooled.is_random_weights else "token norms"
+        norm_ax.set_title(f"{what}, on the {rows}×{cols} (rows×cols) pooled grid", fontsize=10)
         norm_ax.set_xticks([])
         norm_ax.set_yticks([])
-    family = "Gemma 4" if pooled.family == "gemma4" else "Gemma 3n"
-    weights = " (random weights)" if getattr(bundle, "is_random_weights", False) else ""
+    family = get_family(pooled.family).display_name
+    weights = " (random weights)" if pooled.is_random_weights else ""
     fig.suptitle(f"{family} vision pooler{weights}", fontsize=12)
     return fig

@@ -10,37 +10,44 @@ from typing import Any
 
 import numpy as np
 
-from ..media import load_video
-from ..plans import plan_video
+from ..plans import VideoPlan, plan_video
 
 __all__ = ["show_video_frames"]
 
 
-def show_video_frames(video: Any, *, fps: float | None = None, max_frames: int = 32):
+def show_video_frames(plan: VideoPlan | Any, *, fps: float | None = None, max_frames: int = 32):
     """Thumbnails of the frames Gemma 4 samples, each with its timestamp and tokens.
 
-    >>> fig = show_video_frames("clip.mp4")                           # doctest: +SKIP
+    ``plan`` is a :class:`~gemma_explore.plans.VideoPlan` that holds its sampled frames,
+    or any video input (planned first, with ``fps=`` for a frame array).
+
+    >>> fig = show_video_frames(ge.plan_video("clip.mp4"))             # doctest: +SKIP
     """
     from matplotlib.figure import Figure
 
-    v = load_video(video, fps=fps)
-    plan = plan_video(v.frames, fps=v.fps, max_frames=max_frames)
+    if not isinstance(plan, VideoPlan):
+        plan = plan_video(plan, fps=fps, max_frames=max_frames)
+    if plan.frames is None:
+        raise ValueError("This plan was made from a frame count; plan the video itself.")
     n = len(plan.frame_indices)
     cols = min(8, n)
     rows = math.ceil(n / cols)
-    h, w = v.frames.shape[1:3]
+    h, w = plan.frame_size
     fig = Figure(figsize=(1.9 * cols, 1.9 * rows * h / w + 0.9), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
-    for a, idx, stamp in zip(axes, plan.frame_indices, plan.timestamps, strict=False):
-        a.imshow(v.frames[idx], gid="frame_thumb")
+    for a, frame, idx, stamp in zip(
+        axes, plan.frames, plan.frame_indices, plan.timestamps, strict=False
+    ):
+        a.imshow(frame, gid="frame_thumb")
         a.set_title(f"{stamp} · #{idx} · {plan.soft_tokens_per_frame} tok", fontsize=8)
         a.set_xticks([])
         a.set_yticks([])
     for a in axes[n:]:
         a.axis("off")
     fig.suptitle(
-        f"{v.num_frames} frames at {v.fps:g} fps → {n} sampled × {plan.soft_tokens_per_frame} "
-        f"= {plan.total_soft_tokens} soft tokens (+{2 * n} markers + timestamps)",
+        f"{plan.num_frames} frames at {plan.fps:g} fps → {n} sampled × "
+        f"{plan.soft_tokens_per_frame} = {plan.total_soft_tokens} soft tokens "
+        f"(+{plan.total_tokens - plan.total_soft_tokens} markers + timestamps)",
         fontsize=11,
     )
     return fig

@@ -104,5 +104,5 @@ def test_a_served_model_uses_the_tiny_processor_for_analysis_and_reports_a_dead_
         (final,) = list(h.chat_turn(name, "Hi", [], 2))
         assert final[-1]["content"].startswith("✗") and "vllm serve" in final[-1]["content"]
     finally:
-        h._LOAD_OPTIONS.pop(name, None)
-        h._BUNDLES.pop(name, None)
+        h._BUNDLES.options.pop(name, None)
+        h._BUNDLES.loaded.pop(name, None)

@@ -10,7 +10,7 @@ import pytest
 
 import gemma_explore as ge
 from gemma_explore.inference import vllm_backend as vb
-from gemma_explore.parity import vllm_available, vllm_process
+from gemma_explore.inference.vllm_processor import vllm_available, vllm_process
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
@@ -62,7 +62,9 @@ def test_generate_passes_data_and_budget_to_the_engine(tiny4, photo, monkeypatch
                 )
             ]
 
-    bundle = ge.Bundle("fake", "gemma4", tiny4.processor, FakeLLM(), False, backend="vllm")
+    engine = vb.VllmEngine(FakeLLM(), "gemma4")
+    bundle = ge.Bundle("fake", "gemma4", tiny4.processor, None, engine, False)
+    assert bundle.backend == "vllm"
     if not vllm_available():
         monkeypatch.setitem(
             sys.modules, "vllm", SimpleNamespace(SamplingParams=lambda **kw: SimpleNamespace(**kw))
@@ -84,7 +86,7 @@ def test_vllm_engine_on_cpu_is_a_clear_error():
 def test_missing_vllm_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(ImportError, match=r"\.\[vllm\]"):
-        vb.load_vllm("x", family="gemma4")
+        vb.start_vllm("x", family="gemma4")
 
 
 def test_video_request_carries_frames_and_metadata(tiny4):

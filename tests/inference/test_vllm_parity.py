@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.parity import vllm_available, vllm_mm_data, vllm_process
+from gemma_explore.inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
 
 pytestmark = [
     pytest.mark.vllm,

@@ -72,8 +72,6 @@ def test_tiny_models_are_deterministic():
 def test_round_trip_gives_identical_logits(family, saved_dirs, tiny3n, tiny4, photo, tone):
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    from gemma_explore.inference.hf import model_inputs
-
     original = {"gemma3n": tiny3n, "gemma4": tiny4}[family]
     folder = saved_dirs[family]
     assert json.loads((folder / "gemma_explore.json").read_text())["random_weights"] is True
@@ -99,9 +97,9 @@ def test_round_trip_gives_identical_logits(family, saved_dirs, tiny3n, tiny4, ph
     p2 = ge.prepare_inputs(reloaded, msgs)
     assert p1.input_ids == p2.input_ids
     with torch.inference_mode():
-        l1 = original.model(**model_inputs(original, p1)).logits
-        l2 = reloaded.model(**model_inputs(reloaded, p2)).logits
-        l3 = model(**model_inputs(reloaded, p2)).logits
+        l1 = original.model(**p1.to_model(original.model)).logits
+        l2 = reloaded.model(**p2.to_model(reloaded.model)).logits
+        l3 = model(**p2.to_model(model)).logits
     assert torch.equal(l1, l2) and torch.equal(l1, l3)
 
 

@@ -78,7 +78,7 @@ def test_patch_grid_accepts_an_axis(photo):
 
 @pytest.mark.parametrize("budget", [70, 280])
 def test_pooled_mask_valid_cells_equal_the_plan(tiny4, photo, budget):
-    fig = ge.show_pooled_mask(tiny4, photo, max_soft_tokens=budget)
+    fig = ge.show_pooled_mask(ge.vision_pooling(tiny4, photo, max_soft_tokens=budget))
     plan = ge.plan_image(photo, family="gemma4", max_soft_tokens=budget)
     assert len(_one(fig, "valid_cells").get_paths()) == plan.num_soft_tokens
     assert len(_one(fig, "padding_cells").get_paths()) == budget - plan.num_soft_tokens
@@ -86,7 +86,7 @@ def test_pooled_mask_valid_cells_equal_the_plan(tiny4, photo, budget):
 
 
 def test_pooled_mask_gemma3n(tiny3n, photo):
-    fig = ge.show_pooled_mask(tiny3n, photo)
+    fig = ge.show_pooled_mask(ge.vision_pooling(tiny3n, photo))
     assert len(_one(fig, "valid_cells").get_paths()) == 256
 
 

@@ -1,0 +1,93 @@
+"""Audio features: the real feature extractor's log-mel frames and frame mask for a clip.
+
+Computed once per request and handed to :func:`~gemma_explore.viz.audio.show_mel`.
+When the processor has already run (a :class:`~gemma_explore.prompting.PreparedInputs`),
+the features are read from its batch instead of running the extractor a second time.
+
+>>> feats = audio_features(("speech.wav"), family="gemma4")      # doctest: +SKIP
+>>> feats.mel.shape, int(feats.mask.sum())                        # doctest: +SKIP
+((301, 128), 300)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .families import get_family
+from .plans import AudioPlan, plan_audio
+
+if TYPE_CHECKING:
+    from .prompting import PreparedInputs
+
+__all__ = ["AudioFeatures", "audio_features"]
+
+
+@dataclass(frozen=True)
+class AudioFeatures:
+    """One clip as the audio tower receives it, with the plan of the same clip."""
+
+    family: str
+    plan: AudioPlan = field(repr=False)  # counts, and the 16 kHz waveform in plan.waveform
+    mel: np.ndarray = field(repr=False)  # (frames, mel_bins) log-mel, as input_features
+    mask: np.ndarray = field(repr=False)  # (frames,) bool: True = frame over real audio
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.mel.shape[0])
+
+    @property
+    def num_valid_frames(self) -> int:
+        return int(self.mask.sum())
+
+
+@cache
+def _default_extractor(family: str) -> Any:
+    """The family's feature extractor with its released settings (built once)."""
+    if family == "gemma3n":
+        from transformers import Gemma3nAudioFeatureExtractor
+
+        return Gemma3nAudioFeatureExtractor()
+    from transformers import Gemma4AudioFeatureExtractor
+
+    return Gemma4AudioFeatureExtractor()
+
+
+def audio_features(
+    audio: Any = None,
+    *,
+    family: str,
+    sampling_rate: int | None = None,
+    plan: AudioPlan | None = None,
+    prepared: PreparedInputs | None = None,
+    item: int = 0,
+) -> AudioFeatures:
+    """Log-mel frames and frame mask of a clip, from the family's real feature extractor.
+
+    Give ``audio`` (any audio input), or a ``plan`` that holds its waveform, or a
+    ``prepared`` request whose processor already computed the features (clip ``item``).
+    """
+    spec = get_family(family)
+    if plan is None:
+        if audio is None and prepared is not None:
+            audio = (prepared.audios[item], spec.audio.sampling_rate)
+        if audio is None:
+            raise ValueError("Give the clip (audio=…), its plan (plan=…) or prepared=….")
+        if isinstance(audio, int | np.integer):
+            raise ValueError("Features need the waveform, not a sample count; use plan_audio.")
+        plan = plan_audio(audio, family=spec.name, sampling_rate=sampling_rate)
+    if plan.waveform is None:
+        raise ValueError("This plan was made from a sample count; plan the waveform instead.")
+    if prepared is not None and prepared.batch is not None:
+        # A batch pads every clip to the longest; this clip's own frames come first.
+        frames = plan.num_mel_frames
+        mel = np.asarray(prepared.batch["input_features"][item], dtype=np.float32)[:frames]
+        mask = np.asarray(prepared.batch["input_features_mask"][item]).astype(bool)[:frames]
+    else:
+        out = _default_extractor(spec.name)([plan.waveform], return_tensors="np")
+        mel = out["input_features"][0]  # (frames, mel_bins)
+        mask = out["input_features_mask"][0].astype(bool)  # (frames,)
+    return AudioFeatures(family=spec.name, plan=plan, mel=mel, mask=mask)

@@ -1,0 +1,130 @@
+"""``load()``: the one place that knows the backends, and puts a bundle together.
+
+Analysis needs the processor (and, for encoder reports, the model); answering needs an
+engine. ``load`` reads the checkpoint with :mod:`gemma_explore.models.checkpoints` and
+attaches the engine the caller asked for.
+
+>>> import gemma_explore as ge
+>>> ge.load("tiny-gemma4").backend                      # doctest: +SKIP
+'hf'
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .families import get_family
+from .inference.hf import HFEngine
+from .inference.openai_backend import DEFAULT_BASE_URL, OpenAIEngine
+from .inference.vllm_backend import VllmEngine, start_vllm
+from .models.bundle import Bundle
+from .models.checkpoints import (
+    check_folder,
+    family_from_config,
+    guess_family,
+    is_random_weights,
+    load_parts,
+    load_processor,
+)
+from .models.tiny import TINY_NAMES
+
+__all__ = ["BACKENDS", "load"]
+
+BACKENDS = ("hf", "vllm", "openai")
+
+
+def load(
+    model: str | os.PathLike = "tiny-gemma4",
+    *,
+    backend: str = "hf",
+    device: str | None = None,
+    dtype: Any = None,
+    **engine_args: Any,
+) -> Bundle:
+    """Load a bundle: ``"tiny-gemma3n"``, ``"tiny-gemma4"``, a local folder or a hub id.
+
+    ``backend`` is ``"hf"`` (transformers, CPU or GPU; on CUDA real checkpoints load in
+    bfloat16, on CPU in float32, unless ``dtype`` says otherwise), ``"vllm"`` (``vllm.LLM``
+    on a CUDA GPU; extra keyword arguments override
+    :func:`~gemma_explore.inference.vllm_backend.engine_args`) or ``"openai"`` (a
+    running ``vllm serve``: ``base_url=``, ``api_key=``, ``family=``).
+
+    >>> load("tiny-gemma3n").family                      # doctest: +SKIP
+    'gemma3n'
+    """
+    name = os.fspath(model)
+    if backend == "openai":
+        return _load_openai(name, **engine_args)
+    if backend == "vllm":
+        return _load_vllm(name, **engine_args)
+    if backend != "hf":
+        raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
+    if engine_args:
+        raise TypeError(f"Unexpected arguments for backend='hf': {sorted(engine_args)}")
+    parts = load_parts(name, device=device, dtype=dtype)
+    engine = HFEngine(parts.model, parts.processor, parts.family, parts.is_random_weights)
+    return Bundle(
+        name=parts.name,
+        family=parts.family,
+        processor=parts.processor,
+        model=parts.model,
+        engine=engine,
+        is_random_weights=parts.is_random_weights,
+        device=parts.device,
+        dtype=parts.dtype,
+    )
+
+
+def _load_openai(
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    family: str | None = None,
+    **unexpected: Any,
+) -> Bundle:
+    if unexpected:
+        raise TypeError(f"Unexpected arguments for backend='openai': {sorted(unexpected)}")
+    fam = get_family(family or TINY_NAMES.get(name) or guess_family(name)).name
+    # The server holds the model; a local processor (tiny or a folder) lets the analysis
+    # tabs show the same counts. A hub id's processor would need the network: none.
+    processor = load_processor(name) if name in TINY_NAMES or Path(name).is_dir() else None
+    engine = OpenAIEngine(name, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key)
+    return Bundle(
+        name=name,
+        family=fam,
+        processor=processor,
+        model=None,
+        engine=engine,
+        is_random_weights=False,
+        device="remote",
+    )
+
+
+def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
+    source, random_weights, keep = name, False, None
+    if name in TINY_NAMES:
+        keep = tempfile.TemporaryDirectory(prefix="gemma_explore_")  # removed with the engine
+        load(name, device="cpu").save_pretrained(keep.name)
+        source, random_weights = keep.name, True
+    if Path(source).is_dir():
+        from transformers import AutoConfig
+
+        check_folder(Path(source))
+        family = family_from_config(AutoConfig.from_pretrained(source), source)
+        random_weights = random_weights or is_random_weights(Path(source))
+    else:
+        family = guess_family(source)
+    llm = start_vllm(source, family=family, **engine_overrides)
+    return Bundle(
+        name=name,
+        family=family,
+        processor=load_processor(source),
+        model=None,
+        engine=VllmEngine(llm, family, random_weights, keep_alive=keep),
+        is_random_weights=random_weights,
+        device="cuda",
+    )

@@ -1,0 +1,217 @@
+"""Checkpoints on this machine: the tiny offline builds, saved folders and hub ids.
+
+Everything here returns transformers objects (a processor and, where asked, a model);
+nothing here knows about serving engines. :func:`gemma_explore.load` wraps the result
+in a :class:`~gemma_explore.models.bundle.Bundle` with an engine.
+
+>>> parts = load_parts("tiny-gemma4", device="cpu", dtype=None)     # doctest: +SKIP
+>>> parts.family, parts.is_random_weights                          # doctest: +SKIP
+('gemma4', True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ModelLoadError
+from ..families import FAMILIES
+from .bundle import MARKER_FILE
+from .memory import check_fits
+from .tiny import TINY_NAMES, build_tiny_model, build_tiny_processor, register_tiny_mobilenet
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import ProcessorMixin
+
+__all__ = [
+    "Parts",
+    "check_folder",
+    "family_from_config",
+    "guess_family",
+    "is_random_weights",
+    "load_parts",
+    "load_processor",
+    "looks_like_hub_id",
+    "pick_device",
+    "pick_dtype",
+]
+
+_DTYPES = {
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp16": "float16",
+    "float16": "float16",
+    "fp32": "float32",
+    "float32": "float32",
+}
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A loaded checkpoint: what a transformers-backed bundle is made of."""
+
+    name: str  # as the user named it
+    family: str
+    processor: ProcessorMixin
+    model: torch.nn.Module
+    is_random_weights: bool
+    device: str
+    dtype: torch.dtype
+
+
+def pick_device(device: str | None) -> str:
+    """``device`` as asked, or CUDA when visible, else CPU (clear error for missing CUDA)."""
+    import torch
+
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError(
+            f"device={device!r} was asked for, but no CUDA GPU is visible. "
+            "Use device='cpu' or leave it unset."
+        )
+    return str(device)
+
+
+def pick_dtype(dtype: Any, device: str) -> torch.dtype:
+    """bfloat16 on CUDA, float32 on CPU, unless ``dtype`` (a name or torch dtype) says."""
+    import torch
+
+    if dtype is None:
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if isinstance(dtype, str):
+        if dtype not in _DTYPES:
+            raise ModelLoadError(
+                f"Unknown dtype {dtype!r}; use 'bfloat16', 'float16' or 'float32'."
+            )
+        return getattr(torch, _DTYPES[dtype])
+    return dtype
+
+
+def looks_like_hub_id(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
+
+
+def family_from_config(config: Any, where: str) -> str:
+    """The family a transformers config belongs to, or a clear refusal."""
+    model_type = getattr(config, "model_type", None)
+    if model_type in FAMILIES:
+        return model_type
+    raise ModelLoadError(
+        f"{where} holds a {model_type!r} model; gemma_explore explains "
+        f"{' and '.join(f.display_name for f in FAMILIES.values())} "
+        f"(model_type {' or '.join(map(repr, FAMILIES))})."
+    )
+
+
+def guess_family(name: str) -> str:
+    """Family of a model we cannot open (a remote server's): from its name."""
+    low = name.lower().replace("_", "-")
+    if "gemma-3n" in low or "gemma3n" in low:
+        return "gemma3n"
+    if "gemma-4" in low or "gemma4" in low:
+        return "gemma4"
+    raise ModelLoadError(f"Cannot tell whether {name!r} is Gemma 3n or Gemma 4; pass family=.")
+
+
+def check_folder(path: Path) -> None:
+    """Refuse an incomplete checkpoint folder, naming what is missing."""
+    files = {p.name for p in path.iterdir()}
+    missing = []
+    if "config.json" not in files:
+        missing.append("config.json")
+    if not files & {"processor_config.json", "preprocessor_config.json"}:
+        missing.append("processor_config.json or preprocessor_config.json")
+    if not files & {"tokenizer.json", "tokenizer.model"}:
+        missing.append("tokenizer.json (or tokenizer.model)")
+    if "tokenizer_config.json" not in files:
+        missing.append("tokenizer_config.json")
+    if not any(f.endswith((".safetensors", ".bin")) or f.endswith(".index.json") for f in files):
+        missing.append("model weights (*.safetensors)")
+    if missing:
+        raise ModelLoadError(
+            f"The folder {path} is not a complete checkpoint: missing {', '.join(missing)}. "
+            "Save it with bundle.save_pretrained(folder), or download the whole model repo "
+            "(huggingface-cli download google/gemma-4-E4B-it --local-dir folder)."
+        )
+
+
+def is_random_weights(path: Path) -> bool:
+    """True when a folder was saved from a random-weight (tiny) bundle."""
+    marker = path / MARKER_FILE
+    return marker.exists() and bool(json.loads(marker.read_text()).get("random_weights"))
+
+
+def load_processor(source: str) -> ProcessorMixin:
+    """The real processor of a tiny name, a folder or a hub id."""
+    if source in TINY_NAMES:
+        return build_tiny_processor(TINY_NAMES[source])
+    from transformers import AutoProcessor
+
+    return AutoProcessor.from_pretrained(source, trust_remote_code=False)
+
+
+_TINY_LOCK = threading.Lock()  # two demo requests must not build the same tiny model twice
+
+
+@cache
+def _tiny(name: str, device: str, dtype: torch.dtype) -> tuple[Any, Any]:
+    family = TINY_NAMES[name]
+    model = build_tiny_model(family).to(device=device, dtype=dtype)
+    return model, build_tiny_processor(family)
+
+
+def _from_pretrained(source: str, device: str, dtype: Any, **hub_kwargs: Any):
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+
+    register_tiny_mobilenet()  # a saved tiny Gemma 3n names our slim timm encoder
+    config = AutoConfig.from_pretrained(source, trust_remote_code=False, **hub_kwargs)
+    family = family_from_config(config, source)
+    processor = AutoProcessor.from_pretrained(source, trust_remote_code=False, **hub_kwargs)
+    model = AutoModelForImageTextToText.from_pretrained(
+        source, dtype=dtype, trust_remote_code=False, **hub_kwargs
+    )
+    model.to(device).eval()
+    return family, processor, model
+
+
+def load_parts(model: str | os.PathLike, *, device: str | None, dtype: Any) -> Parts:
+    """Processor and model of ``"tiny-gemma3n"``, ``"tiny-gemma4"``, a folder or a hub id."""
+    name = os.fspath(model)
+    dev = pick_device(device)
+    dt = pick_dtype(dtype, dev)
+    if name in TINY_NAMES:
+        with _TINY_LOCK:
+            net, processor = _tiny(name, dev, dt)
+        return Parts(name, TINY_NAMES[name], processor, net, True, dev, dt)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        check_folder(path)
+        family, processor, net = _from_pretrained(str(path), dev, dt, local_files_only=True)
+        return Parts(str(path), family, processor, net, is_random_weights(path), dev, dt)
+    if looks_like_hub_id(name):
+        check_fits(name, device=dev, dtype=dt)
+        try:
+            family, processor, net = _from_pretrained(name, dev, dt)
+        except ModelLoadError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - network, gated repo, missing repo, …
+            raise ModelLoadError(
+                f"Could not load {name!r} ({type(exc).__name__}): this needs network access to "
+                "the Hugging Face Hub and, for Gemma, an accepted licence — accept it at "
+                f"https://huggingface.co/{name}, set HF_TOKEN to a token with read access, or "
+                "use the offline default load('tiny-gemma4') / load('tiny-gemma3n')."
+            ) from None
+        return Parts(name, family, processor, net, False, dev, dt)
+    raise ModelLoadError(
+        f"Unknown model {name!r}. Choose one of: {', '.join(TINY_NAMES)} (offline, random "
+        "weights), a local checkpoint folder, or a hub id such as 'google/gemma-4-E4B-it' or "
+        "'google/gemma-3n-E2B-it'."
+    )

@@ -1,0 +1,212 @@
+"""The package's imports flow one way: each module imports only from layers below it.
+
+The layer order lives once, in pyproject.toml's import-linter contract. This test reads
+it and walks every module's AST, imports inside functions included (``if TYPE_CHECKING``
+blocks excluded: type hints create no runtime edge), and fails on:
+
+* an import of a higher layer, or of an independent sibling (``a | b``);
+* an import of the root package ``gemma_explore`` from inside it;
+* a cycle between modules.
+
+It also plants a back edge and a cycle to show the checks fail when they should, and
+runs import-linter itself on a copy of the package with a function-level back edge.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "gemma_explore"
+
+
+def _layers() -> list[list[str]]:
+    """Layers from top to bottom, each a list of sibling components."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = config["contracts"]
+    return [[c.strip() for c in layer.split("|")] for layer in contract["layers"]]
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool, known: set[str]):
+    """(target module, line) for every runtime import of a package module."""
+
+    def visit(node: ast.AST):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for stmt in child.orelse:
+                    yield from visit(stmt)
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield alias.name, child.lineno
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = module.split(".") if is_package else module.split(".")[:-1]
+                    base = base[: len(base) - (child.level - 1)]
+                    prefix = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    prefix = child.module or ""
+                for alias in child.names:
+                    candidate = f"{prefix}.{alias.name}"
+                    yield (candidate if candidate in known else prefix), child.lineno
+            yield from visit(child)
+
+    for target, line in visit(tree):
+        if target == "gemma_explore" or target.startswith("gemma_explore."):
+            yield target, line
+
+
+def import_graph() -> dict[str, list[tuple[str, int]]]:
+    """Module → [(imported package module, line)] for every module of the package."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    known = set(files)
+    graph = {}
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        graph[name] = list(_imports(tree, name, path.name == "__init__.py", known))
+    return graph
+
+
+def _component(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def layer_violations(graph: dict[str, list[tuple[str, int]]], layers: list[list[str]]):
+    rank = {c: i for i, layer in enumerate(layers) for c in layer}  # 0 = top
+    siblings = {c: set(layer) - {c} for layer in layers for c in layer}
+    out = []
+    for source, targets in graph.items():
+        src = _component(source)
+        if src is None:  # the root __init__ is the public face: it may import anything
+            continue
+        for target, line in targets:
+            dst = _component(target)
+            if dst is None:
+                out.append(f"{source}:{line} imports the root package gemma_explore")
+            elif dst == src:
+                continue
+            elif src not in rank or dst not in rank:
+                out.append(f"{source}:{line} → {target}: add {src if src not in rank else dst!r} "
+                           "to the layers in pyproject.toml")  # fmt: skip
+            elif dst in siblings[src]:
+                out.append(f"{source}:{line} imports its independent sibling {target}")
+            elif rank[dst] < rank[src]:
+                out.append(f"{source}:{line} imports {target}, a higher layer")
+    return out
+
+
+def cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (or a self-import)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+    edges = {m: {t for t, _ in ts if t in graph} for m, ts in graph.items()}
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in edges[v]:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def test_every_import_flows_downward():
+    assert layer_violations(import_graph(), _layers()) == []
+
+
+def test_no_cycles_even_through_function_level_imports():
+    assert cycles(import_graph()) == []
+
+
+def test_the_checks_fail_on_a_planted_back_edge_and_cycle():
+    graph = import_graph()
+    planted = {**graph, "gemma_explore.families": [("gemma_explore.app.handlers", 1)]}
+    problems = layer_violations(planted, _layers())
+    assert problems == [
+        "gemma_explore.families:1 imports gemma_explore.app.handlers, a higher layer"
+    ]
+    assert any("gemma_explore.families" in c for c in cycles(planted))
+    rooted = {**graph, "gemma_explore.plans": [("gemma_explore", 3)]}
+    assert "imports the root package" in layer_violations(rooted, _layers())[0]
+
+
+def test_function_level_imports_are_seen():
+    """The old knot was made of imports inside functions: the walk must see them."""
+    tree = ast.parse("def f():\n    from .app import handlers\n")
+    known = {"gemma_explore.app", "gemma_explore.app.handlers"}
+    assert list(_imports(tree, "gemma_explore.plans", False, known)) == [
+        ("gemma_explore.app.handlers", 2)
+    ]
+
+
+@pytest.mark.skipif(
+    shutil.which("lint-imports") is None
+    and not (Path(sys.executable).parent / "lint-imports").exists(),
+    reason="import-linter not installed",
+)
+def test_import_linter_fails_on_a_function_level_back_edge(tmp_path):
+    """import-linter's own contract, on a copy of the package with one planted import."""
+    copy = tmp_path / "gemma_explore"
+    shutil.copytree(
+        PACKAGE, copy, ignore=shutil.ignore_patterns("*.jpg", "*.wav", "*.mp4", "__pycache__")
+    )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    families = copy / "families.py"
+    families.write_text(
+        families.read_text() + "\n\ndef _planted():\n    from .app import handlers  # noqa\n"
+    )
+    exe = Path(sys.executable).parent / "lint-imports"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    run = subprocess.run(
+        [str(exe) if exe.exists() else "lint-imports", "--no-cache"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode != 0, run.stdout
+    assert "gemma_explore.families -> gemma_explore.app.handlers" in run.stdout
