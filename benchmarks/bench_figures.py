@@ -48,8 +48,12 @@ def main() -> None:
         "patch grid (Gemma 4, 280)": lambda: ge.show_patch_grid(photo, family="gemma4"),
         "patch grid (Gemma 3n)": lambda: ge.show_patch_grid(photo, family="gemma3n"),
         "five budgets": lambda: ge.show_patch_grid(photo, family="gemma4", max_soft_tokens="all"),
-        "pooled mask (Gemma 4, tower incl.)": lambda: ge.show_pooled_mask(b4, photo),
-        "pooled mask (Gemma 3n, tower incl.)": lambda: ge.show_pooled_mask(b3, photo),
+        "pooled mask (Gemma 4, tower incl.)": lambda: ge.show_pooled_mask(
+            ge.vision_pooling(b4, photo)
+        ),
+        "pooled mask (Gemma 3n, tower incl.)": lambda: ge.show_pooled_mask(
+            ge.vision_pooling(b3, photo)
+        ),
         "mel 30 s (Gemma 4)": lambda: ge.show_mel(clip, family="gemma4"),
         "mel 30 s (Gemma 3n)": lambda: ge.show_mel(clip, family="gemma3n"),
         "layout ribbon": lambda: ge.show_layout(layout),

@@ -32,7 +32,8 @@ def main() -> None:
     import torch
 
     torch.manual_seed(0)
-    from gemma_explore.models import bundle as bundle_mod
+    import gemma_explore as ge
+    from gemma_explore.models import checkpoints
     from gemma_explore.models.tiny import build_tiny_model, build_tiny_processor
 
     photo = Image.fromarray(np.random.RandomState(0).randint(0, 255, (1080, 1920, 3), np.uint8))
@@ -42,8 +43,8 @@ def main() -> None:
         build_tiny_model(family)
         build_tiny_processor(family)
         build_s = time.perf_counter() - start
-        bundle_mod._TINY_CACHE.clear()
-        b = bundle_mod.load(name, device="cpu")
+        checkpoints._tiny.cache_clear()
+        b = ge.load(name, device="cpu")
         image_msg = [
             {
                 "role": "user",

@@ -32,8 +32,8 @@ def main(out: Path) -> list[Path]:
             photo, family="gemma4", max_soft_tokens="all"
         ),
         "patch_grid_gemma3n": ge.show_patch_grid(photo, family="gemma3n"),
-        "pooled_mask_gemma4": ge.show_pooled_mask(b4, photo),
-        "pooled_mask_gemma3n": ge.show_pooled_mask(b3, photo),
+        "pooled_mask_gemma4": ge.show_pooled_mask(ge.vision_pooling(b4, photo)),
+        "pooled_mask_gemma3n": ge.show_pooled_mask(ge.vision_pooling(b3, photo)),
         "mel_gemma4": ge.show_mel(speech, family="gemma4"),
         "mel_gemma3n": ge.show_mel(speech, family="gemma3n"),
         "video_frames": ge.show_video_frames(video),

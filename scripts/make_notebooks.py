@@ -88,7 +88,7 @@ NOTEBOOKS = {
                 [
                     code("plan = ge.plan_image(photo, family=bundle.family)\nplan"),
                     code("ge.show_patch_grid(photo, family=bundle.family)"),
-                    code("ge.show_pooled_mask(bundle, photo)"),
+                    code("ge.show_pooled_mask(ge.vision_pooling(bundle, photo))"),
                     code(
                         "if bundle.family == 'gemma4':\n"
                         "    assert plan.num_soft_tokens == 270  # this photo at budget 280\n"
@@ -234,7 +234,7 @@ NOTEBOOKS = {
                     code(
                         "pooled = ge.vision_pooling(bundle, photo, max_soft_tokens=280)\n"
                         "print(pooled.slots, 'slots,', pooled.num_valid, 'real')\n"
-                        "ge.show_pooled_mask(bundle, photo, pooled=pooled)"
+                        "ge.show_pooled_mask(pooled)"
                     ),
                     code("assert pooled.agrees and pooled.num_valid == 270"),
                 ],
@@ -243,8 +243,8 @@ NOTEBOOKS = {
                 "Extreme aspect ratios: the 3×900 report",
                 [
                     code(
-                        "report = ge.check_parity((3, 900), family='gemma4', max_soft_tokens=280,\n"
-                        "                         bundle=bundle, use_vllm=False)\nreport"
+                        "report = ge.check_image_parity((3, 900), max_soft_tokens=280,\n"
+                        "                               bundle=bundle, use_vllm=False)\nreport"
                     ),
                     code(
                         "assert not report.agree and report.first_difference == 'resized size (h×w)'\n"
@@ -260,7 +260,7 @@ NOTEBOOKS = {
         [
             "A budget fixes max patches (budget × 9); unused rows are padding at (−1, −1).",
             "The pooler keeps one token per real 3×3 cell; the rest of the budget is stripped.",
-            "Thin strips are where implementations disagree: check with `check_parity`.",
+            "Thin strips are where implementations disagree: check with `check_image_parity`.",
         ],
     ),
     "03_audio": notebook(

@@ -144,6 +144,26 @@ def _fail(exc: BaseException, keys: tuple[str, ...]) -> TabResult:
     return out
 
 
+def _done(
+    bundle: Bundle,
+    timer: _Timer,
+    rows: list[tuple[str, Any]],
+    report: ParityReport,
+    plan: Any,
+    **figures: Any,
+) -> TabResult:
+    """A tab's result: its figures, counts table, parity badge, timings and notice."""
+    return TabResult(
+        **figures,
+        counts=_table(rows),
+        parity=_badge(report),
+        timings=timer.text(),
+        notice=_notice(bundle),
+        plan=plan,
+        error=None,
+    )
+
+
 def _budget(bundle: Bundle, budget: Any) -> int | None:
     """The dropdown's budget, for families that have one."""
     return int(budget) if bundle.spec.image.budgets and budget not in (None, "") else None
@@ -188,15 +208,8 @@ def image_tab(model_name: str, image: Any, budget: Any = 280) -> TabResult:
             ("soft tokens", plan.num_soft_tokens),
             ("prompt tokens (with markers)", plan.total_tokens),
         ]
-        return TabResult(
-            patch_figure=patch_fig,
-            pooled_figure=pooled_fig,
-            counts=_table(rows),
-            parity=_badge(report),
-            timings=t.text(),
-            notice=_notice(bundle),
-            plan=plan,
-            error=None,
+        return _done(
+            bundle, t, rows, report, plan, patch_figure=patch_fig, pooled_figure=pooled_fig
         )
     except Exception as exc:  # noqa: BLE001 - the UI shows every failure as text
         return _fail(exc, _IMAGE_KEYS)
@@ -241,15 +254,7 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
             rows.append(("resampled", f"{notes['resampled_from']} Hz → {rate / 1000:g} kHz"))
         if plan.silent:
             rows.append(("note", "the clip is silent — it still costs tokens"))
-        return TabResult(
-            mel_figure=fig,
-            counts=_table(rows),
-            parity=_badge(report),
-            timings=t.text(),
-            notice=_notice(bundle),
-            plan=plan,
-            error=None,
-        )
+        return _done(bundle, t, rows, report, plan, mel_figure=fig)
     except Exception as exc:  # noqa: BLE001
         return _fail(exc, ("mel_figure", "counts", "parity", "timings", "notice"))
 
@@ -282,15 +287,7 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResul
             ("markers", plan.total_tokens - plan.total_soft_tokens),
             ("timestamps", ", ".join(dict.fromkeys(plan.timestamps))),
         ]
-        return TabResult(
-            frames_figure=fig,
-            counts=_table(rows),
-            parity=_badge(report),
-            timings=t.text(),
-            notice=_notice(bundle),
-            plan=plan,
-            error=None,
-        )
+        return _done(bundle, t, rows, report, plan, frames_figure=fig)
     except Exception as exc:  # noqa: BLE001
         return _fail(exc, ("frames_figure", "counts", "parity", "timings", "notice"))
 

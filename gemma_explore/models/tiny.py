@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..families import GEMMA3N, GEMMA4, get_family
+from ..families import GEMMA3N, GEMMA4, FamilySpec, get_family
 from .tokenizer import build_stand_in_tokenizer
 
 __all__ = [
@@ -88,6 +88,25 @@ def register_tiny_mobilenet() -> None:
     register_model(gemma_explore_mnv5_tiny_enc)
 
 
+def _tiny_text_sizes(spec: FamilySpec) -> dict[str, Any]:
+    """The language model's sizes, shared by both tiny families: the real vocabulary
+    (so real ids work), two layers (one sliding, one full), everything else small."""
+    return dict(
+        vocab_size=spec.vocab_size,
+        vocab_size_per_layer_input=spec.text_vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        hidden_size_per_layer_input=8,
+        layer_types=["sliding_attention", "full_attention"],
+        sliding_window=64,
+        max_position_embeddings=8192,
+    )
+
+
 def tiny_config(family: str):
     """The transformers config of a tiny bundle (real config classes, small sizes)."""
     spec = get_family(family)
@@ -101,22 +120,11 @@ def tiny_config(family: str):
         )
 
         text = Gemma3nTextConfig(
-            vocab_size=GEMMA3N.vocab_size,
-            vocab_size_per_layer_input=GEMMA3N.text_vocab_size,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            head_dim=32,
-            hidden_size_per_layer_input=8,
+            **_tiny_text_sizes(GEMMA3N),
             laurel_rank=8,
             altup_num_inputs=2,
             num_kv_shared_layers=0,
-            layer_types=["sliding_attention", "full_attention"],
             activation_sparsity_pattern=[0.0, 0.0],
-            sliding_window=64,
-            max_position_embeddings=8192,
         )
         vision = Gemma3nVisionConfig(
             architecture=TINY_MNV5,
@@ -133,21 +141,7 @@ def tiny_config(family: str):
 
     from transformers import Gemma4AudioConfig, Gemma4Config, Gemma4TextConfig, Gemma4VisionConfig
 
-    text = Gemma4TextConfig(
-        vocab_size=GEMMA4.vocab_size,
-        vocab_size_per_layer_input=GEMMA4.text_vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        global_head_dim=32,
-        hidden_size_per_layer_input=8,
-        layer_types=["sliding_attention", "full_attention"],
-        sliding_window=64,
-        max_position_embeddings=8192,
-    )
+    text = Gemma4TextConfig(**_tiny_text_sizes(GEMMA4), global_head_dim=32)
     vision = Gemma4VisionConfig(
         hidden_size=32,
         intermediate_size=64,
