@@ -18,6 +18,7 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lab: $(STAMP)

@@ -199,7 +199,6 @@ class ItemReport:
     positions: tuple[int, ...] = field(repr=False)  # where in input_ids they land
     valid_mask: tuple[bool, ...] | None = field(default=None, repr=False)  # pooler / audio mask
     padding_slots: int = 0  # Gemma 3n audio: slots filled with the padding embedding
-    truncated_tokens: int = 0  # encoder tokens that did not fit
 
     @property
     def agrees(self) -> bool:

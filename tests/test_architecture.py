@@ -210,3 +210,48 @@ def test_import_linter_fails_on_a_function_level_back_edge(tmp_path):
     )  # fmt: skip
     assert run.returncode != 0, run.stdout
     assert "gemma_explore.families -> gemma_explore.app.handlers" in run.stdout
+
+
+# ------------------------------------------------------------- declared dependencies
+
+
+def _declared() -> set[str]:
+    import re
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        specs += extra
+    return {re.split(r"[<>=!~;\[ ]", s, maxsplit=1)[0].lower().replace("_", "-") for s in specs}
+
+
+def _third_party_imports() -> dict[str, str]:
+    """Top-level third-party module → the first file that imports it."""
+    found: dict[str, str] = {}
+    stdlib = set(sys.stdlib_module_names)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in stdlib and top != "gemma_explore" and top != "__future__":
+                    found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_imported_package_is_declared():
+    """cv2 once arrived only with the vllm extra (Linux-only), httpx with nothing."""
+    from importlib.metadata import packages_distributions
+
+    dists = packages_distributions()
+    declared = _declared()
+    missing = []
+    for module, where in _third_party_imports().items():
+        names = {d.lower().replace("_", "-") for d in dists.get(module, [module])}
+        if not names & declared:
+            missing.append(f"{module} (imported in {where}; distributions {sorted(names)})")
+    assert missing == [], "declare these in pyproject.toml"

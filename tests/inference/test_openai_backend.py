@@ -83,8 +83,11 @@ def test_generate_and_stream_through_the_server(server, photo, tone):
     assert gen.text == "A cat sits." and gen.prompt_tokens == 300 and gen.generated_tokens == 4
     assert seen[-1]["path"] == "/v1/chat/completions" and seen[-1]["auth"] == "Bearer k"
     assert seen[-1]["body"]["mm_processor_kwargs"] == {"max_soft_tokens": 280}
+    assert gen.multimodal_tokens is None and gen.encoder_s is None  # not reported: no sentinel
     pieces = list(bundle.generate(_msgs(photo, tone), stream=True))
     assert pieces == ["A ", "cat ", "sits."] and seen[-1]["body"]["stream"] is True
+    # No budget asked: the server's own start-up budget applies, so none is sent.
+    assert "mm_processor_kwargs" not in seen[-1]["body"]
 
 
 def test_no_server_is_a_clear_error(photo, tone):

@@ -75,3 +75,16 @@ def test_prompt_ids_equal_vllms(tiny3n, tiny4, photo, case, budget):
         }
         for ph in layout.placeholders:
             assert embeds[ph.modality][ph.item] == ph.num_embeds
+
+
+def test_the_processor_cache_deletes_its_temporary_folders(tiny4):
+    import os
+
+    from gemma_explore.inference.vllm_processor import VllmProcessors
+
+    cache = VllmProcessors()
+    assert cache.get(tiny4) is cache.get(tiny4)  # made once
+    folder = cache.folder_of(tiny4)
+    assert os.path.isdir(folder) and "gemma_explore_vllm_" in folder
+    cache.clear()
+    assert not os.path.exists(folder)
