@@ -118,7 +118,15 @@ def build_app(model: str = "tiny-gemma4"):
         with gr.Tab("Prompt layout", id="layout"):
             with gr.Row():
                 with gr.Column(scale=1):
-                    layout_text = gr.Textbox("What do you see and hear?", label="Text")
+                    layout_raw = gr.Checkbox(
+                        False,
+                        label="Raw prompt, as vLLM's LLM.generate takes it (no chat template; "
+                        "one <|image|> / <image_soft_token> per attachment)",
+                        elem_id="layout_raw",
+                    )
+                    layout_text = gr.Textbox(
+                        "What do you see and hear?", label="Text", lines=3, elem_id="layout_text"
+                    )
                     layout_image = gr.Image(type="pil", label="Image (optional)")
                     layout_audio = gr.Audio(type="filepath", label="Clip (optional)")
                     gr.Examples(
@@ -137,8 +145,8 @@ def build_app(model: str = "tiny-gemma4"):
                     layout_time = gr.Markdown()
             layout_keys = ("layout_figure", "layout_html", "counts", "parity", "timings", "notice")
             layout_btn.click(
-                lambda m, t, i, a, b: _outputs(h.layout_tab(m, t, i, a, b), layout_keys),
-                [model_box, layout_text, layout_image, layout_audio, budget],
+                lambda m, t, i, a, b, r: _outputs(h.layout_tab(m, t, i, a, b, r), layout_keys),
+                [model_box, layout_text, layout_image, layout_audio, budget, layout_raw],
                 [layout_plot, layout_html, layout_counts, layout_checks, layout_time, notice],
                 api_name="layout",
             )

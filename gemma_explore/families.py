@@ -108,11 +108,17 @@ class FamilySpec:
     # Gemma 4 E-models look placeholders up as <pad> in their per-layer embeddings, so
     # only the soft tokens carry the image/audio at those positions.
     pads_placeholders_per_layer: bool = False
+    # vLLM's get_default_tok_params: Gemma 4 tokenizes text prompts without special tokens
+    # when the checkpoint has a chat template (its text already starts with <bos>);
+    # Gemma 3n keeps vLLM's default and prepends <bos>.
+    vllm_bos_off_with_template: bool = False
     text_vocab_size: int = 262_144  # ids of the text vocabulary
     vocab_size: int = 262_144  # embedding rows of the language model
     image: ImageSpec | None = None
     audio: AudioSpec | None = None
     hub_ids: tuple[str, ...] = ()  # released checkpoints that load with this family
+    # Released checkpoints whose config has no audio_config (image and video only).
+    hub_ids_without_audio: tuple[str, ...] = ()
     source: str = ""  # where these facts were read
 
     def id_of(self, token: str) -> int:
@@ -241,6 +247,7 @@ GEMMA4 = FamilySpec(
     },
     wraps_in_newlines=False,
     pads_placeholders_per_layer=True,
+    vllm_bos_off_with_template=True,
     text_vocab_size=262_144,
     vocab_size=262_144,
     image=ImageSpec(
@@ -270,6 +277,7 @@ GEMMA4 = FamilySpec(
         max_tokens=750,
     ),
     hub_ids=("google/gemma-4-E2B-it", "google/gemma-4-E4B-it"),
+    hub_ids_without_audio=("google/gemma-4-26B-A4B-it", "google/gemma-4-31B-it"),
     source="transformers Gemma4Processor / Gemma4ImageProcessor / Gemma4AudioFeatureExtractor",
 )
 

@@ -213,10 +213,9 @@ class ItemReport:
             )
         return (
             f"{self.modality} #{self.item}: the encoder gives {self.num_embeddings} "
-            f"embeddings but the prompt has {self.num_placeholders} placeholders — the "
-            f"situation behind vLLM's 'Attempted to assign {self.num_embeddings} multimodal "
-            f"tokens to {self.num_placeholders} placeholders'. Let the processor expand the "
-            "placeholders (do not edit them by hand) and use the same budget for both."
+            f"embeddings but the prompt has {self.num_placeholders} placeholders. Let the "
+            "processor expand the placeholders (do not edit them by hand) and use the same "
+            "budget for both."
         )
 
 
@@ -236,8 +235,24 @@ class EncoderReport:
         return all(i.agrees for i in self.items)
 
     @property
+    def vllm_error(self) -> str | None:
+        """What vLLM 0.32 raises for this request, word for word (models/utils.py,
+        ``_merge_multimodal_embeddings``), so you can search your logs for it; None when
+        every embedding has its placeholder."""
+        given = [i.num_embeddings for i in self.items]
+        slots = sum(i.num_placeholders for i in self.items)
+        if sum(given) == slots:
+            return None
+        expr = " + ".join(map(str, given))
+        return (
+            f"ValueError: Attempted to assign {expr} = {sum(given)} multimodal tokens to "
+            f"{slots} placeholders"
+        )
+
+    @property
     def mismatches(self) -> tuple[str, ...]:
-        return tuple(i.message for i in self.items if not i.agrees)
+        items = tuple(i.message for i in self.items if not i.agrees)
+        return items + ((f"vLLM would raise: {self.vllm_error}",) if self.vllm_error else ())
 
     def table(self) -> Table:
         rows = tuple(

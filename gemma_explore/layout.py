@@ -22,15 +22,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .colors import kind_color
-from .families import MAX_NEWLINE_RUN, NEWLINE_BASE_ID, FamilySpec, get_family
+from .families import MAX_NEWLINE_RUN, NEWLINE_BASE_ID, WRAPPER, FamilySpec, get_family
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
-from .vllm_rules import vllm_replacement_length
+from .vllm_rules import vllm_adds_bos, vllm_expand_gemma3n, vllm_replacement_length
 
 if TYPE_CHECKING:
     from .models.bundle import Bundle
 
-__all__ = ["NewlineMerge", "Placeholder", "PromptLayout", "Segment", "layout_prompt"]
+__all__ = [
+    "Divergence",
+    "NewlineMerge",
+    "Placeholder",
+    "PromptLayout",
+    "Segment",
+    "layout_prompt",
+]
 
 SEGMENT_KINDS = (
     "bos", "turn_start", "turn_end", "text", "newline", "newline_merge",
@@ -84,8 +91,34 @@ class NewlineMerge:
 
     position: int  # index in input_ids
     token: str  # e.g. "\n\n\n"
-    parts: tuple[str, ...]  # what vLLM splits it back into, e.g. ("\n", "\n\n")
+    # How vLLM's placeholder search reads it (gemma3n_mm.py _find_mm_placeholders): it
+    # always splits "\n\n\n" as ("\n", "\n\n") and "\n\n\n\n" as ("\n\n", "\n\n"),
+    # and leaves longer runs whole, so a wrapper inside those is never found.
+    parts: tuple[str, ...]
     note: str  # which wrapper(s) it holds
+
+    @property
+    def vllm_finds_wrapper(self) -> bool:
+        """Can vLLM's search find the wrapper this token holds?"""
+        opening = "opening" in self.note
+        closing = "closing" in self.note
+        if len(self.parts) == 1:
+            return False
+        return (not closing or self.parts[0] == WRAPPER) and (
+            not opening or self.parts[-1] == WRAPPER
+        )
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where vLLM's processor and transformers' part on a raw Gemma 3n prompt."""
+
+    rule: str  # what happens, in words
+    seed_function: str  # where vLLM does it (gemma3n_mm.py)
+    position: int  # index in the layout's input_ids where they part
+    vllm_ids: tuple[int, ...] | None  # vLLM's tokens there (None: vLLM raises)
+    transformers_ids: tuple[int, ...]  # transformers' tokens there
+    error: str | None = None  # what vLLM raises, word for word
 
 
 @dataclass(frozen=True)
@@ -101,6 +134,10 @@ class PromptLayout:
     newline_merges: tuple[NewlineMerge, ...]  # Gemma 3n only
     vllm_ranges: tuple[tuple[str, int, int], ...]  # (modality, offset, length) as vLLM finds them
     max_soft_tokens: int | None  # Gemma 4 image budget used
+    template: bool = True  # False: a raw prompt, laid out as vLLM's processor expands it
+    # Raw Gemma 3n prompts: where vLLM and transformers part (their ids, or vLLM's error).
+    divergences: tuple[Divergence, ...] = ()
+    warnings: tuple[str, ...] = ()  # e.g. a double <bos>
 
     def counts(self) -> dict[str, int]:
         """Tokens per segment kind."""
@@ -132,6 +169,12 @@ class PromptLayout:
             lines.append(
                 f"  newline merge at {m.position}: {m.token!r} = {' + '.join(map(repr, m.parts))} ({m.note})"
             )
+        for d in self.divergences:
+            lines.append(f"  ⚠ vLLM ≠ transformers at {d.position}: {d.rule}")
+            lines.append(
+                f"      vLLM {d.error or list(d.vllm_ids)} · transformers {list(d.transformers_ids)}"
+            )
+        lines += [f"  ⚠ {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -150,10 +193,22 @@ class PromptLayout:
                 f"{label}</span>"
             )
         summary = ", ".join(f"{k}: {v}" for k, v in self.counts().items())
+        problems = "".join(
+            f"<li><b>vLLM ≠ transformers at token {d.position}</b> ({html.escape(d.seed_function)}): "
+            f"{html.escape(d.rule)}<br><code>vLLM: {html.escape(d.error or str(list(d.vllm_ids)))}"
+            f"</code><br><code>transformers: {html.escape(str(list(d.transformers_ids)))}</code></li>"
+            for d in self.divergences
+        ) + "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+        kind = "raw prompt, as vLLM expands it" if not self.template else "chat template"
         return (
-            f"<div><b>PromptLayout — {self.family}, {self.num_tokens} tokens</b>"
-            f"<div style='line-height:1.9'>{''.join(spans)}</div><small>{summary}</small></div>"
+            f"<div><b>PromptLayout — {self.family}, {self.num_tokens} tokens ({kind})</b>"
+            f"<div style='line-height:1.9'>{''.join(spans)}</div><small>{summary}</small>"
+            + (f"<ul style='color:#b24000'>{problems}</ul>" if problems else "")
+            + "</div>"
         )
+
+
+_VLLM_SPLITS = {3: ("\n", "\n\n"), 4: ("\n\n", "\n\n")}  # _find_mm_placeholders' view
 
 
 def _show(token: str) -> str:
@@ -173,17 +228,35 @@ def layout_prompt(
     audios: Any = (),
     videos: Any = (),
     max_soft_tokens: int | None = None,
+    template: bool = True,
     prepared: PreparedInputs | None = None,
     **processor_kwargs: Any,
 ) -> PromptLayout:
-    """Run the real chat template and processor; describe the expanded prompt."""
+    """Run the real processor and describe the expanded prompt.
+
+    ``template=True`` (the default) renders the chat template around a message list or
+    text. ``template=False`` takes an already-templated prompt with one placeholder per
+    item, exactly as vLLM's ``LLM.generate({"prompt": text, "multi_modal_data": …})``
+    takes it, and lays out the ids vLLM's processor produces. Where those differ from
+    transformers' (Gemma 3n's newline rules), ``divergences`` says how and why, or
+    quotes the error vLLM raises.
+
+    >>> layout = layout_prompt("<bos>Look\n<image_soft_token>\nWhat?", bundle=b3n,
+    ...                        images=[photo], template=False)     # doctest: +SKIP
+    >>> layout.divergences[0].error                               # doctest: +SKIP
+    'RuntimeError: Expected there to be 1 prompt placeholders corresponding to 1 image items, …'
+    """
     spec = get_family(bundle.family)
     if prepared is None:
         prepared = prepare_inputs(
             bundle, messages_or_text, images=images, audios=audios, videos=videos,
-            max_soft_tokens=max_soft_tokens, **processor_kwargs,
+            max_soft_tokens=max_soft_tokens, template=template, **processor_kwargs,
         )  # fmt: skip
     ids = prepared.input_ids
+    divergences: tuple[Divergence, ...] = ()
+    found_by_vllm = None
+    if not prepared.template and spec.wraps_in_newlines:
+        ids, divergences, found_by_vllm = _vllm_raw_gemma3n(spec, bundle, prepared)
     tokens = bundle.processor.tokenizer.convert_ids_to_tokens(ids)
     idx = spec.id_of
     kind_of_id = {
@@ -213,6 +286,10 @@ def layout_prompt(
                 break
             acc, q = cand, q - 1
         if _TIMESTAMP.match(acc):
+            # The space before a timestamp joins frames (it follows a frame's EOI); before
+            # a video's first frame it is the prompt's own text.
+            if tokens[q] == "▁" and (q == 0 or kinds[q - 1] != "eoi"):
+                q += 1
             for r in range(q, p):
                 kinds[r] = "timestamp"
 
@@ -229,19 +306,14 @@ def layout_prompt(
             k = _newlines_in(ids[p])
             kinds[p] = "newline" if k == 2 else "newline_merge"
             if k > 2:
-                # vLLM splits "\n\n\n" into "\n"+"\n\n" (or "\n\n"+"\n") and "\n\n\n\n" into
-                # "\n\n"+"\n\n" to find the wrapper again.
-                before_wrapper = any(n_.startswith("opening") for n_ in notes)
-                if k == 4:
-                    parts = ("\n\n", "\n\n")
-                elif before_wrapper:
-                    parts = ("\n" * (k - 2), "\n\n")
-                else:
-                    parts = ("\n\n", "\n" * (k - 2))
+                # vLLM's search view always splits "\n\n\n" as "\n" + "\n\n" and
+                # "\n\n\n\n" as "\n\n" + "\n\n"; longer runs stay whole.
+                parts = _VLLM_SPLITS.get(k, ("\n" * k,))
                 merges.append(NewlineMerge(p, "\n" * k, parts, " + ".join(notes)))
 
     # Items, in order, per modality.
     counters = {"image": 0, "audio": 0, "video": 0}
+    frames_per_video = [len(idx) for idx in prepared.video_frame_indices]
     item_of = [None] * n
     runs: list[tuple[str, int, int, int]] = []  # (modality, item, start, end) incl. markers
     p = 0
@@ -260,13 +332,21 @@ def layout_prompt(
             counters[modality] += 1
             p = end
         elif k == "timestamp" or (k == "boi" and p + 1 < n and kinds[p + 1] == "video_soft"):
-            # A video: timestamps and frames until the last frame's EOI.
+            # A video: its sampled frames, each "mm:ss <BOI><video>…<EOI>". Videos placed
+            # side by side continue the same pattern, so each takes its own frame count.
+            item = counters["video"]
+            frames_left = frames_per_video[item] if item < len(frames_per_video) else n
             start, q = p, p
             while q < n and kinds[q] in ("timestamp", "boi", "video_soft", "eoi", "text"):
                 if kinds[q] == "text" and not (q + 1 < n and kinds[q + 1] == "timestamp"):
                     break
+                if kinds[q] == "eoi":
+                    frames_left -= 1
+                    if frames_left == 0:
+                        q += 1
+                        break
                 q += 1
-            runs.append(("video", counters["video"], start, q))
+            runs.append(("video", item, start, q))
             counters["video"] += 1
             p = q
         else:
@@ -309,6 +389,7 @@ def layout_prompt(
         segments.append(Segment(kinds[p], p, q - p, item, label))
         p = q
 
+    ranges = found_by_vllm if found_by_vllm is not None else _vllm_ranges(spec, placeholders)
     return PromptLayout(
         family=spec.name,
         text=prepared.text,
@@ -317,8 +398,11 @@ def layout_prompt(
         segments=tuple(segments),
         placeholders=tuple(placeholders),
         newline_merges=tuple(merges),
-        vllm_ranges=tuple(_vllm_ranges(spec, placeholders)),
+        vllm_ranges=tuple(ranges),
         max_soft_tokens=prepared.max_soft_tokens,
+        template=prepared.template,
+        divergences=divergences,
+        warnings=_bos_warnings(spec, bundle, ids, prepared),
     )
 
 
@@ -359,3 +443,183 @@ def _vllm_ranges(spec: FamilySpec, placeholders: list[Placeholder]) -> list[tupl
         else:
             out.append((ph.modality, ph.start, ph.length))
     return out
+
+
+# ------------------------------------------------------------ raw prompts through vLLM
+
+_SEED = "gemma3n_mm.py"
+_MERGES = "'\\n'+'\\n\\n', '\\n\\n'+'\\n' and '\\n\\n'+'\\n\\n'"
+
+
+@dataclass(frozen=True)
+class _Around:
+    """The newline runs around one placeholder token of a raw prompt."""
+
+    modality: str
+    item: int
+    before: int  # newlines in the token right before it (0 if not a newline run)
+    after: int  # newlines in the token right after it
+    next_is_item: bool  # only newlines stand between it and the next placeholder
+
+
+def _around_placeholders(spec: FamilySpec, prompt_ids: list[int]) -> list[_Around]:
+    targets = {spec.id_of(t): m for m, t in spec.placeholder_tokens.items()}
+    out, counts = [], dict.fromkeys(spec.placeholder_tokens, 0)
+    for p, tok in enumerate(prompt_ids):
+        if tok not in targets:
+            continue
+        modality = targets[tok]
+        before = _newlines_in(prompt_ids[p - 1]) if p > 0 else 0
+        after = _newlines_in(prompt_ids[p + 1]) if p + 1 < len(prompt_ids) else 0
+        q = p + 1
+        while q < len(prompt_ids) and _newlines_in(prompt_ids[q]):
+            q += 1
+        next_is_item = q < len(prompt_ids) and prompt_ids[q] in targets and q > p + 1
+        out.append(_Around(modality, counts[modality], before, after, next_is_item))
+        counts[modality] += 1
+    return out
+
+
+def _runs(spec: FamilySpec, ids: list[int]) -> list[tuple[int, int]]:
+    """(opener, closer) positions of each item's marker-delimited run."""
+    openers = {spec.id_of(spec.boi_token), spec.id_of(spec.boa_token)}
+    closers = {spec.id_of(spec.eoi_token), spec.id_of(spec.eoa_token)}
+    out, start = [], None
+    for p, tok in enumerate(ids):
+        if tok in openers:
+            start = p
+        elif tok in closers and start is not None:
+            out.append((start, p))
+            start = None
+    return out
+
+
+def _gap_rule(around: list[_Around], gap: int) -> str:
+    """Why the tokens between item ``gap - 1`` and item ``gap`` differ."""
+    prev = around[gap - 1] if gap > 0 else None
+    nxt = around[gap] if gap < len(around) else None
+    if prev is not None and nxt is not None and prev.next_is_item:
+        return (
+            f"Newlines between {prev.modality} #{prev.item} and {nxt.modality} #{nxt.item}: vLLM "
+            "expands both items first, then merges the wrappers with the newlines between "
+            f"them pairwise, left to right (only {_MERGES}); transformers expands the text and "
+            "tokenizes the whole run as one token."
+        )
+    rules = []
+    if prev is not None and prev.after >= 3:
+        rules.append(
+            f"{prev.after} newlines after the {prev.modality} placeholder: vLLM merges only "
+            f"{_MERGES} after expansion, so the closing '\\n\\n' and the {prev.after} newlines "
+            f"stay two tokens; transformers tokenizes one run of {prev.after + 2}."
+        )
+    if nxt is not None and nxt.before >= 3:
+        rules.append(
+            f"{nxt.before} newlines before the {nxt.modality} placeholder: vLLM merges only "
+            f"{_MERGES} after expansion, so they and the opening '\\n\\n' stay two tokens; "
+            f"transformers tokenizes one run of {nxt.before + 2}."
+        )
+    return " ".join(rules) or (
+        f"vLLM merges only {_MERGES} after expansion; transformers tokenizes the expanded "
+        "text, so the newline tokens here differ."
+    )
+
+
+def _window(ids: list[int], start: int, stop: int) -> tuple[int, ...]:
+    return tuple(ids[max(start - 1, 0) : stop + 1])
+
+
+def _gap_divergences(
+    spec: FamilySpec, v_ids: list[int], t_ids: list[int], around: list[_Around]
+) -> tuple[Divergence, ...]:
+    v_runs, t_runs = _runs(spec, v_ids), _runs(spec, t_ids)
+    bounds_v = [-1] + [c for _, c in v_runs], [o for o, _ in v_runs] + [len(v_ids)]
+    bounds_t = [-1] + [c for _, c in t_runs], [o for o, _ in t_runs] + [len(t_ids)]
+    out = []
+    for gap, (vs, ve, ts, te) in enumerate(zip(*bounds_v, *bounds_t, strict=True)):
+        v_gap, t_gap = v_ids[vs + 1 : ve], t_ids[ts + 1 : te]
+        if v_gap == t_gap:
+            continue
+        head = 0
+        while head < min(len(v_gap), len(t_gap)) and v_gap[head] == t_gap[head]:
+            head += 1
+        tail = 0
+        while (
+            tail < min(len(v_gap), len(t_gap)) - head
+            and v_gap[len(v_gap) - 1 - tail] == t_gap[len(t_gap) - 1 - tail]
+        ):
+            tail += 1
+        v_at, t_at = vs + 1 + head, ts + 1 + head
+        out.append(
+            Divergence(
+                rule=_gap_rule(around, gap),
+                seed_function=f"{_SEED}: _apply_token_matches",
+                position=v_at,
+                vllm_ids=_window(v_ids, v_at, ve - tail),
+                transformers_ids=_window(t_ids, t_at, te - tail),
+            )
+        )
+    return tuple(out)
+
+
+def _vllm_raw_gemma3n(
+    spec: FamilySpec, bundle: Bundle, prepared: PreparedInputs
+) -> tuple[list[int], tuple[Divergence, ...], tuple[tuple[str, int, int], ...] | None]:
+    """vLLM's ids for a raw Gemma 3n prompt, and where they differ from transformers'."""
+    tokenizer = bundle.processor.tokenizer
+    has_template = getattr(bundle.processor, "chat_template", None) is not None
+    add_bos = vllm_adds_bos(spec, has_chat_template=has_template)
+    prompt_ids = tokenizer(prepared.text, add_special_tokens=add_bos)["input_ids"]
+    items = {m: n for m, n in (("image", len(prepared.images)), ("audio", len(prepared.audios)))}
+    items = {m: n for m, n in items.items() if n}
+    expansion = vllm_expand_gemma3n(spec, prompt_ids, items)
+    t_ids = prepared.input_ids
+    around = _around_placeholders(spec, prompt_ids)
+    if expansion.error is not None:
+        lost = next((a for a in around if a.after == 1), around[0] if around else None)
+        runs = _runs(spec, t_ids)
+        index = around.index(lost) if lost in around else 0
+        closer = runs[index][1] if index < len(runs) else 0
+        rule = (
+            f"A single '\\n' right after the {lost.modality} placeholder: vLLM merges the closing "
+            "'\\n\\n' with it into '\\n\\n\\n', then its placeholder search always splits "
+            "'\\n\\n\\n' as '\\n' + '\\n\\n', so it never finds the closing wrapper and raises. "
+            "transformers runs. Write no newline or two ('\\n\\n') after the placeholder."
+            if lost is not None and lost.after == 1
+            else "vLLM cannot find every item's replacement in its expanded prompt."
+        )
+        divergence = Divergence(
+            rule=rule,
+            seed_function=f"{_SEED}: _apply_token_matches, _find_mm_placeholders",
+            position=closer,
+            vllm_ids=None,
+            transformers_ids=tuple(t_ids[closer : closer + 2]),
+            error=expansion.error,
+        )
+        return t_ids, (divergence,), None
+    v_ids = list(expansion.ids)
+    if v_ids == t_ids:
+        return t_ids, (), expansion.placeholders
+    return v_ids, _gap_divergences(spec, v_ids, t_ids, around), expansion.placeholders
+
+
+def _bos_warnings(
+    spec: FamilySpec, bundle: Bundle, ids: list[int], prepared: PreparedInputs
+) -> tuple[str, ...]:
+    bos = spec.id_of(spec.bos_token)
+    if ids[:2] == [bos, bos]:
+        return (
+            "The prompt starts with two <bos> tokens, which the model never saw in training. "
+            + (
+                "vLLM prepends <bos> to this family's text prompts, and the text already starts "
+                "with '<bos>': drop it from the text."
+                if vllm_adds_bos(spec)
+                else "Drop one '<bos>' from the text."
+            ),
+        )
+    if ids[:1] != [bos]:
+        return (
+            "The prompt has no <bos>. vLLM does not add one to "
+            f"{spec.display_name} text prompts when the checkpoint has a chat template: "
+            "start the text with '<bos>'.",
+        )
+    return ()

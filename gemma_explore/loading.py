@@ -28,6 +28,7 @@ from .models.checkpoints import (
     is_random_weights,
     load_parts,
     load_processor,
+    modalities_of,
 )
 from .models.tiny import TINY_NAMES
 
@@ -75,6 +76,7 @@ def load(
         is_random_weights=parts.is_random_weights,
         device=parts.device,
         dtype=parts.dtype,
+        modalities=parts.modalities,
     )
 
 
@@ -101,7 +103,17 @@ def _load_openai(
         engine=engine,
         is_random_weights=False,
         device="remote",
+        modalities=modalities_of(fam, _config_or_none(name), name),
     )
+
+
+def _config_or_none(source: str) -> Any:
+    """The checkpoint's config when it is on this machine (a folder), else None."""
+    if not Path(source).is_dir():
+        return None
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(source)
 
 
 def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
@@ -110,15 +122,16 @@ def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
         keep = tempfile.TemporaryDirectory(prefix="gemma_explore_")  # removed with the engine
         load(name, device="cpu").save_pretrained(keep.name)
         source, random_weights = keep.name, True
-    if Path(source).is_dir():
-        from transformers import AutoConfig
-
+    config = _config_or_none(source)
+    if config is not None:
         check_folder(Path(source))
-        family = family_from_config(AutoConfig.from_pretrained(source), source)
+        family = family_from_config(config, source)
         random_weights = random_weights or is_random_weights(Path(source))
     else:
         family = guess_family(source)
-    llm = start_vllm(source, family=family, **engine_overrides)
+    modalities = modalities_of(family, config, source)
+    has_audio = "audio" in modalities
+    llm = start_vllm(source, family=family, has_audio=has_audio, **engine_overrides)
     return Bundle(
         name=name,
         family=family,
@@ -127,4 +140,5 @@ def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
         engine=VllmEngine(llm, family, random_weights, keep_alive=keep),
         is_random_weights=random_weights,
         device="cuda",
+        modalities=modalities,
     )

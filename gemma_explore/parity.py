@@ -198,8 +198,8 @@ def check_image_parity(
         if v_old != v_tokens:
             notes.append(
                 f"Before vLLM clamped to the budget it reserved {v_old} placeholders here for "
-                f"{hf_soft} embeddings: 'Attempted to assign … = {hf_soft} multimodal tokens "
-                f"to {v_old} placeholders'."
+                f"{hf_soft} embeddings: 'Attempted to assign {hf_soft} = {hf_soft} multimodal "
+                f"tokens to {v_old} placeholders'."
             )
         if v_size != tuple(hf_size):
             notes.append(

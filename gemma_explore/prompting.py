@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import MediaError
-from .families import get_family
+from .families import FamilySpec, get_family
 from .media import Video, load_audio, load_image, load_video
 from .plans import check_budget, sample_frame_indices
+from .vllm_rules import vllm_adds_bos
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -64,6 +65,7 @@ class PreparedInputs:
     videos: list[Video] = field(default_factory=list)
     video_frame_indices: list[list[int]] = field(default_factory=list)  # sampled per video
     max_soft_tokens: int | None = None  # Gemma 4 image budget used
+    template: bool = True  # False: ``text`` is a raw prompt, tokenized as vLLM's LLM.generate does
     # What the caller asked for on this request (e.g. {"max_soft_tokens": 560}); serving
     # engines send it as vLLM's per-request mm_processor_kwargs. Empty: the server's own.
     request_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -230,6 +232,7 @@ def prepare_inputs(
     audios: Any = (),
     videos: Any = (),
     max_soft_tokens: int | None = None,
+    template: bool = True,
     add_generation_prompt: bool = True,
     **processor_kwargs: Any,
 ) -> PreparedInputs:
@@ -239,14 +242,33 @@ def prepare_inputs(
     Extra keyword arguments go to the processor call unchanged. A bundle without a
     local processor (a remote server's model) gets its media loaded and checked only.
 
+    ``template=False`` takes an already-templated prompt, as vLLM's
+    ``LLM.generate({"prompt": text, "multi_modal_data": …})`` takes it: one placeholder
+    token per item (``<|image|>``, ``<|audio|>``, ``<|video|>`` for Gemma 4;
+    ``<image_soft_token>``, ``<audio_soft_token>`` for Gemma 3n), with the media given
+    as ``images=``, ``audios=``, ``videos=`` in the prompt's order. The text is
+    tokenized as vLLM does (Gemma 3n prepends ``<bos>``; Gemma 4 with a chat template
+    does not), then the processor expands the placeholders.
+
     >>> prepared = prepare_inputs(ge.load("tiny-gemma4"), "Hi", images=[(480, 640)])  # doctest: +SKIP
     >>> prepared.input_ids.count(258880)                                             # doctest: +SKIP
     260
     """
+    if not template and not isinstance(messages_or_text, str):
+        raise ValueError(
+            "template=False takes the prompt text itself (with one placeholder per item), "
+            "not a message list; pass the media as images=, audios=, videos=."
+        )
     media = prepare_media(
-        bundle.family, messages_or_text, images=images, audios=audios, videos=videos,
-        max_soft_tokens=max_soft_tokens,
+        bundle.family, "" if not template else messages_or_text, images=images, audios=audios,
+        videos=videos, max_soft_tokens=max_soft_tokens,
     )  # fmt: skip
+    if media.audios and "audio" not in bundle.modalities:
+        raise MediaError(
+            f"{bundle.name} has no audio tower (its config has no audio_config, like Gemma 4 "
+            "26B and 31B): it takes images and video only, and vLLM would refuse the clip "
+            "with 'does not have an audio tower'. Use an E2B or E4B checkpoint for audio."
+        )
     processor = bundle.processor
     if processor is None:  # a remote server's model: media checked, nothing to tokenize
         return media
@@ -257,28 +279,35 @@ def prepare_inputs(
         images_kwargs.setdefault("max_soft_tokens", media.max_soft_tokens)
         kwargs["images_kwargs"] = images_kwargs
     pil_images, waves, vids = media.images, media.audios, media.videos
-    text = processor.apply_chat_template(
-        media.messages, tokenize=False, add_generation_prompt=add_generation_prompt
-    )
+    if template:
+        text = processor.apply_chat_template(
+            media.messages, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+        # The chat template already writes <bos>; adding special tokens again would double it.
+        add_special_tokens = False
+    else:
+        text = messages_or_text
+        _check_raw_placeholders(spec, text, media)
+        has_template = getattr(processor, "chat_template", None) is not None
+        add_special_tokens = vllm_adds_bos(spec, has_chat_template=has_template)
     if vids:
         from transformers.video_utils import VideoMetadata
 
-        metadata = []
-        for v in vids:
-            metadata.append(
-                VideoMetadata(
-                    total_num_frames=v.num_frames,
-                    fps=v.fps,
-                    duration=v.num_frames / v.fps,
-                    height=v.frames.shape[1],
-                    width=v.frames.shape[2],
-                )
+        # Each video keeps its own sample (transformers takes one num_frames for all):
+        # hand over the sampled frames, with their indices for the timestamps.
+        metadata = [
+            VideoMetadata(
+                total_num_frames=v.num_frames,
+                fps=v.fps,
+                duration=v.num_frames / v.fps,
+                height=v.frames.shape[1],
+                width=v.frames.shape[2],
+                frames_indices=list(idx),
             )
+            for v, idx in zip(vids, media.video_frame_indices, strict=True)
+        ]
         videos_kwargs = dict(kwargs.pop("videos_kwargs", {}) or {})
-        # transformers samples 32 frames and raises for shorter videos; ask for what exists.
-        limit = spec.image.max_video_frames
-        videos_kwargs.setdefault("num_frames", min(limit, min(v.num_frames for v in vids)))
-        videos_kwargs["video_metadata"] = metadata
+        videos_kwargs.update(video_metadata=metadata, do_sample_frames=False)
         kwargs["videos_kwargs"] = videos_kwargs
 
     call: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
@@ -287,11 +316,35 @@ def prepare_inputs(
     if waves:
         call["audio"] = waves
     if vids:
-        call["videos"] = [v.frames for v in vids]
-    # The chat template already writes <bos>; adding special tokens again would double it.
-    call["add_special_tokens"] = False
+        call["videos"] = [
+            v.frames[idx] for v, idx in zip(vids, media.video_frame_indices, strict=True)
+        ]
+    call["add_special_tokens"] = add_special_tokens
     start = time.perf_counter()
     batch = processor(**call, **kwargs)
     elapsed = time.perf_counter() - start
     budget = kwargs.get("images_kwargs", {}).get("max_soft_tokens", media.max_soft_tokens)
-    return replace(media, text=text, batch=batch, preprocess_s=elapsed, max_soft_tokens=budget)
+    return replace(
+        media, text=text, batch=batch, preprocess_s=elapsed, max_soft_tokens=budget,
+        template=template,
+    )  # fmt: skip
+
+
+def _check_raw_placeholders(spec: FamilySpec, text: str, media: PreparedInputs) -> None:
+    """A raw prompt needs exactly one placeholder per item, as vLLM's processor does."""
+    given = {"image": len(media.images), "audio": len(media.audios), "video": len(media.videos)}
+    for modality, token in spec.placeholder_tokens.items():
+        found = text.count(token)
+        if found != given[modality]:
+            what = f"{given[modality]} {modality} item(s)"
+            vllm = (
+                " (vLLM would stop with 'Failed to apply prompt replacement for "
+                f"mm_items[{modality!r}][{found}]')"
+                if found < given[modality]
+                else ""
+            )
+            raise ValueError(
+                f"The raw prompt has {found} {token} placeholder(s) for {what}{vllm}. Write "
+                f"one {token} where each {modality} goes, or pass template=True to let the "
+                "chat template place them."
+            )

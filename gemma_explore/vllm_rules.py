@@ -27,11 +27,18 @@ Nothing here imports vLLM or torch.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from .families import FamilySpec, get_family
+from .families import WRAPPER, FamilySpec, get_family
 from .plans import conv_out
 
 __all__ = [
+    "VLLM_COUNT_ERROR",
+    "VLLM_REPLACE_ERROR",
+    "VllmExpansion",
+    "vllm_adds_bos",
+    "vllm_expand_gemma3n",
+    "vllm_replacement",
     "vllm_audio_frames",
     "vllm_audio_tokens",
     "vllm_image_size",
@@ -101,3 +108,126 @@ def vllm_replacement_length(family: str | FamilySpec, modality: str, num_embeds:
     if modality == "video":
         raise ValueError("A video's replacement interleaves timestamps; count it from a layout.")
     return num_embeds + spec.markers_per_item
+
+
+# ----------------------------------------------------------------- raw prompts in vLLM
+
+
+def vllm_adds_bos(family: str | FamilySpec, *, has_chat_template: bool = True) -> bool:
+    """Whether ``LLM.generate({"prompt": text})`` tokenizes with ``add_special_tokens=True``,
+    i.e. prepends ``<bos>`` to the text (vLLM's ``get_default_tok_params``).
+
+    Gemma 3n keeps the base default (True), so a chat-template text that already starts
+    with ``<bos>`` becomes ``[2, 2, …]``; Gemma 4 turns it off for checkpoints that ship
+    a chat template. (``LLM.chat`` and the chat API never add it.)
+
+    >>> vllm_adds_bos("gemma3n"), vllm_adds_bos("gemma4"), vllm_adds_bos("gemma4", has_chat_template=False)
+    (True, False, True)
+    """
+    spec = get_family(family)
+    return not (spec.vllm_bos_off_with_template and has_chat_template)
+
+
+VLLM_COUNT_ERROR = (
+    "RuntimeError: Expected there to be {n} prompt placeholders corresponding to {n} "
+    "{modality} items, but instead found {found} prompt placeholders! Make sure the "
+    "implementation of `_apply_hf_processor_main` and `_get_mm_fields_config` are "
+    "consistent with each other."
+)
+VLLM_REPLACE_ERROR = (
+    "AssertionError: Failed to apply prompt replacement for mm_items[{modality!r}][{item}]"
+)
+
+
+@dataclass(frozen=True)
+class VllmExpansion:
+    """What vLLM's processor makes of a tokenized raw prompt (Gemma 3n's prompt updates)."""
+
+    ids: tuple[int, ...] | None  # the expanded prompt (None when vLLM raises)
+    placeholders: tuple[tuple[str, int, int], ...]  # (modality, offset, length) as vLLM finds them
+    error: str | None  # the exception vLLM raises, word for word
+
+
+def _replace_pairs(ids: list[int], pair: tuple[int, int], merged: int) -> list[int]:
+    """Left to right, non-overlapping: every ``pair`` becomes ``merged`` (one pass)."""
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(merged)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def vllm_replacement(spec: FamilySpec, modality: str) -> list[int]:
+    """Gemma 3n's fixed replacement for one item: ``"\\n\\n" BOI soft×N EOI "\\n\\n"``."""
+    nl2 = spec.id_of(WRAPPER)
+    if modality == "image":
+        run = [spec.id_of(spec.image_token)] * spec.image.fixed_soft_tokens
+        return [nl2, spec.id_of(spec.boi_token), *run, spec.id_of(spec.eoi_token), nl2]
+    run = [spec.id_of(spec.audio_token)] * spec.audio.fixed_placeholders
+    return [nl2, spec.id_of(spec.boa_token), *run, spec.id_of(spec.eoa_token), nl2]
+
+
+def vllm_expand_gemma3n(
+    spec: FamilySpec, prompt_ids: list[int], items: dict[str, int]
+) -> VllmExpansion:
+    """Re-derive Gemma 3n's prompt updates in vLLM, token by token.
+
+    1. Each placeholder token becomes the item's fixed replacement (``_get_prompt_updates``).
+    2. Three passes over the whole prompt merge ``"\\n"+"\\n\\n"`` → ``"\\n\\n\\n"``, then
+       ``"\\n\\n"+"\\n"`` → ``"\\n\\n\\n"``, then ``"\\n\\n"+"\\n\\n"`` → ``"\\n\\n\\n\\n"`` — and
+       no other pair (``_apply_token_matches``).
+    3. To find each item again, a search view splits ``"\\n\\n\\n"`` into ``"\\n"``,
+       ``"\\n\\n"`` and ``"\\n\\n\\n\\n"`` into ``"\\n\\n"``, ``"\\n\\n"``, then scans left to right
+       for each item's whole replacement (``_find_mm_placeholders``). An item it cannot
+       find makes vLLM raise (``_validate_mm_placeholders``).
+
+    ``items`` maps modality → number of items, in the prompt's order.
+    """
+    targets = {m: spec.id_of(spec.placeholder_tokens[m]) for m in items}
+    expanded: list[int] = []
+    seen = {m: 0 for m in items}
+    for tok in prompt_ids:
+        modality = next((m for m, t in targets.items() if t == tok), None)
+        if modality is not None and seen[modality] < items[modality]:
+            expanded += vllm_replacement(spec, modality)
+            seen[modality] += 1
+        else:
+            expanded.append(tok)
+    for modality, n in items.items():
+        if seen[modality] < n:
+            return VllmExpansion(
+                None, (), VLLM_REPLACE_ERROR.format(modality=modality, item=seen[modality])
+            )
+    n1, n2, n3, n4 = (spec.id_of("\n" * k) for k in (1, 2, 3, 4))
+    ids = _replace_pairs(expanded, (n1, n2), n3)
+    ids = _replace_pairs(ids, (n2, n1), n3)
+    ids = _replace_pairs(ids, (n2, n2), n4)
+    view, origin = [], []
+    for i, tok in enumerate(ids):
+        parts = [n1, n2] if tok == n3 else [n2, n2] if tok == n4 else [tok]
+        view += parts
+        origin += [i] * len(parts)
+    found: list[tuple[str, int, int]] = []
+    index = {m: 0 for m in items}
+    p = 0
+    while p < len(view) and any(index[m] < items[m] for m in items):
+        for modality in items:
+            if index[modality] >= items[modality]:
+                continue
+            repl = vllm_replacement(spec, modality)
+            if view[p : p + len(repl)] == repl:
+                found.append((modality, origin[p], len(repl)))
+                index[modality] += 1
+                p += len(repl)
+                break
+        else:
+            p += 1
+    for modality, n in items.items():
+        if index[modality] != n:
+            error = VLLM_COUNT_ERROR.format(n=n, modality=modality, found=index[modality])
+            return VllmExpansion(None, tuple(found), error)
+    return VllmExpansion(tuple(ids), tuple(found), None)

@@ -16,7 +16,7 @@ from .families import AUDIO_SAMPLING_RATE, FAMILIES, GEMMA4, get_family
 from .features import audio_features
 from .plans import plan_audio, plan_image
 
-__all__ = ["explore_audio", "explore_image", "explore_prompt"]
+__all__ = ["explore_audio", "explore_image", "explore_prompt", "raw_prompt_example"]
 
 
 _FAMILY_OPTIONS = [(f.display_name, f.name) for f in reversed(FAMILIES.values())]
@@ -132,14 +132,29 @@ def explore_audio(audio: Any, *, sampling_rate: int | None = None):
     return ex
 
 
+def raw_prompt_example(bundle: Any) -> str:
+    """A hand-written prompt for ``template=False``: one placeholder, as vLLM takes it."""
+    spec = bundle.spec
+    return (
+        f"{spec.bos_token}{spec.turn_start}user\nLook:{spec.image_token}\n\nWhat is this?"
+        f"{spec.turn_end}\n{spec.turn_start}model\n"
+    )
+
+
 def explore_prompt(bundle: Any):
-    """Text and attachments → the expanded prompt's layout ribbon."""
+    """Text and attachments → the expanded prompt's layout ribbon.
+
+    Tick "raw prompt" to type the prompt as vLLM's ``LLM.generate`` takes it (one
+    placeholder token per item, no chat template): the items follow the placeholders
+    you write, and the ribbon shows where vLLM and transformers part.
+    """
     import ipywidgets as widgets
 
     from .layout import layout_prompt
     from .viz.layout import show_layout
 
     text = widgets.Textarea(value="What is in this picture?", description="text")
+    raw = widgets.Checkbox(value=False, description="raw prompt (as LLM.generate takes it)")
     n_images = widgets.IntSlider(value=1, min=0, max=3, description="images")
     n_audio = widgets.IntSlider(value=0, min=0, max=2, description="clips")
     budget = widgets.SelectionSlider(
@@ -150,8 +165,9 @@ def explore_prompt(bundle: Any):
     )
     counts = widgets.HTML()
     out = _figure_widget()
-    ex = _Explorer(widgets.VBox([text, n_images, n_audio, budget, counts, out]))
-    ex.text, ex.images, ex.audios, ex.budget, ex.counts, ex.output = (
+    ex = _Explorer(widgets.VBox([raw, text, n_images, n_audio, budget, counts, out]))
+    ex.raw, ex.text, ex.images, ex.audios, ex.budget, ex.counts, ex.output = (
+        raw,
         text,
         n_images,
         n_audio,
@@ -159,6 +175,7 @@ def explore_prompt(bundle: Any):
         counts,
         out,
     )
+    spec = bundle.spec
     rng = np.random.RandomState(0)
     sample_image = (rng.rand(480, 640, 3) * 255).astype(np.uint8)
     sample_clip = (
@@ -166,7 +183,15 @@ def explore_prompt(bundle: Any):
         AUDIO_SAMPLING_RATE,
     )
 
+    def on_raw(change) -> None:
+        text.value = raw_prompt_example(bundle) if change["new"] else "What is in this picture?"
+
     def update(_change=None) -> None:
+        # A raw prompt decides the items by its placeholders; the sliders follow it.
+        n_images.disabled = n_audio.disabled = raw.value
+        if raw.value:
+            n_images.value = min(text.value.count(spec.image_token), n_images.max)
+            n_audio.value = min(text.value.count(spec.audio_token), n_audio.max)
         try:
             ex.plan = layout_prompt(
                 text.value,
@@ -174,6 +199,7 @@ def explore_prompt(bundle: Any):
                 images=[sample_image] * n_images.value,
                 audios=[sample_clip] * n_audio.value,
                 max_soft_tokens=budget.value if bundle.spec.image.budgets else None,
+                template=not raw.value,
             )
             ex.figure = show_layout(ex.plan)
             ex.error = None
@@ -183,6 +209,7 @@ def explore_prompt(bundle: Any):
             ex.error = str(exc)
             counts.value = f"<b style='color:#D55E00'>{exc}</b>"
 
+    raw.observe(on_raw, names="value")
     for w in (text, n_images, n_audio, budget):
         w.observe(update, names="value")
     update()

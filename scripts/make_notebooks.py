@@ -252,7 +252,7 @@ NOTEBOOKS = {
                     ),
                     md(
                         "Before vLLM clamped its count, it reserved 289 placeholders for 280 embeddings: "
-                        "*“Attempted to assign 280 multimodal tokens to 289 placeholders”*."
+                        "*“Attempted to assign 280 = 280 multimodal tokens to 289 placeholders”*."
                     ),
                 ],
             ),
@@ -494,7 +494,7 @@ NOTEBOOKS = {
         ],
         [
             "The transformers backend runs anywhere; vLLM's engine needs a CUDA GPU.",
-            "Give vLLM the largest budget at start-up, lower ones per request.",
+            "Requests may change the budget; vLLM's encoder cache is sized at start-up from the largest item over the enabled modalities.",
             "The notebook printed whether it ran random or trained weights.",
         ],
     ),
@@ -540,8 +540,8 @@ NOTEBOOKS = {
                         "ids = ge.prepare_inputs(bundle, msgs).input_ids\n"
                         "k = ids.index(258880)\n"
                         "report = ge.inspect_multimodal(bundle, msgs, input_ids=ids[:k] + ids[k + 1:])\n"
-                        "print(report.mismatches[0])\n"
-                        "assert 'Attempted to assign 270 multimodal tokens to 269 placeholders' in report.mismatches[0]"
+                        "print(report.vllm_error)\n"
+                        "assert report.vllm_error == 'ValueError: Attempted to assign 270 = 270 multimodal tokens to 269 placeholders'"
                     ),
                 ],
             ),

@@ -11,7 +11,25 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 from PIL import Image
+
+# Hypothesis profiles: thorough in CI (CI=true), quick on a laptop. Tests that are slow
+# per example take a fraction of the profile's count (see examples()).
+settings.register_profile(
+    "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
+
+
+def examples(fraction: float = 1.0, *, at_least: int = 10) -> int:
+    """This run's example count for a property test, scaled by ``fraction``."""
+    return max(at_least, int(settings.default.max_examples * fraction))
 
 
 @pytest.fixture(scope="session")

@@ -70,7 +70,15 @@ def test_a_hand_edited_prompt_gets_a_mismatch_report_not_a_crash(bundle_name, me
     k = ids.index(image_id)
     report = ge.inspect_multimodal(bundle, msgs, input_ids=ids[:k] + ids[k + 1 :])
     assert not report.agrees
-    (message,) = report.mismatches
-    n = report.items[0].num_embeddings
-    assert f"Attempted to assign {n} multimodal tokens to {n - 1} placeholders" in message
+    message, vllm = report.mismatches
+    counts = [i.num_embeddings for i in report.items]
+    total = sum(counts)
+    expr = " + ".join(map(str, counts))
+    assert "placeholders" in message and report.items[0].num_placeholders == counts[0] - 1
+    # vLLM 0.32's own words (models/utils.py _merge_multimodal_embeddings):
+    assert report.vllm_error == (
+        f"ValueError: Attempted to assign {expr} = {total} multimodal tokens to {total - 1} "
+        "placeholders"
+    )
+    assert vllm.endswith(report.vllm_error)
     assert "MISMATCH" in repr(report) and "#fde0d0" in report._repr_html_()

@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
 import gemma_explore as ge
 from gemma_explore.plans import gemma4_resized_size
+from tests.conftest import examples
 
 BUDGETS = (70, 140, 280, 560, 1120)
 MAX_AREA = 16_000_000  # keeps each real processor call well under a second
@@ -52,7 +53,7 @@ def _run_gemma4(processor, h, w, budget):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("budget", BUDGETS)
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1.0))
 @given(size=image_sizes())
 @example(size=(3, 900)).via("the public 3×900 report")
 @example(size=(1, 1)).via("smallest image")
@@ -73,7 +74,7 @@ def test_gemma4_image_plan_equals_the_processor(tiny4, budget, size):
 
 
 @pytest.mark.parametrize("budget", BUDGETS)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(1.3))
 @given(h=st.integers(1, 8192), w=st.integers(1, 8192))
 def test_gemma4_resize_equals_transformers_arithmetic_on_every_size(budget, h, w):
     """The full 1–8192 square, against transformers' own size function (no pixels)."""
@@ -94,7 +95,7 @@ def test_gemma4_8192_square_runs_through_the_processor(tiny4):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(0.5))
 @given(size=image_sizes())
 def test_gemma3n_image_plan_equals_the_processor(tiny3n, size):
     h, w = size
@@ -143,7 +144,7 @@ def _run_audio(processor, n):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["gemma3n", "gemma4"])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(0.5))
 @given(n=st.integers(1, 45 * 16_000))
 @example(n=38_560).via("golden")
 @example(n=480_000).via("exactly 30 s")

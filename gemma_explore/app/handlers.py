@@ -293,9 +293,18 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResul
 
 
 def layout_tab(
-    model_name: str, text: str, image: Any = None, audio: Any = None, budget: Any = 280
+    model_name: str,
+    text: str,
+    image: Any = None,
+    audio: Any = None,
+    budget: Any = 280,
+    raw: bool = False,
 ) -> TabResult:
-    """A chat turn with attachments → the layout ribbon and its HTML form."""
+    """A chat turn with attachments → the layout ribbon and its HTML form.
+
+    ``raw=True``: ``text`` is the prompt as vLLM's ``LLM.generate`` takes it (one
+    placeholder per attachment, no chat template), laid out as vLLM expands it.
+    """
     try:
         bundle = analysis_bundle(model_name)
         t = _Timer()
@@ -308,6 +317,7 @@ def layout_tab(
             images=images,
             audios=[(wave, AUDIO_SAMPLING_RATE) for wave, _notes in audios],
             max_soft_tokens=b,
+            template=not raw,
         )
         t.lap("processor + layout")
         fig = show_layout(layout)
@@ -319,7 +329,12 @@ def layout_tab(
             for p in layout.placeholders
         ]
         merges = [f"newline merge at {m.position}: {m.note}" for m in layout.newline_merges]
-        parity = "\n\n".join(checks + merges) or "No attachments: text only."
+        problems = [
+            f"⚠ **vLLM ≠ transformers** at token {d.position}: {d.error or d.rule}"
+            + (f" ({d.rule})" if d.error else "")
+            for d in layout.divergences
+        ] + [f"⚠ {w}" for w in layout.warnings]
+        parity = "\n\n".join(checks + merges + problems) or "No attachments: text only."
         return TabResult(
             layout_figure=fig,
             layout_html=layout._repr_html_(),

@@ -18,9 +18,17 @@ from typing import Any
 from ..families import get_family
 from ..prompting import PreparedInputs
 from ..results import Generation
+from ..vllm_rules import vllm_adds_bos
 from .vllm_processor import vllm_mm_data
 
-__all__ = ["VLLM_MISSING", "VllmEngine", "engine_args", "start_vllm", "vllm_request"]
+__all__ = [
+    "VLLM_MISSING",
+    "VllmEngine",
+    "engine_args",
+    "start_vllm",
+    "vllm_prompt_text",
+    "vllm_request",
+]
 
 VLLM_MISSING = (
     "backend='vllm' needs the vllm package: pip install -e '.[vllm]' (Linux + CUDA GPU). "
@@ -36,6 +44,7 @@ def engine_args(
     max_model_len: int | None = None,
     limit_mm_per_prompt: dict[str, int] | None = None,
     enforce_eager: bool = True,
+    has_audio: bool = True,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Sensible ``vllm.LLM`` arguments for a Gemma 3n / Gemma 4 checkpoint.
@@ -48,11 +57,19 @@ def engine_args(
       that name none, and what vLLM's profiler assumes for images. Requests may ask for
       another budget with their own ``mm_processor_kwargs``.
     - ``enforce_eager``: skip CUDA-graph capture; a workshop box starts faster.
+    - ``has_audio=False`` (Gemma 4 26B/31B: no ``audio_config``): audio stays out of the
+      limits. vLLM would ignore it silently there and then refuse every clip with
+      "does not have an audio tower".
     """
     spec = get_family(family)
-    limits = {"image": 4, "audio": 1}
+    limits = {"image": 4, "audio": 1} if has_audio else {"image": 4}
     if spec.has_video:
         limits["video"] = 1
+    if not has_audio and limit_mm_per_prompt and limit_mm_per_prompt.get("audio"):
+        raise ValueError(
+            f"{model} has no audio tower (its config has no audio_config), so vLLM serves no "
+            "audio: drop 'audio' from limit_mm_per_prompt, or use an E2B/E4B checkpoint."
+        )
     args: dict[str, Any] = {
         "model": model,
         "max_model_len": max_model_len or 8192,
@@ -73,10 +90,25 @@ def engine_args(
     return args
 
 
+def vllm_prompt_text(prepared: PreparedInputs) -> str:
+    """The text to send ``LLM.generate`` so that vLLM's own tokenization yields one <bos>.
+
+    A chat template writes ``<bos>`` itself. vLLM adds another for Gemma 3n text prompts
+    (its default ``add_special_tokens=True``; only Gemma 4 turns it off), so for those the
+    template's ``<bos>`` is dropped from the text. A raw prompt is sent as written.
+    """
+    spec = get_family(prepared.family)
+    text = prepared.text
+    if prepared.template and vllm_adds_bos(spec) and text.startswith(spec.bos_token):
+        return text[len(spec.bos_token) :]
+    return text
+
+
 def vllm_request(prepared: PreparedInputs) -> dict[str, Any]:
-    """A ``vllm.inputs.TextPrompt`` for a prepared turn: the chat-template text, the
-    media as ``multi_modal_data``, and the budget the caller asked for on this request."""
-    request: dict[str, Any] = {"prompt": prepared.text}
+    """A ``vllm.inputs.TextPrompt`` for a prepared turn: the prompt text (see
+    :func:`vllm_prompt_text`), the media as ``multi_modal_data``, and the budget the caller
+    asked for on this request."""
+    request: dict[str, Any] = {"prompt": vllm_prompt_text(prepared)}
     data = vllm_mm_data(prepared)
     if data:
         request["multi_modal_data"] = data

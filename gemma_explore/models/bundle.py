@@ -59,6 +59,8 @@ class Bundle:
     is_random_weights: bool  # True for the tiny offline bundles: their text is noise
     device: str = "cpu"  # where the model runs ("cuda", "cpu", or "remote")
     dtype: torch.dtype | None = None
+    # What this checkpoint takes: Gemma 4 26B/31B have no audio tower, Gemma 3n no video.
+    modalities: tuple[str, ...] = ("image", "audio", "video")
 
     @property
     def spec(self) -> FamilySpec:

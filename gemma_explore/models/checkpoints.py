@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelLoadError
-from ..families import FAMILIES
+from ..families import FAMILIES, get_family
 from .bundle import MARKER_FILE
 from .memory import check_fits
 from .tiny import TINY_NAMES, build_tiny_model, build_tiny_processor, register_tiny_mobilenet
@@ -38,6 +38,7 @@ __all__ = [
     "load_parts",
     "load_processor",
     "looks_like_hub_id",
+    "modalities_of",
     "pick_device",
     "pick_dtype",
 ]
@@ -63,6 +64,7 @@ class Parts:
     is_random_weights: bool
     device: str
     dtype: torch.dtype
+    modalities: tuple[str, ...]  # what the checkpoint takes (see modalities_of)
 
 
 def pick_device(device: str | None) -> str:
@@ -109,6 +111,18 @@ def family_from_config(config: Any, where: str) -> str:
         f"{' and '.join(f.display_name for f in FAMILIES.values())} "
         f"(model_type {' or '.join(map(repr, FAMILIES))})."
     )
+
+
+def modalities_of(family: str, config: Any = None, name: str = "") -> tuple[str, ...]:
+    """What a checkpoint takes: images always; audio when its config has an
+    ``audio_config`` (or, without a config, when its hub id is not one of the
+    audio-less releases); video for families that have it."""
+    spec = get_family(family)
+    if config is not None:
+        audio = getattr(config, "audio_config", None) is not None
+    else:
+        audio = name.lower() not in {h.lower() for h in spec.hub_ids_without_audio}
+    return ("image",) + (("audio",) if audio else ()) + (("video",) if spec.has_video else ())
 
 
 def guess_family(name: str) -> str:
@@ -190,12 +204,16 @@ def load_parts(model: str | os.PathLike, *, device: str | None, dtype: Any) -> P
     if name in TINY_NAMES:
         with _TINY_LOCK:
             net, processor = _tiny(name, dev, dt)
-        return Parts(name, TINY_NAMES[name], processor, net, True, dev, dt)
+        family = TINY_NAMES[name]
+        return Parts(name, family, processor, net, True, dev, dt, modalities_of(family, net.config))
     path = Path(name).expanduser()
     if path.is_dir():
         check_folder(path)
         family, processor, net = _from_pretrained(str(path), dev, dt, local_files_only=True)
-        return Parts(str(path), family, processor, net, is_random_weights(path), dev, dt)
+        modalities = modalities_of(family, net.config)
+        return Parts(
+            str(path), family, processor, net, is_random_weights(path), dev, dt, modalities
+        )
     if looks_like_hub_id(name):
         check_fits(name, device=dev, dtype=dt)
         try:
@@ -209,7 +227,9 @@ def load_parts(model: str | os.PathLike, *, device: str | None, dtype: Any) -> P
                 f"https://huggingface.co/{name}, set HF_TOKEN to a token with read access, or "
                 "use the offline default load('tiny-gemma4') / load('tiny-gemma3n')."
             ) from None
-        return Parts(name, family, processor, net, False, dev, dt)
+        return Parts(
+            name, family, processor, net, False, dev, dt, modalities_of(family, net.config)
+        )
     raise ModelLoadError(
         f"Unknown model {name!r}. Choose one of: {', '.join(TINY_NAMES)} (offline, random "
         "weights), a local checkpoint folder, or a hub id such as 'google/gemma-4-E4B-it' or "

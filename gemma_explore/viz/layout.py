@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..colors import kind_color
+from ..colors import PADDING, kind_color
 from ..families import get_family
 from ..layout import PromptLayout
 
@@ -48,9 +48,24 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
         boxes.append((seg, x, y, w))
         x += w + 0.15
     rows = int(y / 1.4) + 1
+    problems = [
+        f"⚠ vLLM ≠ transformers at token {d.position}: "
+        + (d.error.split(":")[0] + " — " if d.error else "")
+        + d.rule
+        for d in layout.divergences
+    ] + [f"⚠ {w}" for w in layout.warnings]
+    import textwrap
+
+    notes = "\n".join(textwrap.fill(p, 140) for p in problems)
+    notes_ax = None
     if ax is None:
-        fig = Figure(figsize=(12, 0.55 * rows + 1.6), layout="constrained")
-        ax = fig.subplots()
+        note_h = 0.8 + 0.17 * (notes.count("\n") + 1) if problems else 0.0
+        fig = Figure(figsize=(12, 0.55 * rows + 1.6 + note_h), layout="constrained")
+        if problems:
+            ax, notes_ax = fig.subplots(2, 1, height_ratios=[0.55 * rows + 0.6, note_h])
+            notes_ax.axis("off")
+        else:
+            ax = fig.subplots()
     else:
         fig = ax.figure
     merges = {m.position for m in layout.newline_merges}
@@ -82,24 +97,34 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
         )
         if seg.start in merges:
             ax.plot([x0 + w / 2], [y0 - 0.12], marker="v", color="black", ms=5, gid="merge_marker")
+        if any(seg.start <= d.position < seg.end for d in layout.divergences):
+            ax.plot([x0 + w / 2], [y0 + 1.12], marker="^", color=PADDING, ms=7, gid="divergence")
     ax.set_xlim(-0.2, per_row + 0.2)
     ax.set_ylim(y + 1.3, -0.4)
     ax.axis("off")
     counts = layout.counts()
     handles = [Patch(facecolor=kind_color(k), label=f"{k} ({v})") for k, v in counts.items()]
-    ax.legend(
+    (notes_ax or ax).legend(
         handles=handles,
         loc="upper center",
-        bbox_to_anchor=(0.5, 0.0),
+        bbox_to_anchor=(0.5, 1.0 if notes_ax else 0.0),
         ncol=min(6, len(handles)),
         fontsize=8,
         frameon=False,
     )
     family = get_family(layout.family).display_name
     status = "all placeholders match their plans ✓" if layout.agrees else "placeholder mismatch ✗"
+    kind = "" if layout.template else " (raw prompt, as vLLM expands it)"
     ax.set_title(
-        f"{family} prompt: {layout.num_tokens} tokens in {len(layout.segments)} "
+        f"{family} prompt{kind}: {layout.num_tokens} tokens in {len(layout.segments)} "
         f"segments — {status}",
         fontsize=11,
     )
+    if problems:
+        where = notes_ax or ax
+        y0 = 0.0 if notes_ax else -0.35
+        where.text(
+            0.0, y0, notes, fontsize=9, color=PADDING, va="bottom", ha="left",
+            transform=where.transAxes, gid="divergence_notes",
+        )  # fmt: skip
     return fig

@@ -47,9 +47,21 @@ def test_video_endpoint(client):
 
 def test_layout_endpoint(client):
     fig, page, counts, checks, _t, _n = client.predict(
-        "tiny-gemma4", "Describe.", handle_file(PHOTO), None, 70, api_name="/layout"
+        "tiny-gemma4", "Describe.", handle_file(PHOTO), None, 70, False, api_name="/layout"
     )
     assert fig and "<span" in page and "✓ image #0" in checks
+
+
+def test_layout_endpoint_takes_a_raw_prompt(client):
+    raw = "<start_of_turn>user\n<image_soft_token>\nDescribe.<end_of_turn>\n"
+    _fig, page, _c, checks, _t, _n = client.predict(
+        "tiny-gemma3n", raw, handle_file(PHOTO), None, 70, True, api_name="/layout"
+    )
+    # A "\n" right after the placeholder: vLLM cannot find the image again and raises.
+    assert (
+        "vLLM ≠ transformers" in checks and "Expected there to be 1 prompt placeholders" in checks
+    )
+    assert "raw prompt" in page
 
 
 def test_chat_endpoint_streams(client):
