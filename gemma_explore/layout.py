@@ -6,6 +6,12 @@ runs, video timestamps, Gemma 3n's ``"\\n\\n"`` wrappers and the newline tokens 
 merged into. For each image, clip and video it records where its placeholders are,
 which positions take embeddings, and the plan whose count they must equal.
 
+A raw prompt (``template=False``) is laid out as vLLM's processor expands it, and where
+transformers' ids differ (Gemma 3n's newline rules), ``divergences`` says how and why.
+For vLLM's chat API, send media as content parts and let the template write the
+placeholders: vLLM's Gemma 4 ``get_placeholder_str`` returns the Gemma 3n strings, which
+only the ``string`` content format would put into the prompt (and then fails).
+
 >>> import gemma_explore as ge
 >>> layout = ge.layout_prompt("Describe.", bundle=ge.load("tiny-gemma4"),
 ...                           images=[(480, 640)])              # doctest: +SKIP

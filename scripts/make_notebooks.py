@@ -423,6 +423,27 @@ NOTEBOOKS = {
                     ),
                 ],
             ),
+            (
+                "Raw prompts, as vLLM's LLM.generate takes them",
+                [
+                    md(
+                        "Written by hand, with one `<image_soft_token>` per image and no chat template "
+                        "(`template=False`), the prompt is laid out as vLLM's processor expands it. "
+                        "vLLM merges only three newline pairs after expansion and reads `\"\\n\\n\\n\"` "
+                        "as `\"\\n\"` + `\"\\n\\n\"` when it searches for the image again "
+                        "(`gemma3n_mm.py`: `_apply_token_matches`, `_find_mm_placeholders`), so a single "
+                        "`\"\\n\"` right after the placeholder makes vLLM raise while transformers runs."
+                    ),
+                    code(
+                        "raw = '<start_of_turn>user\\n<image_soft_token>\\nDescribe.<end_of_turn>\\n'\n"
+                        "lraw = ge.layout_prompt(raw, bundle=b3, images=[photo], template=False)\n"
+                        "for d in lraw.divergences:\n    print(d.rule)\n    print('vLLM:', d.error)\n"
+                        "ge.show_layout(ge.layout_prompt(raw.replace('>\\nDescribe', '>\\n\\nDescribe'),\n"
+                        "                                bundle=b3, images=[photo], template=False))"
+                    ),
+                    code("assert lraw.divergences and lraw.divergences[0].error.startswith('RuntimeError')"),
+                ],
+            ),
         ],
         [
             "Placeholders are expanded by the processor; each run must equal its encoder's output.",
