@@ -15,9 +15,11 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
+from gemma_explore.families import GEMMA4  # noqa: E402 - facts only, no torch
+
 MAX_UPLOAD = "20mb"
 CONCURRENCY = 2  # requests that may run the model at once
-BUDGETS = [70, 140, 280, 560, 1120]
+BUDGETS = list(GEMMA4.image.budgets)  # Gemma 4's max_soft_tokens choices
 
 
 def _outputs(result, keys):
@@ -43,7 +45,10 @@ def build_app(model: str = "tiny-gemma4"):
         with gr.Row():
             model_box = gr.Dropdown(choices, value=model, label="Model", scale=2)
             budget = gr.Dropdown(
-                BUDGETS, value=280, label="Gemma 4 image budget (max_soft_tokens)", scale=1
+                BUDGETS,
+                value=GEMMA4.image.default_budget,
+                label="Gemma 4 image budget (max_soft_tokens)",
+                scale=1,
             )
         notice = gr.Markdown(elem_id="notice")
 

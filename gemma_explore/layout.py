@@ -157,6 +157,20 @@ class PromptLayout:
         return len(self.input_ids)
 
     @property
+    def vllm_raises(self) -> bool:
+        """A raw prompt vLLM's processor refuses; ``input_ids`` are then transformers'."""
+        return any(d.error for d in self.divergences)
+
+    @property
+    def source(self) -> str:
+        """Whose ids these are, in words."""
+        if self.template:
+            return "chat template"
+        if self.vllm_raises:
+            return "raw prompt: vLLM raises, so these are transformers' ids"
+        return "raw prompt, as vLLM expands it"
+
+    @property
     def agrees(self) -> bool:
         return all(p.agrees for p in self.placeholders)
 
@@ -205,9 +219,8 @@ class PromptLayout:
             f"</code><br><code>transformers: {html.escape(str(list(d.transformers_ids)))}</code></li>"
             for d in self.divergences
         ) + "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
-        kind = "raw prompt, as vLLM expands it" if not self.template else "chat template"
         return (
-            f"<div><b>PromptLayout — {self.family}, {self.num_tokens} tokens ({kind})</b>"
+            f"<div><b>PromptLayout — {self.family}, {self.num_tokens} tokens ({self.source})</b>"
             f"<div style='line-height:1.9'>{''.join(spans)}</div><small>{summary}</small>"
             + (f"<ul style='color:#b24000'>{problems}</ul>" if problems else "")
             + "</div>"
@@ -238,7 +251,7 @@ def layout_prompt(
     prepared: PreparedInputs | None = None,
     **processor_kwargs: Any,
 ) -> PromptLayout:
-    """Run the real processor and describe the expanded prompt.
+    r"""Run the real processor and describe the expanded prompt.
 
     ``template=True`` (the default) renders the chat template around a message list or
     text. ``template=False`` takes an already-templated prompt with one placeholder per
@@ -572,7 +585,7 @@ def _vllm_raw_gemma3n(
 ) -> tuple[list[int], tuple[Divergence, ...], tuple[tuple[str, int, int], ...] | None]:
     """vLLM's ids for a raw Gemma 3n prompt, and where they differ from transformers'."""
     tokenizer = bundle.processor.tokenizer
-    has_template = getattr(bundle.processor, "chat_template", None) is not None
+    has_template = getattr(tokenizer, "chat_template", None) is not None
     add_bos = vllm_adds_bos(spec, has_chat_template=has_template)
     prompt_ids = tokenizer(prepared.text, add_special_tokens=add_bos)["input_ids"]
     items = {m: n for m, n in (("image", len(prepared.images)), ("audio", len(prepared.audios)))}
@@ -581,12 +594,15 @@ def _vllm_raw_gemma3n(
     t_ids = prepared.input_ids
     around = _around_placeholders(spec, prompt_ids)
     if expansion.error is not None:
-        lost = next((a for a in around if a.after == 1), around[0] if around else None)
+        # The item whose closing wrapper vLLM loses: a lone "\n" after it, unless another
+        # placeholder follows at once (then "\n" + "\n\n" merge first and nothing is lost).
+        lost = next((a for a in around if a.after == 1 and not a.next_is_item), None)
         runs = _runs(spec, t_ids)
-        index = around.index(lost) if lost in around else 0
+        index = around.index(lost) if lost is not None else 0
         closer = runs[index][1] if index < len(runs) else 0
         rule = (
-            f"A single '\\n' right after the {lost.modality} placeholder: vLLM merges the closing "
+            f"A single '\\n' right after {lost.modality} #{lost.item}'s placeholder: vLLM merges "
+            "the closing "
             "'\\n\\n' with it into '\\n\\n\\n', then its placeholder search always splits "
             "'\\n\\n\\n' as '\\n' + '\\n\\n', so it never finds the closing wrapper and raises. "
             "transformers runs. Write no newline or two ('\\n\\n') after the placeholder."
@@ -601,7 +617,7 @@ def _vllm_raw_gemma3n(
             transformers_ids=tuple(t_ids[closer : closer + 2]),
             error=expansion.error,
         )
-        return t_ids, (divergence,), None
+        return t_ids, (divergence,), ()
     v_ids = list(expansion.ids)
     if v_ids == t_ids:
         return t_ids, (), expansion.placeholders

@@ -132,12 +132,18 @@ def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
     modalities = modalities_of(family, config, source)
     has_audio = "audio" in modalities
     llm = start_vllm(source, family=family, has_audio=has_audio, **engine_overrides)
+    startup = (engine_overrides.get("mm_processor_kwargs") or {}).get("max_soft_tokens")
+    startup = (
+        startup
+        or engine_overrides.get("max_soft_tokens")
+        or get_family(family).image.default_budget
+    )
     return Bundle(
         name=name,
         family=family,
         processor=load_processor(source),
         model=None,
-        engine=VllmEngine(llm, family, random_weights, keep_alive=keep),
+        engine=VllmEngine(llm, family, random_weights, keep_alive=keep, startup_budget=startup),
         is_random_weights=random_weights,
         device="cuda",
         modalities=modalities,

@@ -269,10 +269,13 @@ def prepare_inputs(
             "26B and 31B): it takes images and video only, and vLLM would refuse the clip "
             "with 'does not have an audio tower'. Use an E2B or E4B checkpoint for audio."
         )
+    spec = get_family(bundle.family)
+    if not template:
+        _check_raw_placeholders(spec, messages_or_text, media)
+        media = replace(media, text=messages_or_text, template=False)
     processor = bundle.processor
     if processor is None:  # a remote server's model: media checked, nothing to tokenize
         return media
-    spec = get_family(bundle.family)
     kwargs: dict[str, Any] = dict(processor_kwargs)
     if media.max_soft_tokens is not None:
         images_kwargs = dict(kwargs.pop("images_kwargs", {}) or {})
@@ -287,8 +290,8 @@ def prepare_inputs(
         add_special_tokens = False
     else:
         text = messages_or_text
-        _check_raw_placeholders(spec, text, media)
-        has_template = getattr(processor, "chat_template", None) is not None
+        # vLLM's rule reads the tokenizer's chat template (gemma4_mm.py get_default_tok_params).
+        has_template = getattr(processor.tokenizer, "chat_template", None) is not None
         add_special_tokens = vllm_adds_bos(spec, has_chat_template=has_template)
     if vids:
         from transformers.video_utils import VideoMetadata

@@ -21,9 +21,9 @@ class Generation:
     """One answer with its token counts and timings. ``str(gen)`` is the text."""
 
     text: str
-    prompt_tokens: int  # tokens in the expanded prompt
+    prompt_tokens: int | None  # tokens in the expanded prompt (None: not reported)
     multimodal_tokens: int | None  # of which are soft-token placeholders (None: not reported)
-    generated_tokens: int
+    generated_tokens: int | None  # (None: not reported)
     preprocess_s: float = 0.0  # processor: resize, patches, mel, tokenisation
     encoder_s: float | None = None  # vision + audio towers (None: not separable, e.g. vLLM)
     prefill_s: float | None = None  # first forward pass, encoders included

@@ -7,7 +7,7 @@ steps). :class:`Table` holds that once and renders it three ways.
 >>> t = Table(("step", "ours", "theirs"), (("tokens", 280, 289),), title="Parity", flagged=(0,))
 >>> print(t.text())
 Parity
-  ✗ step    ours  theirs
+    step    ours  theirs
   ✗ tokens   280     289
 >>> print(Table((), (("budget", 280),)).markdown())
 | | |
@@ -57,7 +57,7 @@ class Table:
             r = i - (1 if self.header else 0)
             mark = ""
             if self._marks:
-                mark = "✗ " if (r in self.flagged or (r < 0 and self.flagged)) else "✓ "
+                mark = "  " if r < 0 else "✗ " if r in self.flagged else "✓ "
             first = row[0].ljust(widths[0])
             rest = [
                 c.rjust(w) if self.header else c for c, w in zip(row[1:], widths[1:], strict=False)

@@ -68,7 +68,7 @@ def explore_image(image: Any):
         description="family",
     )
     budget = widgets.SelectionSlider(
-        options=list(GEMMA4.image.budgets), value=280, description="budget"
+        options=list(GEMMA4.image.budgets), value=GEMMA4.image.default_budget, description="budget"
     )
     counts = widgets.HTML()
     out = _figure_widget()
@@ -159,7 +159,7 @@ def explore_prompt(bundle: Any):
     n_audio = widgets.IntSlider(value=0, min=0, max=2, description="clips")
     budget = widgets.SelectionSlider(
         options=list(GEMMA4.image.budgets),
-        value=280,
+        value=GEMMA4.image.default_budget,
         description="budget",
         disabled=not bundle.spec.image.budgets,
     )
@@ -186,12 +186,20 @@ def explore_prompt(bundle: Any):
     def on_raw(change) -> None:
         text.value = raw_prompt_example(bundle) if change["new"] else "What is in this picture?"
 
+    busy = []  # set while update() moves the sliders itself: one layout per change
+
     def update(_change=None) -> None:
+        if busy:
+            return
         # A raw prompt decides the items by its placeholders; the sliders follow it.
         n_images.disabled = n_audio.disabled = raw.value
         if raw.value:
-            n_images.value = min(text.value.count(spec.image_token), n_images.max)
-            n_audio.value = min(text.value.count(spec.audio_token), n_audio.max)
+            busy.append(True)
+            try:
+                n_images.value = min(text.value.count(spec.image_token), n_images.max)
+                n_audio.value = min(text.value.count(spec.audio_token), n_audio.max)
+            finally:
+                busy.clear()
         try:
             ex.plan = layout_prompt(
                 text.value,

@@ -429,10 +429,10 @@ NOTEBOOKS = {
                     md(
                         "Written by hand, with one `<image_soft_token>` per image and no chat template "
                         "(`template=False`), the prompt is laid out as vLLM's processor expands it. "
-                        "vLLM merges only three newline pairs after expansion and reads `\"\\n\\n\\n\"` "
-                        "as `\"\\n\"` + `\"\\n\\n\"` when it searches for the image again "
+                        'vLLM merges only three newline pairs after expansion and reads `"\\n\\n\\n"` '
+                        'as `"\\n"` + `"\\n\\n"` when it searches for the image again '
                         "(`gemma3n_mm.py`: `_apply_token_matches`, `_find_mm_placeholders`), so a single "
-                        "`\"\\n\"` right after the placeholder makes vLLM raise while transformers runs."
+                        '`"\\n"` right after the placeholder makes vLLM raise while transformers runs.'
                     ),
                     code(
                         "raw = '<start_of_turn>user\\n<image_soft_token>\\nDescribe.<end_of_turn>\\n'\n"
@@ -441,7 +441,9 @@ NOTEBOOKS = {
                         "ge.show_layout(ge.layout_prompt(raw.replace('>\\nDescribe', '>\\n\\nDescribe'),\n"
                         "                                bundle=b3, images=[photo], template=False))"
                     ),
-                    code("assert lraw.divergences and lraw.divergences[0].error.startswith('RuntimeError')"),
+                    code(
+                        "assert lraw.divergences and lraw.divergences[0].error.startswith('RuntimeError')"
+                    ),
                 ],
             ),
         ],
@@ -515,7 +517,7 @@ NOTEBOOKS = {
         ],
         [
             "The transformers backend runs anywhere; vLLM's engine needs a CUDA GPU.",
-            "Requests may change the budget; vLLM's encoder cache is sized at start-up from the largest item over the enabled modalities.",
+            "Requests may change the budget, but vLLM sizes its encoder cache at start-up: max(max_num_batched_tokens, the largest worst-case item over the enabled modalities).",
             "The notebook printed whether it ran random or trained weights.",
         ],
     ),

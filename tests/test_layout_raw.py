@@ -193,3 +193,66 @@ def test_a_checkpoint_without_audio_tower(tmp_path, tiny4):
 
         said = vllm_raw(bundle, "<bos><|audio|>", {"audio": [np.zeros(1600, np.float32)]})
         assert isinstance(said, ValueError) and "does not have an audio tower" in str(said)
+
+
+def test_the_lost_item_is_the_one_vllm_loses(tiny3n):
+    """A "\\n" between two placeholders merges harmlessly; the lone "\\n" after the second
+    is what vLLM trips on, and vLLM's view is not claimed when it raises."""
+    text = "A<image_soft_token>\n<image_soft_token>\nB"
+    layout = raw3n(tiny3n, text, n_images=2)
+    (d,) = layout.divergences
+    assert "image #1's placeholder" in d.rule and d.transformers_ids == (EOI, N[3])
+    assert layout.placeholders[1].start + layout.placeholders[1].length - 2 == d.position
+    assert layout.vllm_raises and layout.vllm_ranges == () and "transformers' ids" in layout.source
+    if vllm_available():
+        said = vllm_says(tiny3n, text, n_images=2)
+        assert f"{type(said).__name__}: {said}" == d.error
+
+
+@needs_vllm
+def test_newlines_between_items_equal_vllm(tiny3n):
+    text = "A<image_soft_token>\n\n<image_soft_token>B"
+    assert list(raw3n(tiny3n, text, n_images=2).input_ids) == vllm_says(tiny3n, text, 2)[0]
+
+
+def test_raw_prompts_are_refused_by_a_chat_api_server():
+    bundle = ge.load("google/gemma-4-E4B-it", backend="openai", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match="placeholder"):  # checked before any request
+        bundle.generate("<bos>Look", images=[IMG], template=False)
+    with pytest.raises(ge.BackendError, match="backend='vllm' for raw prompts"):
+        bundle.generate("<bos>Look<|image|>", images=[IMG], template=False)
+
+
+def test_vllm_refusals_come_back_with_the_way_out(tiny4, monkeypatch):
+    import sys
+    from types import SimpleNamespace
+
+    from gemma_explore.inference.vllm_backend import VllmEngine
+
+    class RefusingLLM:
+        def generate(self, requests, params, use_tqdm=False):
+            raise ValueError("exceeds the pre-allocated encoder cache size 512")
+
+    if not vllm_available():
+        monkeypatch.setitem(
+            sys.modules, "vllm", SimpleNamespace(SamplingParams=lambda **kw: SimpleNamespace(**kw))
+        )
+    engine = VllmEngine(RefusingLLM(), "gemma4", startup_budget=280)
+    prepared = ge.prepare_inputs(tiny4, "Hi", images=[IMG], max_soft_tokens=1120)
+    with pytest.raises(ge.BackendError, match="above the start-up budget 280"):
+        engine.generate(prepared)
+
+
+def test_the_raw_explorer_lays_out_once_per_edit(tiny3n):
+    pytest.importorskip("ipywidgets")
+    from tests.app.test_compute_once import count_calls
+
+    explorer = ge.explore_prompt(tiny3n)
+    explorer.raw.value = True
+    counts, _ = count_calls(
+        setattr,
+        explorer.text,
+        "value",
+        explorer.text.value.replace("Look:", "Look: <image_soft_token>"),
+    )
+    assert explorer.images.value == 2 and counts["processor run"] == 1

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import MediaError, ModelLoadError
-from ..families import AUDIO_SAMPLING_RATE, get_family
+from ..families import AUDIO_SAMPLING_RATE, GEMMA4, get_family
 from ..features import audio_features
 from ..inspect import vision_pooling
 from ..layout import layout_prompt
@@ -43,6 +43,8 @@ __all__ = [
     "layout_tab",
     "video_tab",
 ]
+
+DEFAULT_BUDGET = GEMMA4.image.default_budget  # the dropdown's start (Gemma 4's default)
 
 RANDOM_WEIGHTS_NOTICE = (
     "⚠ **Tiny offline model with random weights**: its answers are noise. Everything before "
@@ -172,7 +174,7 @@ def _budget(bundle: Bundle, budget: Any) -> int | None:
 _IMAGE_KEYS = ("patch_figure", "pooled_figure", "counts", "parity", "timings", "notice")
 
 
-def image_tab(model_name: str, image: Any, budget: Any = 280) -> TabResult:
+def image_tab(model_name: str, image: Any, budget: Any = DEFAULT_BUDGET) -> TabResult:
     """Image → patch grid, real pooled mask, counts, parity badge, timings.
 
     Plans the image once, runs the processor once and the vision tower once; the
@@ -297,7 +299,7 @@ def layout_tab(
     text: str,
     image: Any = None,
     audio: Any = None,
-    budget: Any = 280,
+    budget: Any = DEFAULT_BUDGET,
     raw: bool = False,
 ) -> TabResult:
     """A chat turn with attachments → the layout ribbon and its HTML form.
@@ -354,7 +356,7 @@ def chat_turn(
     message: dict[str, Any] | str,
     history: list[dict] | None,
     max_new_tokens: int = 32,
-    budget: Any = 280,
+    budget: Any = DEFAULT_BUDGET,
 ) -> Iterator[list[dict]]:
     """One multimodal chat turn, streamed: yields the history with the growing answer.
 

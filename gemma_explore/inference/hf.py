@@ -132,7 +132,7 @@ def _run(
     # generate() first puts the prompt, then each new token: the 2nd put is token one.
     prefill = (first_token_at[1] - start) if len(first_token_at) > 1 else end - start
     decode_s = end - start - prefill
-    rate = (len(new) - 1) / decode_s if len(new) > 1 and decode_s > 0 else 0.0
+    rate = (len(new) - 1) / decode_s if len(new) > 1 and decode_s > 0 else None
     return Generation(
         text=tokenizer.decode(new, skip_special_tokens=True),
         prompt_tokens=len(prompt_ids),

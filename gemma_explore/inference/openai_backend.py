@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import BackendError
+from ..families import AUDIO_SAMPLING_RATE
 from ..media import Video
 from ..prompting import PreparedInputs, prepare_media
 from ..results import Generation
@@ -58,7 +59,9 @@ def _mp4_data_url(video: Video) -> str:
             return "data:video/mp4;base64," + base64.b64encode(fh.read()).decode()
 
 
-def chat_messages(prepared: PreparedInputs, *, sampling_rate: int = 16_000) -> list[dict]:
+def chat_messages(
+    prepared: PreparedInputs, *, sampling_rate: int = AUDIO_SAMPLING_RATE
+) -> list[dict]:
     """The chat-completions ``messages`` for a prepared turn: each media item in place,
     as a data URL of the image, clip or video that was loaded and checked."""
     media = {
@@ -143,6 +146,12 @@ class OpenAIEngine:
     def _create(self, prepared: PreparedInputs, *, max_new_tokens: int, stream: bool) -> Any:
         import openai
 
+        if not prepared.template:
+            raise BackendError(
+                "A raw prompt (template=False) is what vLLM's LLM.generate takes; an "
+                "OpenAI-compatible server's chat API writes the placeholders itself. Send "
+                "messages (template=True) here, or use backend='vllm' for raw prompts."
+            )
         extra = {"mm_processor_kwargs": prepared.request_kwargs} if prepared.request_kwargs else {}
         try:
             return self.client.chat.completions.create(
@@ -171,9 +180,9 @@ class OpenAIEngine:
         usage = out.usage
         return Generation(
             text=out.choices[0].message.content or "",
-            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
+            prompt_tokens=int(usage.prompt_tokens) if usage else None,
             multimodal_tokens=None,  # the server does not report it
-            generated_tokens=int(usage.completion_tokens) if usage else 0,
+            generated_tokens=int(usage.completion_tokens) if usage else None,
             preprocess_s=0.0,
             encoder_s=None,
             prefill_s=None,

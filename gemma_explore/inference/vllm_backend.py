@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import BackendError
 from ..families import get_family
 from ..prompting import PreparedInputs
 from ..results import Generation
@@ -128,7 +129,9 @@ def start_vllm(model: str, *, family: str, **engine_overrides: Any) -> Any:
     if not torch.cuda.is_available():
         raise RuntimeError(
             "vLLM's engine needs a CUDA GPU and none is visible. On this machine use "
-            "backend='hf'; vLLM's placeholder logic can still be checked with check_parity()."
+            "backend='hf'; vLLM's placeholder logic can still be checked with "
+            "check_image_parity / check_audio_parity / check_video_parity and "
+            "layout_prompt(…, template=False)."
         )
     return vllm.LLM(**engine_args(model, family=family, **engine_overrides))
 
@@ -142,6 +145,25 @@ class VllmEngine:
     is_random_weights: bool = False
     backend: str = "vllm"
     keep_alive: Any = None  # e.g. the temporary folder a tiny checkpoint was saved to
+    startup_budget: int | None = None  # mm_processor_kwargs' max_soft_tokens at start-up
+
+    def _refused(self, prepared: PreparedInputs, exc: Exception) -> BackendError:
+        """vLLM's own words, and where to look."""
+        hints = [
+            "Lay the prompt out with ge.layout_prompt(…, template=False) to see where vLLM "
+            "and transformers part (Gemma 3n's newline rules)."
+            if not prepared.template
+            else ""
+        ]
+        asked = prepared.request_kwargs.get("max_soft_tokens")
+        if asked and self.startup_budget and asked > self.startup_budget:
+            hints.append(
+                f"This request asks for budget {asked}, above the start-up budget "
+                f"{self.startup_budget}: vLLM sized its encoder cache at start-up, so start it "
+                "with the largest budget you will ask for (engine_args(max_soft_tokens=…))."
+            )
+        hint = " ".join(h for h in hints if h)
+        return BackendError(f"vLLM refused the request: {type(exc).__name__}: {exc}. {hint}")
 
     def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
         from vllm import SamplingParams
@@ -149,7 +171,10 @@ class VllmEngine:
         request = vllm_request(prepared)
         params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0)
         start = time.perf_counter()
-        (out,) = self.llm.generate([request], params, use_tqdm=False)
+        try:
+            (out,) = self.llm.generate([request], params, use_tqdm=False)
+        except (ValueError, RuntimeError, AssertionError) as exc:
+            raise self._refused(prepared, exc) from exc
         elapsed = time.perf_counter() - start
         completion = out.outputs[0]
         metrics = getattr(out, "metrics", None)

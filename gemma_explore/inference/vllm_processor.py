@@ -50,8 +50,11 @@ class VllmProcessors:
         self._lock = threading.Lock()
 
     def folder_of(self, bundle: Bundle) -> str:
-        """The bundle's checkpoint folder (a temporary copy for in-memory bundles)."""
+        """Where vLLM reads the bundle's checkpoint: its folder, its hub id, or (for the
+        tiny in-memory bundles) a temporary copy."""
         if os.path.isdir(bundle.name):
+            return bundle.name
+        if not bundle.is_random_weights:  # a hub id: vLLM fetches config and tokenizer itself
             return bundle.name
         if bundle.name not in self._folders:
             tmp = tempfile.TemporaryDirectory(prefix="gemma_explore_vllm_")

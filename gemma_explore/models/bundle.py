@@ -123,7 +123,10 @@ class Bundle:
         """Answer a chat turn (or plain text with attachments). ``stream=True`` yields text.
 
         Messages hold images, audio and (Gemma 4) video items; ``max_soft_tokens``
-        sets Gemma 4's per-request image budget. Bad input raises here, before any
+        sets Gemma 4's per-request image budget. ``template=False`` (a processor option,
+        see :func:`~gemma_explore.prompting.prepare_inputs`) sends a raw prompt, as
+        vLLM's ``LLM.generate`` takes it; transformers and vLLM engines take it, an
+        OpenAI-compatible server's chat API refuses it. Bad input raises here, before any
         generation starts.
         """
         prepared = prepare_inputs(

@@ -196,7 +196,7 @@ def build_tiny_processor(family: str):
         )
 
         image_processor = SiglipImageProcessor(
-            size={"height": 768, "width": 768},
+            size=dict(zip(("height", "width"), GEMMA3N.image.fixed_size, strict=True)),
             do_resize=True,
             do_rescale=True,
             rescale_factor=1 / 255,

@@ -114,7 +114,7 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
     )
     family = get_family(layout.family).display_name
     status = "all placeholders match their plans ✓" if layout.agrees else "placeholder mismatch ✗"
-    kind = "" if layout.template else " (raw prompt, as vLLM expands it)"
+    kind = "" if layout.template else f" ({layout.source})"
     ax.set_title(
         f"{family} prompt{kind}: {layout.num_tokens} tokens in {len(layout.segments)} "
         f"segments — {status}",

@@ -18,6 +18,7 @@ from .palette import VALID, cell_axes, padding_cells
 __all__ = ["show_budgets", "show_patch_grid"]
 
 _MAX_NUMBERED = 120  # number soft-token cells only when they stay readable
+_NO_PIXELS = "no pixels in this plan\n(planned from a size or a file header)"
 
 
 def _figure(ax, ncols: int = 1, width: float = 6.0, height: float = 4.5):
@@ -63,6 +64,7 @@ def _draw_gemma4(
         ax.imshow(np.asarray(resized), extent=(0, tw, th, 0), interpolation="nearest")
     else:
         ax.add_patch(_rect(0, 0, tw, th, color="#eeeeee"))
+        ax.text(tw / 2, th / 2, _NO_PIXELS, ha="center", va="center", fontsize=9, color="#555555")
     if patch_lines:
         ax.add_collection(
             _grid_collection(tw, th, plan.patch_size, color="white", lw=0.3, gid="patch_lines")
@@ -221,6 +223,8 @@ def show_patch_grid(
         left, right = axes
         if pil is not None:
             left.imshow(np.asarray(pil))
+        else:
+            left.text(0.5, 0.5, _NO_PIXELS, ha="center", va="center", fontsize=9, wrap=True)
         left.set_title(f"original {w}×{h} px (W×H)", fontsize=10)
         left.set_xticks([])
         left.set_yticks([])
