@@ -58,15 +58,20 @@ def run(name: str, device: str) -> list[str]:
         failures += not ok
         lines.append(
             f"  {case:6s} {'ok ' if ok else 'BAD'} prompt {gen.prompt_tokens:5d} tok "
-            f"({gen.multimodal_tokens} mm) | preprocess {gen.preprocess_s * 1e3:6.1f} ms | "
-            f"encoders {gen.encoder_s * 1e3:6.1f} ms | prefill {gen.prefill_s * 1e3:7.1f} ms | "
-            f"decode {gen.decode_tokens_per_s:7.1f} tok/s"
+            f"({gen.multimodal_tokens} mm) | preprocess {_num(gen.preprocess_s, 1e3)} ms | "
+            f"encoders {_num(gen.encoder_s, 1e3)} ms | prefill {_num(gen.prefill_s, 1e3)} ms | "
+            f"decode {_num(gen.decode_tokens_per_s)} tok/s"
         )
         if not report.agrees:
             lines += [f"    {m}" for m in report.mismatches]
     if device.startswith("cuda"):
         lines.append(f"  peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
     return lines, failures
+
+
+def _num(value: float | None, scale: float = 1.0) -> str:
+    """A timing, or "—" where the backend could not measure it."""
+    return "      —" if value is None else f"{value * scale:7.1f}"
 
 
 def main() -> int:
