@@ -15,9 +15,15 @@ from hypothesis import HealthCheck, settings
 from PIL import Image
 
 # Hypothesis profiles: thorough in CI (CI=true), quick on a laptop. Tests that are slow
-# per example take a fraction of the profile's count (see examples()).
+# per example take a fraction of the profile's count (see examples()). The CI profile is
+# derandomized, so a local `CI=true` run tries exactly the examples CI will; the dev
+# profile draws fresh ones every run, and keeps exploring.
 settings.register_profile(
-    "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci",
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
     "dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -76,7 +76,7 @@ def raw_prompts(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(0.4))
+@settings(max_examples=examples(0.25))
 @given(case=raw_prompts())
 def test_random_raw_prompts_equal_vllms_processor_or_predict_its_error(tiny3n, tiny4, case):
     family, text, sizes, lengths, budget = case
@@ -87,7 +87,10 @@ def test_random_raw_prompts_equal_vllms_processor_or_predict_its_error(tiny3n, t
         text, bundle=bundle, images=images, audios=audios, max_soft_tokens=budget, template=False
     )
     waves = [wave for wave, _rate in audios]
-    mm = {k: v for k, v in (("image", images), ("audio", waves)) if v}
+    # vLLM gets what our engine sends it: RGB PIL images (a (1, 1, 3) array is ambiguous
+    # to transformers' channel guess, and media.load_image settles it for our side).
+    pils = [ge.load_image(a) for a in images]
+    mm = {k: v for k, v in (("image", pils), ("audio", waves)) if v}
     theirs = vllm_raw(bundle, text, mm, {"max_soft_tokens": budget} if budget else None)
     if isinstance(theirs, Exception):
         said = f"{type(theirs).__name__}: {theirs}"
