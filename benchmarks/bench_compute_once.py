@@ -13,22 +13,13 @@ Target (issue 10): the Image tab does half or less of the old path's work per re
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
+
+from timing import median_seconds  # benchmarks/ is on sys.path when these scripts run
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.5  # new / old work, at most
-
-
-def _median(fn, n=7):
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -71,7 +62,7 @@ def main() -> None:
             old(), new()  # warm
             old_counts, _ = count_calls(old)
             new_counts, _ = count_calls(new)
-            t_old, t_new = _median(old), _median(new)
+            t_old, t_new = median_seconds(old), median_seconds(new)
             print(f"{model} {tab} tab: old path {t_old * 1000:.0f} ms, now {t_new * 1000:.0f} ms"
                   f" = {t_new / t_old:.2f} × old (target ≤ {TARGET})")  # fmt: skip
             for label in sorted(set(old_counts) | set(new_counts)):

@@ -10,26 +10,16 @@ baseline, in the same run, is the transformers processor alone on the same image
 from __future__ import annotations
 
 import socket
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+from timing import median_seconds  # benchmarks/ is on sys.path when these scripts run
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 1.0
-
-
-def _median(fn, n=5):
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -55,9 +45,9 @@ def main() -> None:
     photo.save(path)
     bundle = h.get_bundle("tiny-gemma4")
     p = bundle.processor
-    base = _median(lambda: p(text=[p.image_token], images=[[photo]]))
+    base = median_seconds(lambda: p(text=[p.image_token], images=[[photo]]))
     h.image_tab("tiny-gemma4", str(path))  # warm-up
-    direct = _median(lambda: h.image_tab("tiny-gemma4", str(path)))
+    direct = median_seconds(lambda: h.image_tab("tiny-gemma4", str(path)))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -70,7 +60,7 @@ def main() -> None:
             return client.predict("tiny-gemma4", handle_file(str(path)), 280, api_name="/image")
 
         call()
-        served = _median(call)
+        served = median_seconds(call)
     finally:
         demo.close()
     print(f"baseline: transformers processor alone {base * 1000:.0f} ms")

@@ -9,23 +9,14 @@ answer measured in the same run (the baseline), which shows what the image costs
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import numpy as np
 from PIL import Image
+from timing import median_seconds  # benchmarks/ is on sys.path when these scripts run
 
 BUILD_TARGET_S = 10.0
 ANSWER_TARGET_S = 3.0
-
-
-def _median(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -56,8 +47,8 @@ def main() -> None:
         ]
         text_msg = [{"role": "user", "content": [{"type": "text", "text": "What is this?"}]}]
         b.generate(image_msg, max_new_tokens=8)  # warm-up
-        answer_s = _median(lambda b=b, m=image_msg: b.generate(m, max_new_tokens=8))
-        text_s = _median(lambda b=b, m=text_msg: b.generate(m, max_new_tokens=8))
+        answer_s = median_seconds(lambda b=b, m=image_msg: b.generate(m, max_new_tokens=8))
+        text_s = median_seconds(lambda b=b, m=text_msg: b.generate(m, max_new_tokens=8))
         print(
             f"{name:13s} build {build_s:5.2f} s (= {build_s / BUILD_TARGET_S:.2f} × target) | "
             f"1920×1080 image answer {answer_s:5.2f} s (= {answer_s / ANSWER_TARGET_S:.2f} × "
