@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import MediaError
-from .families import AUDIO_SAMPLING_RATE
+from .families import AUDIO_SAMPLING_RATE, GEMMA4
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -42,6 +42,7 @@ __all__ = [
     "load_image",
     "load_video",
     "prepare_waveform",
+    "sample_frame_indices",
 ]
 
 MAX_IMAGE_PIXELS = 100_000_000  # refuse decompression bombs (~10 000 × 10 000)
@@ -310,66 +311,155 @@ def _decode_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
         ) from exc
 
 
+def sample_frame_indices(num_frames: int, *, max_frames: int) -> list[int]:
+    """Evenly spaced frames, as transformers samples them: ``i × total // n`` for
+    ``n = min(total, max_frames)`` (every frame of a short video).
+
+    >>> sample_frame_indices(10, max_frames=4)
+    [0, 2, 5, 7]
+    """
+    n = min(num_frames, max_frames)
+    return [i * num_frames // n for i in range(n)]
+
+
 @dataclass(frozen=True)
 class Video:
-    """Decoded frames and their rate. ``frames`` is (T, H, W, 3) uint8."""
+    """A video's frames and rate. A file keeps only the frames a model samples, so memory
+    is bounded by those (32 at most), not by the clip's length."""
 
-    frames: np.ndarray  # (num_frames, height, width, 3)
+    frames: np.ndarray  # (kept, height, width, 3) uint8
     fps: float  # frames per second of the source
+    total_frames: int | None = None  # frames in the source (None: all of them are kept)
+    kept: tuple[int, ...] | None = None  # source index of each kept frame (None: 0, 1, …)
+    source: str | None = None  # the file it was read from, if any
+    data: bytes | None = field(default=None, repr=False)  # the encoded upload, if given as bytes
 
     @property
     def num_frames(self) -> int:
-        return int(self.frames.shape[0])
+        """Frames in the source video."""
+        return int(self.total_frames if self.total_frames is not None else self.frames.shape[0])
 
+    @property
+    def size(self) -> tuple[int, int]:
+        """(height, width) of a frame."""
+        return int(self.frames.shape[1]), int(self.frames.shape[2])
 
-def load_video(video: Any, *, fps: float | None = None, max_frames: int = 10_000) -> Video:
-    """Return a :class:`Video` from a path, bytes, file, (frames, fps) pair or an array.
-
-    Files are decoded with OpenCV (``opencv-python-headless``). An array needs ``fps``.
-    """
-    if isinstance(video, Video):
-        return video
-    if isinstance(video, tuple) and len(video) == 2 and np.isscalar(video[1]):
-        video, fps = video
-    if not isinstance(video, str | os.PathLike):
-        data = _read_source(video, "video")
-        if data is not None:
-            video = data
-    if isinstance(video, bytes):
-        import tempfile
-
-        with tempfile.NamedTemporaryFile(suffix=".mp4", delete=False) as fh:
-            fh.write(video)
-            video = fh.name
-        try:
-            return load_video(video, fps=fps, max_frames=max_frames)
-        finally:
-            os.unlink(video)
-    if isinstance(video, str | os.PathLike):
-        path = Path(video)
-        if not path.exists():
-            raise MediaError(f"No video file at {path}. Check the path.")
-        try:
-            import cv2
-        except ImportError as exc:  # pragma: no cover - opencv comes with the vllm extra
+    def frames_at(self, indices: list[int] | tuple[int, ...]) -> np.ndarray:
+        """The frames at these source indices, (len(indices), H, W, 3)."""
+        if self.kept is None:
+            return self.frames[list(indices)]
+        where = {k: i for i, k in enumerate(self.kept)}
+        missing = [i for i in indices if i not in where]
+        if missing:
             raise MediaError(
-                "Reading video files needs OpenCV: pip install opencv-python-headless"
-            ) from exc
-        cap = cv2.VideoCapture(str(path))
-        frames = []
-        while len(frames) < max_frames:
-            ok, frame = cap.read()
-            if not ok:
-                break
-            frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
-        file_fps = cap.get(cv2.CAP_PROP_FPS) or 0.0
-        cap.release()
-        if not frames:
+                f"This video keeps only its {len(self.kept)} sampled frames; frames {missing[:5]} "
+                "were not read. Load it again with load_video(path, max_frames=…)."
+            )
+        return self.frames[[where[i] for i in indices]]
+
+
+def _read_sampled(path: Path, max_frames: int) -> tuple[np.ndarray, float, int, tuple[int, ...]]:
+    """Decode only the frames a model samples: seek to each one (container metadata gives
+    the frame count and fps). Memory holds one frame at a time plus those kept."""
+    try:
+        import cv2
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise MediaError(
+            "Reading video files needs OpenCV: pip install opencv-python-headless"
+        ) from exc
+    cap = cv2.VideoCapture(str(path))
+    try:
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+        file_fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
+        if count <= 0:  # no count in the container: count by decoding, keeping nothing
+            while cap.grab():
+                count += 1
+            cap.release()
+            cap = cv2.VideoCapture(str(path))
+        if count <= 0:
             raise MediaError(
                 f"Could not decode any frame from {path.name}: corrupt or unsupported codec. "
                 "Re-encode it as H.264 MP4 (ffmpeg -i in -c:v libx264 out.mp4)."
             )
-        video, fps = np.stack(frames), fps or file_fps or None
+        wanted = sample_frame_indices(count, max_frames=max_frames)
+        dense = count <= 4 * len(wanted)  # short clip: stepping through beats seeking
+        kept, frames, position = [], [], 0
+        for index in wanted:
+            if dense:
+                while position < index and cap.grab():
+                    position += 1
+            else:
+                cap.set(cv2.CAP_PROP_POS_FRAMES, index)
+            ok, frame = cap.read()
+            if not ok:
+                break  # the container over-counted: keep what decodes
+            position = index + 1
+            kept.append(index)
+            frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
+    finally:
+        cap.release()
+    if not frames:
+        raise MediaError(
+            f"Could not decode any frame from {path.name}: corrupt or unsupported codec. "
+            "Re-encode it as H.264 MP4 (ffmpeg -i in -c:v libx264 out.mp4)."
+        )
+    if len(kept) < len(wanted):  # fewer frames than the header said: sample what exists
+        count = kept[-1] + 1
+    return np.stack(frames), file_fps, count, tuple(kept)
+
+
+def _video_file(
+    path: Path,
+    fps: float | None,
+    limit: int,
+    *,
+    source: str | None = None,
+    data: bytes | None = None,
+) -> Video:
+    frames, file_fps, count, kept = _read_sampled(path, limit)
+    rate = fps or file_fps
+    if not rate or rate <= 0:
+        raise MediaError("The file does not say its frame rate: pass fps=….")
+    if kept == tuple(range(count)):
+        return Video(frames=frames, fps=float(rate), source=source, data=data)
+    return Video(
+        frames=frames, fps=float(rate), total_frames=count, kept=kept, source=source, data=data
+    )
+
+
+def _read_source_checks(path: Path, what: str) -> None:
+    if not path.exists():
+        raise MediaError(f"No {what} file at {path}. Check the path.")
+    if path.is_dir():
+        raise MediaError(f"{path} is a folder, not a {what} file.")
+    if path.stat().st_size == 0:
+        raise MediaError(f"{path.name} is empty (0 bytes). Upload the {what} again.")
+
+
+def load_video(video: Any, *, fps: float | None = None, max_frames: int | None = None) -> Video:
+    """Return a :class:`Video` from a path, bytes, file, (frames, fps) pair or an array.
+
+    Files are read with OpenCV (``opencv-python-headless``), seeking to the ``max_frames``
+    (default: Gemma 4's 32) evenly spaced frames a model samples; their fps comes from
+    the container. An array is kept whole and needs ``fps``.
+    """
+    if isinstance(video, Video):
+        return video
+    limit = max_frames or GEMMA4.image.max_video_frames
+    if isinstance(video, tuple) and len(video) == 2 and np.isscalar(video[1]):
+        video, fps = video
+    if isinstance(video, str | os.PathLike):
+        path = Path(video)
+        _read_source_checks(path, "video")
+        return _video_file(path, fps, limit, source=str(path))
+    data = None if isinstance(video, np.ndarray) else _read_source(video, "video")
+    if data is not None:  # bytes or a file object: decode from a temporary copy
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="gemma_explore_video_") as tmp:
+            path = Path(tmp) / "upload.mp4"
+            path.write_bytes(data)
+            return _video_file(path, fps, limit, data=data)
     arr = np.asarray(video)
     if arr.ndim != 4 or arr.shape[-1] not in (1, 3, 4):
         raise MediaError(

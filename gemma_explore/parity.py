@@ -29,7 +29,7 @@ from .families import FamilySpec, get_family
 from .inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
 from .inspect import encode_audio, encode_images
 from .loading import load
-from .media import load_audio, load_image, load_video
+from .media import load_audio, load_image, load_video, sample_frame_indices
 from .plans import (
     AudioPlan,
     ImagePlan,
@@ -38,7 +38,6 @@ from .plans import (
     plan_audio,
     plan_image,
     plan_video,
-    sample_frame_indices,
 )
 from .prompting import PreparedInputs, prepare_inputs
 from .tables import Table
@@ -349,7 +348,7 @@ def check_video_parity(
     hf_total = ids.count(spec.id_of(spec.video_token))
     idx = sample_frame_indices(v.num_frames, max_frames=spec.image.max_video_frames)
     stamps = [format_timestamp(i / v.fps) for i in idx]
-    h, w = v.frames.shape[1:3]
+    h, w = v.size
     v_per_frame = vllm_image_tokens(h, w, max_soft_tokens=spec.image.video_budget, family=spec)
     v_proc = None
     if use_vllm:

@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from .families import FamilySpec, get_family
-from .media import Video, image_size, is_image_size, load_audio, load_video
+from .media import (
+    Video,
+    image_size,
+    is_image_size,
+    load_audio,
+    load_video,
+    sample_frame_indices,
+)
 from .tables import Table
 
 __all__ = [
@@ -507,13 +514,6 @@ class VideoPlan:
         return self.table().html()
 
 
-def sample_frame_indices(num_frames: int, *, max_frames: int) -> list[int]:
-    """Evenly spaced frames, as transformers samples them: ``i × total // n`` for
-    ``n = min(total, max_frames)`` (every frame of a short video)."""
-    n = min(num_frames, max_frames)
-    return [i * num_frames // n for i in range(n)]
-
-
 def plan_video(
     video: Any,
     *,
@@ -545,10 +545,9 @@ def plan_video(
             raise ValueError("Give frame_size=(height, width) when passing a frame count.")
         size = image_size(tuple(frame_size))
     else:
-        v: Video = load_video(video, fps=fps)
-        count, fps = v.num_frames, v.fps
-        size = (int(v.frames.shape[1]), int(v.frames.shape[2]))
-        frames = v.frames[sample_frame_indices(count, max_frames=limit)]
+        v: Video = load_video(video, fps=fps, max_frames=limit)
+        count, fps, size = v.num_frames, v.fps, v.size
+        frames = v.frames_at(sample_frame_indices(count, max_frames=limit))
     if count <= 0:
         raise ValueError("The video has no frames. Check the file decodes (try another codec).")
     if not fps or fps <= 0:

@@ -25,8 +25,8 @@ import numpy as np
 
 from .errors import MediaError
 from .families import FamilySpec, get_family
-from .media import Video, load_audio, load_image, load_video
-from .plans import check_budget, sample_frame_indices
+from .media import Video, load_audio, load_image, load_video, sample_frame_indices
+from .plans import check_budget
 from .vllm_rules import vllm_adds_bos
 
 if TYPE_CHECKING:
@@ -303,8 +303,8 @@ def prepare_inputs(
                 total_num_frames=v.num_frames,
                 fps=v.fps,
                 duration=v.num_frames / v.fps,
-                height=v.frames.shape[1],
-                width=v.frames.shape[2],
+                height=v.size[0],
+                width=v.size[1],
                 frames_indices=list(idx),
             )
             for v, idx in zip(vids, media.video_frame_indices, strict=True)
@@ -320,7 +320,7 @@ def prepare_inputs(
         call["audio"] = waves
     if vids:
         call["videos"] = [
-            v.frames[idx] for v, idx in zip(vids, media.video_frame_indices, strict=True)
+            v.frames_at(idx) for v, idx in zip(vids, media.video_frame_indices, strict=True)
         ]
     call["add_special_tokens"] = add_special_tokens
     start = time.perf_counter()

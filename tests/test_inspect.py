@@ -34,7 +34,7 @@ def test_gemma4_every_item_matches_its_plan(tiny4, media):
         ge.plan_image(photo, family="gemma4", max_soft_tokens=140).num_soft_tokens,
         ge.plan_image((90, 1600), family="gemma4", max_soft_tokens=140).num_soft_tokens,
         ge.plan_audio(speech, family="gemma4").num_placeholders,
-        ge.plan_video(vid.frames, fps=vid.fps).total_soft_tokens,
+        ge.plan_video(vid).total_soft_tokens,
     ]
     assert [i.num_embeddings for i in report.items] == plans
     image = report.items[0]

@@ -160,3 +160,50 @@ def test_odd_images_through_the_demo():
 def test_bad_videos(bad, message):
     with pytest.raises(ge.MediaError, match=message):
         ge.load_video(bad, fps=10)
+
+
+def _write_clip(path, frames: int, size=(48, 64), fps=25.0):
+    import cv2
+
+    h, w = size
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+    for i in range(frames):
+        frame = np.zeros((h, w, 3), np.uint8)
+        frame[:, :, 0] = i % 256  # every frame differs, so a wrong seek shows
+        frame[:, :, 1] = (i // 256) * 40
+        frame[: (i % h) + 1, : (i % w) + 1, 2] = 255
+        writer.write(frame)
+    writer.release()
+
+
+def test_a_long_video_file_keeps_only_its_sampled_frames(tmp_path):
+    """Memory is bounded by the 32 kept frames, and they are the frames a full decode
+    would give at the sampled indices (seeking lands exactly)."""
+    import cv2
+
+    from gemma_explore.media import sample_frame_indices
+
+    path = tmp_path / "long.mp4"
+    _write_clip(path, 1500)
+    video = ge.load_video(path)
+    assert video.num_frames == 1500 and video.frames.shape[0] == 32 and video.fps == 25.0
+    wanted = sample_frame_indices(1500, max_frames=32)
+    assert list(video.kept) == wanted
+    cap, every = cv2.VideoCapture(str(path)), []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        every.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
+    assert np.array_equal(video.frames_at(wanted), np.stack(every)[wanted])
+    with pytest.raises(ge.MediaError, match="keeps only its 32 sampled frames"):
+        video.frames_at([1])
+    # The plan of the file equals the plan of every frame in memory.
+    whole = ge.plan_video(np.stack(every), fps=25.0)
+    from_file = ge.plan_video(path)
+    assert (from_file.timestamps, from_file.total_tokens) == (whole.timestamps, whole.total_tokens)
+    assert np.array_equal(from_file.frames, whole.frames)
+    # Bytes and file objects take the same way in.
+    assert ge.load_video(path.read_bytes()).kept == video.kept
+    with open(path, "rb") as fh:
+        assert ge.plan_video(fh).timestamps == whole.timestamps

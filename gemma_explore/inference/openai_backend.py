@@ -18,6 +18,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError
@@ -46,6 +47,11 @@ def _wav_base64(wave: Any, sampling_rate: int) -> str:
 
 
 def _mp4_data_url(video: Video) -> str:
+    """The clip as the server should sample it itself: the original file when there is
+    one (a video read from a file keeps only its sampled frames), else the frames."""
+    if video.data is not None or video.source is not None:
+        raw = video.data if video.data is not None else Path(video.source).read_bytes()
+        return "data:video/mp4;base64," + base64.b64encode(raw).decode()
     import cv2
 
     with tempfile.TemporaryDirectory() as tmp:

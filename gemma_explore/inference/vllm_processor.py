@@ -132,6 +132,6 @@ def vllm_mm_data(prepared: PreparedInputs) -> dict[str, Any]:
                 "duration": v.num_frames / v.fps,
                 "video_backend": "opencv",
             }
-            vids.append((v.frames[list(idx)], meta))
+            vids.append((v.frames_at(idx), meta))
         data["video"] = vids
     return data
