@@ -10,7 +10,7 @@ Nothing here imports torch, so plans and docs can use it cheaply.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "AUDIO_SAMPLING_RATE",
@@ -19,6 +19,7 @@ __all__ = [
     "FamilySpec",
     "GEMMA3N",
     "GEMMA4",
+    "GEMMA4_UNIFIED",
     "ImageSpec",
     "WRAPPER",
     "get_family",
@@ -61,12 +62,15 @@ class AudioSpec:
     fft_length: int  # FFT size
     min_hz: float
     max_hz: float
-    max_samples: int  # longest clip the extractor keeps (30 s)
-    pad_to_multiple_of: int | None  # both pad the waveform to a multiple of 128 samples
-    conv_layers: int  # kernel-3 stride-2 convolutions over mel frames (2 → ÷4)
+    max_samples: int | None  # longest clip the extractor keeps (30 s; Unified: no cut)
+    pad_to_multiple_of: int | None  # 3n and 4 pad to 128 samples; Unified to one 640 frame
+    conv_layers: int  # kernel-3 stride-2 convolutions over mel frames (2 → ÷4; Unified 0)
     conformer_reduction: int  # 3n's conformer then keeps every 4th step; Gemma 4: 1
     fixed_placeholders: int | None  # 3n: always 188 audio placeholders
-    max_tokens: int  # cap on audio soft tokens per clip (3n 188, 4 750)
+    max_tokens: int  # cap on audio soft tokens per clip (3n 188, 4 750; Unified: vLLM's only)
+    # Encoder-free (Unified): no mel at all; the raw waveform is cut into frames of this
+    # many samples, one token each (640 = 40 ms). None: a mel spectrogram and a tower.
+    samples_per_token: int | None = None
 
     @property
     def subsampling(self) -> int:
@@ -79,16 +83,21 @@ class AudioSpec:
         return self.subsampling * self.hop_length * 1000 // self.sampling_rate
 
     @property
-    def max_seconds(self) -> float:
-        """Longest clip the feature extractor keeps (30 s)."""
-        return self.max_samples / self.sampling_rate
+    def max_seconds(self) -> float | None:
+        """Longest clip the feature extractor keeps (30 s; None: Unified keeps it all)."""
+        return None if self.max_samples is None else self.max_samples / self.sampling_rate
+
+    @property
+    def has_mel(self) -> bool:
+        """Whether the audio goes through a mel spectrogram (Unified: raw frames)."""
+        return self.samples_per_token is None
 
 
 @dataclass(frozen=True)
 class FamilySpec:
     """The facts for one family. Ids are the released checkpoints' ids."""
 
-    name: str  # "gemma3n" or "gemma4"
+    name: str  # "gemma3n", "gemma4" or "gemma4_unified" (the config's model_type)
     display_name: str
     has_video: bool
     bos_token: str
@@ -120,6 +129,16 @@ class FamilySpec:
     # Released checkpoints whose config has no audio_config (image and video only).
     hub_ids_without_audio: tuple[str, ...] = ()
     source: str = ""  # where these facts were read
+    # Unified has no vision or audio tower: a small embedder projects raw pixels and
+    # raw samples straight into the language model.
+    encoder_free: bool = False
+    image_encoder: str = ""  # what turns pixels into soft tokens, in words
+    audio_encoder: str = ""  # what turns samples into soft tokens, in words
+    # The vision_config key vLLM reads the default image budget from (3n: none).
+    budget_config_field: str | None = None
+    # vLLM counts this family's audio placeholders with another family's formula
+    # (Unified inherits Gemma 4's mel-based count, which is not what its embedder does).
+    vllm_audio_rule: str | None = None
 
     def id_of(self, token: str) -> int:
         """The real id of a special token string."""
@@ -214,6 +233,8 @@ GEMMA3N = FamilySpec(
     ),
     hub_ids=("google/gemma-3n-E2B-it", "google/gemma-3n-E4B-it"),
     source="transformers Gemma3nProcessor / Gemma3nAudioFeatureExtractor / SiglipImageProcessor",
+    image_encoder="MobileNet-V5 CNN tower (timm) on a 768×768 px squash",
+    audio_encoder="USM Conformer tower on 128-bin mel frames",
 )
 
 GEMMA4 = FamilySpec(
@@ -279,17 +300,75 @@ GEMMA4 = FamilySpec(
     hub_ids=("google/gemma-4-E2B-it", "google/gemma-4-E4B-it"),
     hub_ids_without_audio=("google/gemma-4-26B-A4B-it", "google/gemma-4-31B-it"),
     source="transformers Gemma4Processor / Gemma4ImageProcessor / Gemma4AudioFeatureExtractor",
+    image_encoder="ViT tower on 16 px patches, then a 3×3 average pooler",
+    audio_encoder="Conformer tower on 128-bin mel frames",
+    budget_config_field="default_output_length",
 )
 
-FAMILIES: dict[str, FamilySpec] = {"gemma3n": GEMMA3N, "gemma4": GEMMA4}
+# Gemma 4 12B "Unified": the Gemma 4 tokens, budgets and resize, with no towers.
+GEMMA4_UNIFIED = replace(
+    GEMMA4,
+    name="gemma4_unified",
+    display_name="Gemma 4 Unified",
+    # The language model has no per-layer embeddings (no PLE fields in its config).
+    pads_placeholders_per_layer=False,
+    audio=AudioSpec(
+        sampling_rate=AUDIO_SAMPLING_RATE,
+        mel_bins=0,  # no mel: raw samples
+        frame_length=640,  # one frame = one token = 40 ms
+        hop_length=640,  # frames do not overlap
+        fft_length=0,
+        min_hz=0.0,
+        max_hz=0.0,
+        max_samples=None,  # transformers keeps every sample: ceil(n / 640) tokens, no cap
+        pad_to_multiple_of=640,  # zero-pads the last partial frame
+        conv_layers=0,
+        conformer_reduction=1,
+        fixed_placeholders=None,
+        max_tokens=750,  # audio_seq_length: documented, applied by vLLM's count only
+        samples_per_token=640,
+    ),
+    hub_ids=("google/gemma-4-12B-it",),
+    hub_ids_without_audio=(),
+    source=(
+        "transformers Gemma4UnifiedProcessor / Gemma4UnifiedImageProcessor / "
+        "Gemma4UnifiedAudioFeatureExtractor; vLLM gemma4_unified.py"
+    ),
+    encoder_free=True,
+    image_encoder="no tower: each 48×48 px block (3×3 patches of 16 px, 6912 raw values) "
+    "goes through LayerNorm → Linear → position embedding",
+    audio_encoder="no tower: each 640-sample frame (40 ms of raw waveform) goes through "
+    "RMSNorm → Linear",
+    budget_config_field="num_soft_tokens",
+    vllm_audio_rule="gemma4",
+)
+
+FAMILIES: dict[str, FamilySpec] = {
+    "gemma3n": GEMMA3N,
+    "gemma4": GEMMA4,
+    "gemma4_unified": GEMMA4_UNIFIED,
+}
 
 
 def get_family(family: str | FamilySpec) -> FamilySpec:
-    """Return the spec for ``"gemma3n"`` or ``"gemma4"`` (also accepts a spec)."""
+    """Return the spec for ``"gemma3n"``, ``"gemma4"`` or ``"gemma4_unified"`` (also
+    accepts a spec).
+
+    >>> get_family("unified").audio.samples_per_token
+    640
+    """
     if isinstance(family, FamilySpec):
         return family
     key = str(family).lower().replace(" ", "").replace("-", "").replace("_", "")
-    aliases = {"gemma3n": "gemma3n", "3n": "gemma3n", "gemma4": "gemma4", "4": "gemma4"}
+    aliases = {
+        "gemma3n": "gemma3n",
+        "3n": "gemma3n",
+        "gemma4": "gemma4",
+        "4": "gemma4",
+        "gemma4unified": "gemma4_unified",
+        "unified": "gemma4_unified",
+        "gemma412b": "gemma4_unified",
+    }
     if key not in aliases:
         raise ValueError(
             f"Unknown model family {family!r}. Choose one of: {', '.join(FAMILIES)} "

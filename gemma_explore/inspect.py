@@ -54,11 +54,13 @@ class EncodedItems:
 
 
 def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
-    """Run the bundle's real vision tower on a prepared request's images.
+    """Run the bundle's real vision tower (or Unified's embedder) on a prepared
+    request's images.
 
     Gemma 4: the pooler averages 3×3 patches into ``budget`` slots and returns a mask of
     which slots hold a real cell; the padding slots are stripped before the language
-    model. Gemma 3n: MobileNet-V5 gives 16×16 = 256 tokens, all real.
+    model. Gemma 3n: MobileNet-V5 gives 16×16 = 256 tokens, all real. Unified: one row
+    per merged 48 px block, padding rows dropped.
     """
     import torch
 
@@ -66,7 +68,19 @@ def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
     inputs = prepared.to_model(model)
     inner = model.model
     with torch.inference_mode():
-        if bundle.spec.image.fixed_size is None:  # pooled to a budget, with a valid mask
+        if bundle.spec.encoder_free:
+            # Unified: no tower. The embedder projects each merged 48 px row on its own;
+            # get_image_features drops the padding rows (position (-1, -1)).
+            pos = inputs["image_position_ids"]  # (images, budget, 2)
+            out = inner.get_image_features(inputs["pixel_values"], pos)
+            feats = list(out.pooler_output)  # (valid rows, hidden) per image
+            valid = [(p != -1).all(dim=-1).cpu().numpy() for p in pos]  # (budget,) per image
+            norms = []
+            for f, v in zip(feats, valid, strict=True):
+                row = np.zeros(v.shape[0], dtype=np.float32)  # padding rows: no embedding
+                row[v] = f.float().norm(dim=-1).cpu().numpy()
+                norms.append(row)
+        elif bundle.spec.image.fixed_size is None:  # pooled to a budget, with a valid mask
             captured: list[tuple[Any, Any]] = []
             hook = inner.vision_tower.pooler.register_forward_hook(
                 lambda _m, _a, out: captured.append(out)  # ((B, slots, d), (B, slots))

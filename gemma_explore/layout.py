@@ -31,7 +31,12 @@ from .colors import kind_color
 from .families import MAX_NEWLINE_RUN, NEWLINE_BASE_ID, WRAPPER, FamilySpec, get_family
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
-from .vllm_rules import vllm_adds_bos, vllm_expand_gemma3n, vllm_replacement_length
+from .vllm_rules import (
+    vllm_adds_bos,
+    vllm_audio_tokens,
+    vllm_expand_gemma3n,
+    vllm_replacement_length,
+)
 
 if TYPE_CHECKING:
     from .models.bundle import Bundle
@@ -117,7 +122,8 @@ class NewlineMerge:
 
 @dataclass(frozen=True)
 class Divergence:
-    """Where vLLM's processor and transformers' part on a raw Gemma 3n prompt."""
+    """Where vLLM's processor and transformers' part: a raw Gemma 3n prompt's newlines,
+    or a Unified clip that vLLM counts with Gemma 4's mel rule."""
 
     rule: str  # what happens, in words
     seed_function: str  # where vLLM does it (gemma3n_mm.py)
@@ -144,6 +150,9 @@ class PromptLayout:
     # Raw Gemma 3n prompts: where vLLM and transformers part (their ids, or vLLM's error).
     divergences: tuple[Divergence, ...] = ()
     warnings: tuple[str, ...] = ()  # e.g. a double <bos>
+    # The ids vLLM's processor makes, where they differ from input_ids without vLLM
+    # raising (Unified audio: vLLM counts fewer placeholders); None when they agree.
+    vllm_input_ids: tuple[int, ...] | None = None
 
     def counts(self) -> dict[str, int]:
         """Tokens per segment kind."""
@@ -168,6 +177,8 @@ class PromptLayout:
             return "chat template"
         if self.vllm_raises:
             return "raw prompt: vLLM raises, so these are transformers' ids"
+        if self.vllm_input_ids is not None:
+            return "raw prompt: transformers' ids; vLLM's differ (see vllm_input_ids)"
         return "raw prompt, as vLLM expands it"
 
     @property
@@ -192,7 +203,8 @@ class PromptLayout:
         for d in self.divergences:
             lines.append(f"  ⚠ vLLM ≠ transformers at {d.position}: {d.rule}")
             lines.append(
-                f"      vLLM {d.error or list(d.vllm_ids)} · transformers {list(d.transformers_ids)}"
+                f"      vLLM {d.error or _short(d.vllm_ids)} · transformers "
+                f"{_short(d.transformers_ids)}"
             )
         lines += [f"  ⚠ {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -215,8 +227,8 @@ class PromptLayout:
         summary = ", ".join(f"{k}: {v}" for k, v in self.counts().items())
         problems = "".join(
             f"<li><b>vLLM ≠ transformers at token {d.position}</b> ({html.escape(d.seed_function)}): "
-            f"{html.escape(d.rule)}<br><code>vLLM: {html.escape(d.error or str(list(d.vllm_ids)))}"
-            f"</code><br><code>transformers: {html.escape(str(list(d.transformers_ids)))}</code></li>"
+            f"{html.escape(d.rule)}<br><code>vLLM: {html.escape(d.error or _short(d.vllm_ids))}"
+            f"</code><br><code>transformers: {html.escape(_short(d.transformers_ids))}</code></li>"
             for d in self.divergences
         ) + "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
         return (
@@ -225,6 +237,20 @@ class PromptLayout:
             + (f"<ul style='color:#b24000'>{problems}</ul>" if problems else "")
             + "</div>"
         )
+
+
+def _short(ids: tuple[int, ...] | None) -> str:
+    """An id list for a message: runs of one id shortened to ``id×count``."""
+    if ids is None:
+        return "—"
+    parts: list[str] = []
+    for i in ids:
+        if parts and parts[-1].split("×")[0] == str(i):
+            head, _, count = parts[-1].partition("×")
+            parts[-1] = f"{head}×{int(count or 1) + 1}"
+        else:
+            parts.append(str(i))
+    return "[" + ", ".join(parts) + "]"
 
 
 _VLLM_SPLITS = {3: ("\n", "\n\n"), 4: ("\n\n", "\n\n")}  # _find_mm_placeholders' view
@@ -409,6 +435,10 @@ def layout_prompt(
         p = q
 
     ranges = found_by_vllm if found_by_vllm is not None else _vllm_ranges(spec, placeholders)
+    vllm_ids = None
+    if spec.vllm_audio_rule and not divergences:
+        audio_divergences, vllm_ids, ranges = _vllm_audio_counts(spec, ids, placeholders)
+        divergences = divergences + audio_divergences
     return PromptLayout(
         family=spec.name,
         text=prepared.text,
@@ -422,6 +452,7 @@ def layout_prompt(
         template=prepared.template,
         divergences=divergences,
         warnings=_bos_warnings(spec, bundle, ids, prepared),
+        vllm_input_ids=vllm_ids,
     )
 
 
@@ -462,6 +493,51 @@ def _vllm_ranges(spec: FamilySpec, placeholders: list[Placeholder]) -> list[tupl
         else:
             out.append((ph.modality, ph.start, ph.length))
     return out
+
+
+def _vllm_audio_counts(
+    spec: FamilySpec, ids: list[int], placeholders: list[Placeholder]
+) -> tuple[tuple[Divergence, ...], tuple[int, ...] | None, list[tuple[str, int, int]]]:
+    """Unified: vLLM writes its own audio count (Gemma 4's mel rule) into the prompt.
+
+    Returns the divergences, vLLM's ids (None when equal) and vLLM's ranges, whose
+    offsets shift after a clip that vLLM gives fewer placeholders.
+    """
+    out: list[int] = []
+    ranges: list[tuple[str, int, int]] = []
+    divergences = []
+    at = 0
+    audio_id = spec.id_of(spec.audio_token)
+    for ph in placeholders:
+        out += ids[at : ph.start]
+        run = list(ids[ph.start : ph.start + ph.length])
+        if ph.modality == "audio" and ph.plan is not None:
+            v = vllm_audio_tokens(ph.plan.num_samples, family=spec)
+            if v != ph.num_embeds:
+                new_run = [run[0], *([audio_id] * v), run[-1]]
+                divergences.append(
+                    Divergence(
+                        rule=(
+                            f"clip #{ph.item} ({ph.plan.num_samples} samples): the embedder "
+                            f"gives {ph.num_embeds} rows (ceil(samples / 640)) but vLLM's "
+                            f"prompt reserves {v} placeholders; vLLM's runner then drops "
+                            f"{ph.num_embeds - v} rows without an error"
+                        ),
+                        seed_function=(
+                            "gemma4_mm.py Gemma4ProcessingInfo._compute_audio_num_tokens "
+                            "(inherited by gemma4_unified.py)"
+                        ),
+                        position=ph.start,
+                        vllm_ids=tuple(new_run),
+                        transformers_ids=tuple(run),
+                    )
+                )
+                run = new_run
+        ranges.append((ph.modality, len(out), len(run)))
+        out += run
+        at = ph.start + ph.length
+    out += ids[at:]
+    return tuple(divergences), (tuple(out) if divergences else None), ranges
 
 
 # ------------------------------------------------------------ raw prompts through vLLM

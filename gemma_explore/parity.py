@@ -94,6 +94,9 @@ class ParityReport:
     encoder_count: int | None = None  # embeddings the real encoder produced (when run)
     vllm_ran: bool = False  # vLLM's own processor was run
     notes: tuple[str, ...] = field(default=())
+    # Encoder/embedder output rows vLLM's runner slices away because its prompt has no
+    # placeholder for them (Unified audio); empty when every row lands.
+    vllm_dropped_rows: tuple[int, ...] = ()
 
     @property
     def agree(self) -> bool:
@@ -180,20 +183,30 @@ def check_image_parity(
     img = spec.image
     if img.budgets:
         b = plan.max_soft_tokens
-        pos = batch["image_position_ids"][0]  # (max_patches, 2) as (x, y); (-1, -1) = padding
-        real = (pos != -1).all(dim=-1)  # (max_patches,)
+        # Gemma 4: one row per 16 px patch, budget × 9 rows. Unified: one row per merged
+        # 48 px block (6912 raw values), budget rows. Position (x, y) counts rows' units.
+        unit = img.cell_px if spec.encoder_free else img.patch_size
+        per_row = img.patches_per_token if spec.encoder_free else 1  # patches in one row
+        pos = batch["image_position_ids"][0]  # (rows, 2) as (x, y); (-1, -1) = padding
+        real = (pos != -1).all(dim=-1)  # (rows,)
         hf_grid = (int(pos[real][:, 1].max()) + 1, int(pos[real][:, 0].max()) + 1)
-        hf_size = (hf_grid[0] * img.patch_size, hf_grid[1] * img.patch_size)
-        hf_soft = int(real.sum()) // img.patches_per_token
+        hf_size = (hf_grid[0] * unit, hf_grid[1] * unit)
+        hf_patches = int(real.sum()) * per_row
+        hf_soft = hf_patches // img.patches_per_token
         v_size = vllm_image_size(h, w, max_soft_tokens=b, family=spec)
         v_tokens = vllm_image_tokens(h, w, max_soft_tokens=b, family=spec)
         v_old = vllm_image_tokens(h, w, max_soft_tokens=b, clamp=False, family=spec)
         v_patches = (v_size[0] // img.patch_size) * (v_size[1] // img.patch_size)
         rows += [
             ParityRow("resized size (h×w)", _hw(plan.resized_size), _hw(hf_size), _hw(v_size)),
-            ParityRow("patches", plan.num_patches, int(real.sum()), v_patches),
+            ParityRow("patches", plan.num_patches, hf_patches, v_patches),
             ParityRow("soft tokens", plan.num_soft_tokens, hf_soft, v_tokens),
         ]
+        budget_row, budget_note = _budget_check(spec, bundle, prepared)
+        if budget_row is not None:
+            rows.insert(0, budget_row)
+        if budget_note:
+            notes.append(budget_note)
         if v_old != v_tokens:
             notes.append(
                 f"Before vLLM clamped to the budget it reserved {v_old} placeholders here for "
@@ -223,12 +236,58 @@ def check_image_parity(
         f"count ({rows[-2].transformers})"
     )
     if encoder_count is not None:
-        follows += f"; the real vision tower produced {encoder_count} embeddings"
+        tower = "embedder (no tower)" if spec.encoder_free else "vision tower"
+        follows += f"; the real {tower} produced {encoder_count} embeddings"
     budget = f" at budget {plan.max_soft_tokens}" if plan.max_soft_tokens else ""
     return ParityReport(
         "image", spec.name, f"{h}×{w} (h×w) image{budget}", tuple(rows), follows,
         encoder_count, v_proc is not None, tuple(notes),
     )  # fmt: skip
+
+
+def _budget_check(
+    spec: FamilySpec, bundle: Bundle, prepared: PreparedInputs
+) -> tuple[ParityRow | None, str | None]:
+    """The image budget each side uses for this request.
+
+    transformers' processor takes it from the request or processor_config.json; vLLM
+    from the request's or the model's ``mm_processor_kwargs``, otherwise from
+    config.json's ``vision_config.<budget field>`` (``num_soft_tokens`` for Unified,
+    ``default_output_length`` for Gemma 4), never from processor_config.json. A
+    checkpoint whose two files disagree is counted differently by the two.
+    """
+    key = spec.budget_config_field
+    vision = getattr(getattr(bundle.model, "config", None), "vision_config", None)
+    if key is None or vision is None:
+        return None, None
+    in_config = getattr(vision, key, None)
+    asked = prepared.request_kwargs.get("max_soft_tokens")
+    v_budget = asked if asked is not None else in_config
+    hf_budget = prepared.max_soft_tokens
+    row = ParityRow("image budget", hf_budget, hf_budget, v_budget)
+    if in_config is None and asked is None:
+        return row, (
+            f"config.json has no vision_config.{key}: vLLM 0.32 fails with AttributeError "
+            f"'{type(vision).__name__}' object has no attribute '{key}'. Save the checkpoint "
+            "with bundle.save_pretrained(folder), which writes it."
+        )
+    if v_budget is not None and v_budget != hf_budget:
+        if v_budget < hf_budget:
+            fate = (
+                "vLLM reserves fewer placeholders than the encoder returns and silently drops "
+                "the extra embeddings"
+            )
+        else:
+            fate = (
+                "vLLM reserves more placeholders than the encoder returns and its runner "
+                "raises 'Attempted to assign … multimodal tokens to … placeholders'"
+            )
+        return row, (
+            f"config.json says vision_config.{key} = {in_config} but the processor uses "
+            f"{hf_budget}: {fate}. Make them equal, or pass "
+            f"mm_processor_kwargs={{'max_soft_tokens': {hf_budget}}} to vLLM."
+        )
+    return row, None
 
 
 def _test_wave(num_samples: int) -> np.ndarray:
@@ -274,16 +333,19 @@ def check_audio_parity(
     valid = int(batch["input_features_mask"][0].sum())
     n = plan.num_samples
     v_tokens = vllm_audio_tokens(n, family=spec)
-    v_frames = vllm_audio_frames(n, family=spec) if a.fixed_placeholders is None else None
+    raw = not a.has_mel  # Unified: raw 640-sample frames, vLLM counts mel frames anyway
+    mel_rule = a.fixed_placeholders is None and not raw
+    v_frames = vllm_audio_frames(n, family=spec) if mel_rule else None
     step = "placeholders" if a.fixed_placeholders is not None else "audio tokens"
     v_proc = None
     if use_vllm:
         out = vllm_process(bundle, prepared.text, vllm_mm_data(prepared))
-        v_proc = out["placeholders"]["audio"][0][2]
+        found = out["placeholders"].get("audio") or [(0, 0, 0)]  # none for n <= 160 (Unified)
+        v_proc = found[0][2]
+    kind = "raw frames" if raw else "mel frames"
     rows = [
-        ParityRow("mel frames (valid)", plan.num_valid_frames, valid, v_frames),
-        ParityRow("mel frames (all)", plan.num_mel_frames, frames, None),
-        ParityRow(step, plan.num_placeholders, hf_ids, v_tokens, v_proc),
+        ParityRow(f"{kind} (valid)", plan.num_valid_frames, valid, v_frames),
+        ParityRow(f"{kind} (all)", plan.num_mel_frames, frames, None),
     ]
     notes = []
     encoder_count = None
@@ -291,7 +353,32 @@ def check_audio_parity(
         encoded = encode_audio(bundle, prepared)
         valid_mask = encoded.valid[0]
         encoder_count = int(valid_mask.sum()) if valid_mask is not None else encoded.counts[0]
-    if a.fixed_placeholders is not None:
+    dropped: tuple[int, ...] = ()
+    if raw:
+        # The embedder's rows: transformers' model, and vLLM's own Unified model, both
+        # turn every 640-sample frame into a row; only the prompts differ.
+        rows.append(ParityRow("embedder rows", plan.num_encoder_tokens, encoder_count, None))
+        v_prompt = v_proc if v_proc is not None else v_tokens
+        dropped = tuple(range(v_prompt, plan.num_encoder_tokens))
+        if dropped:
+            rate, per = a.sampling_rate, a.samples_per_token
+            first, last = dropped[0], dropped[-1]
+            notes.append(
+                f"vLLM's prompt has {v_prompt} audio placeholders for {plan.num_encoder_tokens} "
+                f"embedder rows: its runner keeps rows 0–{v_prompt - 1} and silently drops rows "
+                f"{first}–{last} (samples {first * per}–{min(n, (last + 1) * per) - 1}, "
+                f"{first * per / rate:.2f}–{min(n, (last + 1) * per) / rate:.2f} s). "
+                "vLLM raises nothing: Gemma4UnifiedProcessingInfo inherits Gemma 4's mel-based "
+                "_compute_audio_num_tokens (0 for ≤ 160 samples, one short when samples % 640 "
+                "is 1–160, capped at 750), while the embedder makes ceil(samples / 640) rows."
+            )
+    rows.append(ParityRow(step, plan.num_placeholders, hf_ids, v_tokens, v_proc))
+    if raw:
+        follows = (
+            f"no tower: the embedder turns each {a.samples_per_token}-sample frame into one "
+            f"row, transformers' count ({hf_ids})"
+        )
+    elif a.fixed_placeholders is not None:
         slots = a.fixed_placeholders
         if plan.padding_slots:
             fate = f"the model fills the other {plan.padding_slots} of the {slots} slots with "
@@ -312,10 +399,11 @@ def check_audio_parity(
             f"transformers' count ({hf_ids})"
         )
     if encoder_count is not None:
-        follows += f"; the real audio tower produced {encoder_count} valid tokens"
+        tower = "embedder" if raw else "audio tower"
+        follows += f"; the real {tower} produced {encoder_count} valid tokens"
     return ParityReport(
         "audio", spec.name, f"{plan.duration_s:.3f} s clip ({n} samples)", tuple(rows), follows,
-        encoder_count, v_proc is not None, tuple(notes),
+        encoder_count, v_proc is not None, tuple(notes), dropped,
     )  # fmt: skip
 
 
@@ -336,7 +424,7 @@ def check_video_parity(
     prepared: PreparedInputs | None = None,
 ) -> ParityReport:
     """Our plan, transformers, vLLM's arithmetic and processor for one video."""
-    spec, bundle = _bundle_for(family or "gemma4", bundle)
+    spec, bundle = _bundle_for(family or (bundle.family if bundle else "gemma4"), bundle)
     use_vllm = vllm_available() if use_vllm is None else use_vllm
     if prepared is None:
         v = load_video(video, fps=fps)
@@ -373,8 +461,9 @@ def check_video_parity(
             "video placeholders", plan.total_soft_tokens, hf_total, v_per_frame * len(idx), v_proc
         ),
     ]
+    tower = "the embedder (no tower)" if spec.encoder_free else "the vision tower"
     follows = (
-        f"each frame goes through the vision tower like an image at budget "
+        f"each frame goes through {tower} like an image at budget "
         f"{spec.image.video_budget}; the encoder follows transformers' pixel_values_videos"
     )
     desc = f"{v.num_frames} frames at {v.fps:g} fps ({h}×{w} h×w)"

@@ -97,7 +97,7 @@ class ImagePlan:
     pooling_kernel: int  # patches per pooled cell side (4: 3; 3n: 1, no pooling step)
     pooled_grid: tuple[int, int]  # soft-token cells per column, per row
     num_patches: int  # real patches the encoder sees
-    max_patches: int  # rows of pixel_values (4 pads up to budget × 9)
+    max_patches: int  # 16 px patches the budget allows (4: rows of pixel_values, budget × 9)
     num_padding_patches: int  # padded rows, position id (-1, -1)
     num_soft_tokens: int  # embeddings the encoder keeps = placeholders in the prompt
     max_soft_tokens: int | None  # Gemma 4's budget; None for 3n
@@ -233,15 +233,31 @@ def plan_image(image: Any, *, family: str, max_soft_tokens: int | None = None) -
             f"One side rounded to 0, so it becomes {cell} px and the other side "
             f"floor(long/short)×{cell} px, capped at {budget}×{cell} px."
         )
-    steps += [
-        f"Resize (bicubic, aspect kept) to {th}×{tw} → {grid[0]}×{grid[1]} = {num_patches} "
-        f"patches; pad pixel_values to {max_patches} rows ({max_patches - num_patches} "
-        "padding rows with position (-1, -1)).",
-        f"Pool {k}×{k} patches → {pooled[0]}×{pooled[1]} = {n} soft tokens "
-        f"({budget - n} of the {budget} pooled slots are padding and are stripped).",
-        f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = "
-        f"{n + spec.markers_per_item} tokens.",
-    ]
+    if spec.encoder_free:
+        # Unified: the processor merges each 3×3 block of patches into one row of raw
+        # pixels, and a small embedder projects each row on its own: no tower, no
+        # attention between blocks, so a token is exactly its 48×48 px block.
+        steps += [
+            f"Resize (bicubic, aspect kept) to {th}×{tw} → {grid[0]}×{grid[1]} = {num_patches} "
+            f"patches of {p}×{p} px.",
+            f"Merge each {k}×{k} block into one row of {cell}×{cell}×3 = {cell * cell * 3} raw "
+            f"pixel values: {pooled[0]}×{pooled[1]} = {n} rows; pad pixel_values to {budget} "
+            f"rows ({budget - n} padding rows with position (-1, -1)).",
+            f"No encoder: each row goes LayerNorm → Linear → + position embedding (x, y) → "
+            f"LayerNorm → one soft token. Nothing mixes pixels across blocks: {n} soft tokens.",
+            f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = "
+            f"{n + spec.markers_per_item} tokens.",
+        ]
+    else:
+        steps += [
+            f"Resize (bicubic, aspect kept) to {th}×{tw} → {grid[0]}×{grid[1]} = {num_patches} "
+            f"patches; pad pixel_values to {max_patches} rows ({max_patches - num_patches} "
+            "padding rows with position (-1, -1)).",
+            f"Pool {k}×{k} patches → {pooled[0]}×{pooled[1]} = {n} soft tokens "
+            f"({budget - n} of the {budget} pooled slots are padding and are stripped).",
+            f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = "
+            f"{n + spec.markers_per_item} tokens.",
+        ]
     return ImagePlan(
         family=spec.name,
         original_size=(h, w),
@@ -291,6 +307,9 @@ class AudioPlan:
     ms_per_token: float  # audio time one token stands for
     total_tokens: int  # prompt tokens incl. markers (+ 3n's "\n\n" wrappers)
     silent: bool = False  # every sample is 0: tokens are still spent
+    # "mel" (3n, 4: log-mel frames for a tower) or "raw" (Unified: 640-sample slices of
+    # the waveform itself, one token each; num_mel_frames then counts those slices).
+    frame_kind: str = "mel"
     steps: tuple[str, ...] = field(default=(), compare=False)
     # The mono 16 kHz waveform the plan was made from, kept for figures; None when
     # planned from a sample count.
@@ -300,7 +319,10 @@ class AudioPlan:
         return [
             ("duration", f"{self.duration_s:.3f} s ({self.num_samples} samples @16 kHz)"),
             ("used", f"{self.samples_used} samples{' (truncated)' if self.truncated else ''}"),
-            ("mel frames (valid)", f"{self.num_mel_frames} ({self.num_valid_frames})"),
+            (
+                f"{'raw 640-sample' if self.frame_kind == 'raw' else 'mel'} frames (valid)",
+                f"{self.num_mel_frames} ({self.num_valid_frames})",
+            ),
             ("encoder tokens", self.num_encoder_tokens),
             ("placeholders", self.num_placeholders),
             ("padding slots", self.padding_slots),
@@ -348,7 +370,7 @@ def plan_audio(audio: Any, *, family: str, sampling_rate: int | None = None) -> 
         wav, notes = load_audio(audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate)
         n = int(wav.shape[0])
 
-    used = min(n, a.max_samples)
+    used = n if a.max_samples is None else min(n, a.max_samples)
     m = a.pad_to_multiple_of or 1
     padded = int(math.ceil(used / m) * m)
     hop, fl = a.hop_length, a.frame_length
@@ -382,6 +404,33 @@ def plan_audio(audio: Any, *, family: str, sampling_rate: int | None = None) -> 
         ms_per_token=float(a.ms_per_token),
         waveform=wav,
     )
+    if a.samples_per_token is not None:
+        # Unified: no spectrogram and no tower. The padded waveform is reshaped into
+        # rows of 640 samples (40 ms); each row is one token after RMSNorm → Linear.
+        frames = padded // a.samples_per_token
+        steps += [
+            f"Reshape into {frames} rows of {a.samples_per_token} raw samples "
+            f"({a.ms_per_token} ms each): input_features ({frames}, {a.samples_per_token}). "
+            "No mel, no FFT.",
+            f"The embedder (RMSNorm → Linear) makes one token per row: {frames} tokens, "
+            f"with no cap (audio_seq_length {a.max_tokens} is documented but transformers "
+            "does not apply it; vLLM's count does, see check_audio_parity).",
+            f"Prompt: {spec.boa_token} + {spec.audio_token}×{frames} + {spec.eoa_token} = "
+            f"{frames + spec.markers_per_item} tokens.",
+        ]
+        return AudioPlan(
+            **common,
+            num_mel_frames=frames,
+            num_valid_frames=frames,
+            num_encoder_tokens=frames,
+            num_placeholders=frames,
+            padding_slots=0,
+            dropped_tokens=0,
+            total_tokens=frames + spec.markers_per_item,
+            frame_kind="raw",
+            steps=tuple(steps),
+        )
+
     if a.fixed_placeholders is not None:
         # Frames: windows of frame_length+1 samples every hop (the extra sample feeds
         # pre-emphasis). A frame is real when the sample at its start is real.

@@ -14,6 +14,12 @@ own way. How vLLM counts, as read from those files:
 * **audio** (Gemma 4): frames from the *unpadded* length, ``(n + 160 − 321) // 160 + 1``,
   then two ``ceil(t/2)`` convolutions, capped at 750. transformers counts the frames of
   its mask after padding to 128 samples.
+* **Gemma 4 Unified**: images and video as Gemma 4 (vLLM serves it with Gemma 4's
+  processor). Audio keeps Gemma 4's *mel* count above, inherited by
+  ``Gemma4UnifiedProcessingInfo``, while the embedder makes ``ceil(n / 640)`` tokens with
+  no cap: vLLM's prompt is one short when ``n % 640`` is 1–160 (none at all for
+  n ≤ 160) and stops at 750 above 30 s. vLLM raises nothing; its runner slices the
+  surplus embeddings away (``_gather_mm_embeddings``), so the model hears less.
 * **video**: each sampled frame counted like an image at budget 70.
 * **Gemma 3n**: always 256 image and 188 audio placeholders; the clip's real encoder
   output is padded or cut to 188.
@@ -78,18 +84,30 @@ def vllm_image_tokens(
     return min(n, max_soft_tokens) if clamp else n
 
 
+def _audio_rule(spec: FamilySpec) -> FamilySpec:
+    """The family whose audio arithmetic vLLM applies: Unified's processing info
+    inherits Gemma 4's ``_compute_audio_num_tokens`` (mel frames, two convs, cap 750),
+    although Unified's embedder makes one token per 640 raw samples."""
+    return get_family(spec.vllm_audio_rule) if spec.vllm_audio_rule else spec
+
+
 def vllm_audio_frames(num_samples: int, *, family: str | FamilySpec = "gemma4") -> int:
     """Mel frames vLLM's Gemma 4 count assumes: the unpadded clip (cut to 30 s) with the
     semicausal left padding, framed every hop."""
-    a = get_family(family).audio
+    a = _audio_rule(get_family(family)).audio
     n = min(num_samples, a.max_samples)
     return max((n + a.frame_length // 2 - (a.frame_length + 1)) // a.hop_length + 1, 0)
 
 
 def vllm_audio_tokens(num_samples: int, *, family: str | FamilySpec = "gemma4") -> int:
-    """Audio placeholders vLLM reserves: Gemma 3n always 188; Gemma 4 from the unpadded
-    length with semicausal padding and two stride-2 convolutions, capped at 750."""
-    spec = get_family(family)
+    """Audio placeholders vLLM reserves: Gemma 3n always 188; Gemma 4 (and Unified,
+    which inherits the rule) from the unpadded length with semicausal padding and two
+    stride-2 convolutions, capped at 750.
+
+    >>> vllm_audio_tokens(800, family="gemma4_unified")  # the embedder gives ceil(800/640) = 2
+    1
+    """
+    spec = _audio_rule(get_family(family))
     if spec.audio.fixed_placeholders is not None:
         return spec.audio.fixed_placeholders
     frames = vllm_audio_frames(num_samples, family=spec)

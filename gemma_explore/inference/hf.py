@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import torch
     from transformers import ProcessorMixin
 
-__all__ = ["HFEngine"]
+__all__ = ["HFEngine", "encoder_free_video_inputs"]
 
 
 @contextmanager
@@ -32,7 +32,10 @@ def _encoder_timer(model: Any):
     starts: list[float] = []
     handles = []
     inner = getattr(model, "model", model)
-    for name in ("vision_tower", "audio_tower"):
+    names = ("vision_tower", "audio_tower")
+    if not any(getattr(inner, n, None) is not None for n in names):
+        names = ("embed_vision", "embed_audio")  # Unified: its embedders are the "encoder"
+    for name in names:
         tower = getattr(inner, name, None)
         if tower is None:
             continue
@@ -80,6 +83,39 @@ def _readable_ids(tok: Any) -> list[int]:
     return [i for i in ids if i is not None and i != tok.unk_token_id]
 
 
+def encoder_free_video_inputs(model: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Unified video, around a transformers 5.19 quirk.
+
+    ``Gemma4UnifiedForConditionalGeneration.forward`` accepts ``num_frames_per_video`` but
+    does not pass it on, so the inner model's ``get_video_features`` raises "
+    `num_frames_per_video` is required". We compute the features with the model's own
+    ``get_video_features`` (and ``get_image_features`` for images in the same turn) and
+    hand them in as ``mm_encoder_outputs``; ``forward`` refuses pixel tensors next to
+    that argument, so they are left out.
+
+    >>> kwargs = encoder_free_video_inputs(model, prepared.to_model(model))  # doctest: +SKIP
+    >>> sorted(kwargs["mm_encoder_outputs"])                                  # doctest: +SKIP
+    ['video']
+    """
+    if "pixel_values_videos" not in inputs:
+        return inputs
+    rest = dict(inputs)
+    videos = rest.pop("pixel_values_videos")  # (frames, budget, 6912)
+    positions = rest.pop("video_position_ids")  # (frames, budget, 2)
+    frames = rest.pop("num_frames_per_video")  # (videos,)
+    inner = model.model
+    encoded = {
+        "video": inner.get_video_features(
+            videos, positions, num_frames_per_video=frames, return_dict=True
+        )
+    }
+    if "pixel_values" in rest:
+        pixels, pos = rest.pop("pixel_values"), rest.pop("image_position_ids")
+        encoded["image"] = inner.get_image_features(pixels, pos, return_dict=True)
+    rest["mm_encoder_outputs"] = encoded
+    return rest
+
+
 def _run(
     engine: HFEngine, prepared: PreparedInputs, *, max_new_tokens: int, streamer: Any = None
 ) -> Generation:
@@ -119,6 +155,8 @@ def _run(
         extra["logits_processor"] = LogitsProcessorList([_ReadableOnly(_readable_ids(tokenizer))])
     with _encoder_timer(model) as enc, torch.inference_mode():
         start = time.perf_counter()
+        if engine.spec.encoder_free:
+            inputs = encoder_free_video_inputs(model, inputs)
         out = model.generate(
             **extra,
             **inputs,

@@ -52,7 +52,7 @@ class Bundle:
     """A family's real processor and model, loaded together, and the engine that answers."""
 
     name: str  # "tiny-gemma4", a folder or a hub id
-    family: str  # "gemma3n" or "gemma4"
+    family: str  # "gemma3n", "gemma4" or "gemma4_unified"
     processor: ProcessorMixin | None  # Gemma3nProcessor / Gemma4Processor (None: remote only)
     model: torch.nn.Module | None  # the transformers model (None when vLLM or a server holds it)
     engine: Engine  # answers prepared turns
@@ -94,6 +94,15 @@ class Bundle:
         model = self.require_model("Saving")
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
+        # vLLM reads the default image budget from config.json (Gemma 4:
+        # vision_config.default_output_length, Unified: vision_config.num_soft_tokens),
+        # which transformers' config classes do not define: write the processor's.
+        key = self.spec.budget_config_field
+        vision = getattr(model.config, "vision_config", None)
+        if key and vision is not None and getattr(vision, key, None) is None:
+            image_processor = getattr(self.processor, "image_processor", None)
+            budget = getattr(image_processor, "max_soft_tokens", None)
+            setattr(vision, key, budget or self.spec.image.default_budget)
         model.save_pretrained(path)
         # A tokenizer that has been called with padding=True keeps that setting in its
         # Rust backend and writes it into tokenizer.json; on reload transformers turns it

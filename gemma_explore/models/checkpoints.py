@@ -130,9 +130,13 @@ def guess_family(name: str) -> str:
     low = name.lower().replace("_", "-")
     if "gemma-3n" in low or "gemma3n" in low:
         return "gemma3n"
+    if "unified" in low or "gemma-4-12b" in low:
+        return "gemma4_unified"
     if "gemma-4" in low or "gemma4" in low:
         return "gemma4"
-    raise ModelLoadError(f"Cannot tell whether {name!r} is Gemma 3n or Gemma 4; pass family=.")
+    raise ModelLoadError(
+        f"Cannot tell whether {name!r} is Gemma 3n, Gemma 4 or Gemma 4 Unified; pass family=."
+    )
 
 
 def check_folder(path: Path) -> None:

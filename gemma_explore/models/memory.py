@@ -27,6 +27,8 @@ CHECKPOINT_PARAMS_B: dict[str, float] = {
     "google/gemma-4-e4b": 8.0,
     "google/gemma-4-26b-a4b-it": 25.2,
     "google/gemma-4-31b-it": 30.7,
+    # Unified: the size its name states (no tower; the embedders are < 0.1 B).
+    "google/gemma-4-12b-it": 12.0,
 }
 HEADROOM = 1.2  # activations, KV cache and CUDA context on top of the weights
 

@@ -1,7 +1,8 @@
-"""Tiny, randomly initialised Gemma 3n and Gemma 4 bundles, built offline.
+"""Tiny, randomly initialised Gemma 3n, Gemma 4 and Gemma 4 Unified bundles, built offline.
 
 They use the *real* transformers classes (``Gemma3nForConditionalGeneration``,
-``Gemma4ForConditionalGeneration``) and the *real* processors with the released
+``Gemma4ForConditionalGeneration``, ``Gemma4UnifiedForConditionalGeneration``) and the
+*real* processors with the released
 settings, shrunk in width and depth so that they build in seconds on a laptop CPU.
 Everything before generation — resizing, patches, pooling, mel frames, placeholder
 expansion, where embeddings land — is the real computation. The text they generate
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..families import GEMMA3N, GEMMA4, FamilySpec, get_family
+from ..families import GEMMA3N, GEMMA4, GEMMA4_UNIFIED, FamilySpec, get_family
 from .tokenizer import build_stand_in_tokenizer
 
 __all__ = [
@@ -34,7 +35,11 @@ __all__ = [
     "tiny_config",
 ]
 
-TINY_NAMES = {"tiny-gemma3n": "gemma3n", "tiny-gemma4": "gemma4"}
+TINY_NAMES = {
+    "tiny-gemma3n": "gemma3n",
+    "tiny-gemma4": "gemma4",
+    "tiny-gemma4-unified": "gemma4_unified",
+}
 TINY_MNV5 = "gemma_explore_mnv5_tiny_enc"
 SEED = 1234  # tiny weights are deterministic
 
@@ -139,6 +144,9 @@ def tiny_config(family: str):
         )
         return Gemma3nConfig(text_config=text, vision_config=vision, audio_config=audio)
 
+    if spec.name == "gemma4_unified":
+        return _tiny_unified_config()
+
     from transformers import Gemma4AudioConfig, Gemma4Config, Gemma4TextConfig, Gemma4VisionConfig
 
     text = Gemma4TextConfig(**_tiny_text_sizes(GEMMA4), global_head_dim=32)
@@ -164,6 +172,37 @@ def tiny_config(family: str):
     return Gemma4Config(text_config=text, vision_config=vision, audio_config=audio)
 
 
+def _tiny_unified_config():
+    """Unified: a tiny language model, and the embedders at sizes that keep their meaning.
+
+    ``mm_posemb_size`` stays 1120 (a 1×N image at budget 1120 reaches position 1119),
+    and ``audio_embed_dim`` stays 640 because it *is* the frame length in samples.
+    """
+    from transformers import (
+        Gemma4UnifiedAudioConfig,
+        Gemma4UnifiedConfig,
+        Gemma4UnifiedTextConfig,
+        Gemma4UnifiedVisionConfig,
+    )
+
+    sizes = _tiny_text_sizes(GEMMA4_UNIFIED)
+    for key in ("vocab_size_per_layer_input", "hidden_size_per_layer_input"):
+        sizes.pop(key)  # Unified's language model has no per-layer embeddings
+    text = Gemma4UnifiedTextConfig(**sizes, global_head_dim=32)
+    vision = Gemma4UnifiedVisionConfig(
+        patch_size=GEMMA4_UNIFIED.image.patch_size,
+        pooling_kernel_size=GEMMA4_UNIFIED.image.pooling_kernel,
+        mm_embed_dim=32,
+        mm_posemb_size=1120,
+        output_proj_dims=32,
+    )
+    # vLLM reads the default image budget from here (transformers never does): a
+    # checkpoint without it fails in vLLM with an AttributeError.
+    vision.num_soft_tokens = GEMMA4_UNIFIED.image.default_budget
+    audio = Gemma4UnifiedAudioConfig(audio_embed_dim=GEMMA4_UNIFIED.audio.samples_per_token)
+    return Gemma4UnifiedConfig(text_config=text, vision_config=vision, audio_config=audio)
+
+
 def build_tiny_model(family: str):
     """A deterministic, randomly initialised tiny model of the real class."""
     import torch
@@ -175,6 +214,8 @@ def build_tiny_model(family: str):
     try:
         if spec.name == "gemma3n":
             from transformers import Gemma3nForConditionalGeneration as cls
+        elif spec.name == "gemma4_unified":
+            from transformers import Gemma4UnifiedForConditionalGeneration as cls
         else:
             from transformers import Gemma4ForConditionalGeneration as cls
         model = cls(config)
@@ -212,6 +253,31 @@ def build_tiny_processor(family: str):
             chat_template=tokenizer.chat_template,
             audio_seq_length=GEMMA3N.audio.fixed_placeholders,
             image_seq_length=GEMMA3N.image.fixed_soft_tokens,
+        )
+
+    if spec.name == "gemma4_unified":
+        from transformers import (
+            Gemma4UnifiedAudioFeatureExtractor,
+            Gemma4UnifiedImageProcessor,
+            Gemma4UnifiedProcessor,
+            Gemma4UnifiedVideoProcessor,
+        )
+
+        u = GEMMA4_UNIFIED
+        return Gemma4UnifiedProcessor(
+            feature_extractor=Gemma4UnifiedAudioFeatureExtractor(
+                feature_size=u.audio.samples_per_token,
+                audio_samples_per_token=u.audio.samples_per_token,
+            ),
+            image_processor=Gemma4UnifiedImageProcessor(max_soft_tokens=u.image.default_budget),
+            tokenizer=tokenizer,
+            video_processor=Gemma4UnifiedVideoProcessor(
+                max_soft_tokens=u.image.video_budget, num_frames=u.image.max_video_frames
+            ),
+            chat_template=tokenizer.chat_template,
+            image_seq_length=u.image.default_budget,
+            audio_seq_length=u.audio.max_tokens,
+            audio_ms_per_token=u.audio.ms_per_token,
         )
 
     from transformers import (

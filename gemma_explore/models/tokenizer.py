@@ -69,7 +69,12 @@ _GEMMA4_TEMPLATE = (
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{ '<|turn>model\n' }}{%- endif -%}"
 )
-CHAT_TEMPLATES = {"gemma3n": _GEMMA3N_TEMPLATE, "gemma4": _GEMMA4_TEMPLATE}
+# Unified shares Gemma 4's tokens and turn format (transformers ships no template for it).
+CHAT_TEMPLATES = {
+    "gemma3n": _GEMMA3N_TEMPLATE,
+    "gemma4": _GEMMA4_TEMPLATE,
+    "gemma4_unified": _GEMMA4_TEMPLATE,
+}
 
 
 def _vocab_and_merges(spec) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -95,7 +100,9 @@ def _vocab_and_merges(spec) -> tuple[dict[str, int], list[tuple[str, str]]]:
 
 
 def build_stand_in_tokenizer(family: str):
-    """Build the stand-in ``GemmaTokenizer`` for ``"gemma3n"`` or ``"gemma4"``."""
+    """Build the stand-in ``GemmaTokenizer`` for ``"gemma3n"``, ``"gemma4"`` or
+    ``"gemma4_unified"`` (the real special-token strings and ids, a byte-level filler
+    vocabulary)."""
     from transformers import GemmaTokenizer
 
     spec = get_family(family)
