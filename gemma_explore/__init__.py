@@ -1,20 +1,25 @@
-"""gemma_explore: see how Gemma 3n and Gemma 4 turn pictures, sound and video into tokens.
+"""gemma_explore: see how Gemma 3n, Gemma 4 and Gemma 4 Unified turn pictures, sound and
+video into tokens.
 
 Every entry point, in the order a lesson meets them (each modality's entry points take
 the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave, rate)``):
 
-- ``load(model)`` → :class:`Bundle` (real processor + model + engine; ``"tiny-gemma4"`` offline)
+- ``load(model)`` → :class:`Bundle` (real processor + model + engine; ``"tiny-gemma4"``,
+  ``"tiny-gemma3n"`` and ``"tiny-gemma4-unified"`` offline)
 - ``plan_image``, ``plan_audio``, ``plan_video`` → plans: token counts and why
 - ``audio_features(clip, family=…)`` → :class:`AudioFeatures`: the real log-mel frames
 - ``prepare_inputs(bundle, messages)`` → :class:`PreparedInputs`: the real processor's run
 - ``layout_prompt(messages, bundle=…)`` → :class:`PromptLayout`: the expanded prompt
 - ``check_image_parity``, ``check_audio_parity``, ``check_video_parity`` →
   :class:`ParityReport`: ours vs transformers vs vLLM (``check_parity(item, kind=…)``)
+- ``compare_families(image, clip)`` → :class:`FamilyComparison`: one input, three families
 - ``vision_pooling(bundle, image)`` → :class:`PooledTokens` from the real pooler
 - ``inspect_multimodal(bundle, messages)`` → :class:`EncoderReport`: encoder outputs vs placeholders
 - ``Bundle.generate(messages)`` → :class:`Generation`
 - ``show_patch_grid(plan)``, ``show_budgets(image)``, ``show_pooled_mask(pooled)``,
-  ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)`` →
+  ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)``,
+  ``show_embedder_grid(plan)`` / ``show_audio_frames(plan)`` (Unified, no encoder),
+  ``show_three_way(comparison)`` →
   matplotlib Figures drawn from those results (``save_figure`` for slides)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
 
@@ -22,6 +27,7 @@ Modules import downward only (docs/DESIGN.md has the picture); nothing inside th
 package imports this file.
 """
 
+from .comparison import FamilyComparison, compare_families
 from .errors import BackendError, MediaError, ModelLoadError
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
@@ -42,6 +48,7 @@ from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan
 from .prompting import PreparedInputs, prepare_inputs
 from .results import Generation
 from .viz.audio import show_mel
+from .viz.embedder import show_audio_frames, show_embedder_grid, show_three_way
 from .viz.layout import show_layout
 from .viz.patches import show_budgets, show_patch_grid
 from .viz.pooling import show_pooled_mask
@@ -56,6 +63,7 @@ __all__ = [
     "BackendError",
     "Bundle",
     "EncoderReport",
+    "FamilyComparison",
     "Generation",
     "ImagePlan",
     "ItemReport",
@@ -75,6 +83,7 @@ __all__ = [
     "check_image_parity",
     "check_parity",
     "check_video_parity",
+    "compare_families",
     "explore_audio",
     "explore_image",
     "explore_prompt",
@@ -90,11 +99,14 @@ __all__ = [
     "plan_video",
     "prepare_inputs",
     "save_figure",
+    "show_audio_frames",
     "show_budgets",
+    "show_embedder_grid",
     "show_layout",
     "show_mel",
     "show_patch_grid",
     "show_pooled_mask",
+    "show_three_way",
     "show_video_frames",
     "vision_pooling",
 ]

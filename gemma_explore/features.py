@@ -32,7 +32,8 @@ class AudioFeatures:
 
     family: str
     plan: AudioPlan = field(repr=False)  # counts, and the 16 kHz waveform in plan.waveform
-    mel: np.ndarray = field(repr=False)  # (frames, mel_bins) log-mel, as input_features
+    # (frames, mel_bins) log-mel, as input_features; Unified: (frames, 640) raw samples
+    mel: np.ndarray = field(repr=False)
     mask: np.ndarray = field(repr=False)  # (frames,) bool: True = frame over real audio
 
     @property
@@ -51,6 +52,10 @@ def _default_extractor(family: str) -> Any:
         from transformers import Gemma3nAudioFeatureExtractor
 
         return Gemma3nAudioFeatureExtractor()
+    if family == "gemma4_unified":  # raw 640-sample frames, not mel
+        from transformers import Gemma4UnifiedAudioFeatureExtractor
+
+        return Gemma4UnifiedAudioFeatureExtractor()
     from transformers import Gemma4AudioFeatureExtractor
 
     return Gemma4AudioFeatureExtractor()

@@ -52,6 +52,14 @@ def tiny3n():
     return ge.load("tiny-gemma3n", device="cpu")
 
 
+@pytest.fixture(scope="session")
+def tinyu():
+    """The encoder-free Gemma 4 Unified tiny bundle."""
+    import gemma_explore as ge
+
+    return ge.load("tiny-gemma4-unified", device="cpu")
+
+
 @pytest.fixture(scope="session", params=["tiny-gemma3n", "tiny-gemma4"])
 def tiny(request):
     import gemma_explore as ge
@@ -77,10 +85,11 @@ def tone():
 
 
 @pytest.fixture(scope="session")
-def saved_dirs(tmp_path_factory, tiny3n, tiny4):
-    """Both tiny bundles saved to folders, as a user would save them."""
+def saved_dirs(tmp_path_factory, tiny3n, tiny4, tinyu):
+    """The tiny bundles saved to folders, as a user would save them."""
     root = tmp_path_factory.mktemp("checkpoints")
     return {
         "gemma3n": tiny3n.save_pretrained(root / "tiny-gemma3n"),
         "gemma4": tiny4.save_pretrained(root / "tiny-gemma4"),
+        "gemma4_unified": tinyu.save_pretrained(root / "tiny-gemma4-unified"),
     }

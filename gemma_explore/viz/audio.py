@@ -44,6 +44,10 @@ def show_mel(
             raise ValueError("Pass AudioFeatures, or a clip with family='gemma4' / 'gemma3n'.")
         features = audio_features(features, family=family, sampling_rate=sampling_rate)
     spec = get_family(features.family)
+    if not spec.audio.has_mel:  # Unified: no mel; its frame view (viz/embedder.py)
+        from .embedder import show_audio_frames
+
+        return show_audio_frames(features.plan, ax=ax)
     plan, mel, mask = features.plan, features.mel, features.mask  # (frames, bins), (frames,)
     wave = plan.waveform
     a = spec.audio

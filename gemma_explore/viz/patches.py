@@ -199,6 +199,10 @@ def show_patch_grid(
             return show_budgets(plan, family=family)
         plan = plan_image(load_image(plan), family=family, max_soft_tokens=max_soft_tokens)
     spec = get_family(plan.family)
+    if spec.encoder_free:  # Unified: raw 48 px blocks, no tower (viz/embedder.py)
+        from .embedder import show_embedder_grid
+
+        return show_embedder_grid(plan, ax=ax)
     pil = _pixels(plan)
     if spec.image.fixed_size is None:
         if ax is not None:
