@@ -94,9 +94,7 @@ class BillRow:
     plan_s: float = 0.0  # seconds in the plans' arithmetic
 
 
-def bill_file(
-    path: str | os.PathLike, *, family: str, budgets: tuple[int | None, ...]
-) -> BillRow:
+def bill_file(path: str | os.PathLike, *, family: str, budgets: tuple[int | None, ...]) -> BillRow:
     """Bill one file from its header: a pure function, safe to map with any executor.
 
     Never raises for a bad file: the row's ``error`` says what is wrong.
@@ -108,7 +106,9 @@ def bill_file(
     kind = kind_of(name)
     if kind is None:
         suffix = Path(name).suffix.lower() or "(no suffix)"
-        return BillRow(name, None, error=f"unsupported file type {suffix} (not an image, clip or video)")
+        return BillRow(
+            name, None, error=f"unsupported file type {suffix} (not an image, clip or video)"
+        )
     start = time.perf_counter()
     try:
         spec = get_family(family)
@@ -143,9 +143,7 @@ def bill_file(
         reason = " ".join(str(exc).split()) or type(exc).__name__
         return BillRow(name, kind, error=reason, header_s=time.perf_counter() - start)
     end = time.perf_counter()
-    return BillRow(
-        name, kind, tokens=tokens, header_s=header - start, plan_s=end - header, **extra
-    )
+    return BillRow(name, kind, tokens=tokens, header_s=header - start, plan_s=end - header, **extra)
 
 
 def _bill_chunk(paths: list[str], *, family: str, budgets: tuple[int | None, ...]) -> list[BillRow]:
@@ -487,10 +485,7 @@ class BillWriter:
         types = {"path": pa.string(), "kind": pa.string(), "error": pa.string()}
         floats = {"duration_s", "fps", "seconds"}
         schema = pa.schema(
-            [
-                (c, types.get(c, pa.float64() if c in floats else pa.int64()))
-                for c in self.columns
-            ]
+            [(c, types.get(c, pa.float64() if c in floats else pa.int64())) for c in self.columns]
         )
         columns = {c: [r[i] for r in self._batch] for i, c in enumerate(self.columns)}
         table = pa.table(columns, schema=schema)
