@@ -77,9 +77,7 @@ def _plain(value: Any) -> Any:
     epilog="Example: gemma-explore plan photo.jpg talk.wav clip.mp4 --family gemma4 --budget 280"
 )
 def plan(
-    files: Annotated[
-        list[Path], typer.Argument(metavar="FILE...", help="Images, clips or videos.")
-    ],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Images, clips or videos.")],
     family: Annotated[str, typer.Option(help="gemma4 or gemma3n.")] = "gemma4",
     budget: Annotated[
         int | None,
