@@ -62,7 +62,7 @@ def kind_of(path: str | os.PathLike) -> str | None:
 
 def _check_file(path: Path, what: str) -> None:
     try:
-        size = path.stat().st_size
+        size = os.stat(path).st_size
     except FileNotFoundError:
         raise MediaError(f"No {what} file at {path} (a broken link?).") from None
     except OSError as exc:
