@@ -173,19 +173,22 @@ class Walk:
         visited: set[tuple[int, int]] = set()  # (device, inode) of every folder listed
         stack = [root]
         while stack:
-            start = time.perf_counter()
             folder = stack.pop()
-            files, folders = self._list(folder, visited)
-            stack.extend(reversed(folders))
-            self.seconds += time.perf_counter() - start
-            yield from files
+            folders: list[Path] = []
+            yield from self._files(folder, visited, folders)
+            stack.extend(sorted(folders, reverse=True))  # depth first, in name order
 
-    def _list(self, folder: Path, visited: set[tuple[int, int]]) -> tuple[list[str], list[Path]]:
+    def _files(
+        self, folder: Path, visited: set[tuple[int, int]], folders: list[Path]
+    ) -> Iterator[str]:
+        """Files of one folder as the OS lists them (never all held at once); sub-folders
+        go to ``folders``."""
+        start = time.perf_counter()
         try:
             st = folder.stat()
         except OSError as exc:
             self.problems.append((str(folder), f"cannot stat folder: {exc.strerror or exc}"))
-            return [], []
+            return
         key = (st.st_dev, st.st_ino)
         if key in visited:
             target = folder.resolve()
@@ -194,27 +197,31 @@ class Walk:
             else:
                 reason = f"links to a folder already billed ({target}); not counted twice"
             self.problems.append((str(folder), reason))
-            return [], []
+            return
         visited.add(key)
         try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            it = os.scandir(folder)
         except OSError as exc:  # PermissionError included
             self.problems.append((str(folder), f"unreadable folder: {exc.strerror or exc}"))
-            return [], []
-        files, folders = [], []
-        for entry in entries:
-            try:
-                if entry.is_dir():  # follows symlinks; loops are caught by `visited`
-                    if self.recursive:
-                        folders.append(Path(entry.path))
-                elif entry.is_file():
-                    files.append(entry.path)
-                elif entry.is_symlink():
-                    self.problems.append((entry.path, "broken symbolic link"))
-            except OSError as exc:  # e.g. ELOOP: a link that points at itself
-                self.problems.append((entry.path, f"cannot follow: {exc.strerror or exc}"))
-        return files, folders
+            return
+        with it:
+            for entry in it:
+                try:
+                    if entry.is_dir():  # follows symlinks; loops are caught by `visited`
+                        if self.recursive:
+                            folders.append(Path(entry.path))
+                        continue
+                    is_file = entry.is_file()
+                    if not is_file and entry.is_symlink():
+                        self.problems.append((entry.path, "broken symbolic link"))
+                except OSError as exc:  # e.g. ELOOP: a link that points at itself
+                    self.problems.append((entry.path, f"cannot follow: {exc.strerror or exc}"))
+                    continue
+                if is_file:
+                    self.seconds += time.perf_counter() - start
+                    yield entry.path
+                    start = time.perf_counter()
+        self.seconds += time.perf_counter() - start
 
 
 def walk_files(root: str | os.PathLike, *, recursive: bool = True) -> Walk:
@@ -241,7 +248,7 @@ def bill_rows(
     chunksize: int = CHUNK,
 ) -> Iterator[BillRow]:  # fmt: skip
     """Bill files across ``workers`` processes (default: every core), streaming rows back
-    in order. Paths are consumed lazily and sent in chunks, so memory stays flat."""
+    in the order of ``paths``. Paths are consumed lazily and sent in chunks, so memory stays flat."""
     workers = (os.cpu_count() or 1) if workers is None else max(1, int(workers))
     task = functools.partial(_bill_chunk, family=family, budgets=budgets)
     if workers == 1:
@@ -409,8 +416,8 @@ def bill(
         billed=dict(tally.billed),
         totals=tuple(tally.totals),
         totals_by_kind={k: tuple(v) for k, v in tally.by_kind.items()},
-        failures=tuple(tally.failures),
-        walk_problems=tuple(walk.problems),
+        failures=tuple(sorted(tally.failures)),
+        walk_problems=tuple(sorted(walk.problems)),
         slowest_files=tuple((p, s) for s, p in sorted(tally.slowest, reverse=True)),
         part_seconds={k: v for k, v in parts.items() if v > 0},
         histograms=tuple(dict(h) for h in tally.hist),
