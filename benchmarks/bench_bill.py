@@ -129,7 +129,7 @@ def main() -> None:
         print(f"(generated {args.small + args.large} PNGs in {time.perf_counter() - start:.1f} s)")
         small_run = run_probe(tmp / "small")
         large_run = run_probe(large)
-        for name, r in (("small", small_run), ("large", large_run)):
+        for r in (small_run, large_run):
             rate = r["files"] / r["s"]
             per_cpu = r["files"] / r["cpu_s"]  # what two idle cores would do: ×2
             print(

@@ -22,6 +22,8 @@ Modules import downward only (docs/DESIGN.md has the picture); nothing inside th
 package imports this file.
 """
 
+# `bill` (the walk) stays in gemma_explore.bill: exporting it here would hide the module.
+from .bill import Bill, BillRow, bill_file
 from .errors import BackendError, MediaError, ModelLoadError
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
@@ -41,6 +43,7 @@ from .parity import (
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
 from .results import Generation
+from .transcription import Transcription, transcription_prompt
 from .viz.audio import show_mel
 from .viz.layout import show_layout
 from .viz.patches import show_budgets, show_patch_grid
@@ -54,6 +57,8 @@ __all__ = [
     "AudioFeatures",
     "AudioPlan",
     "BackendError",
+    "Bill",
+    "BillRow",
     "Bundle",
     "EncoderReport",
     "Generation",
@@ -69,8 +74,10 @@ __all__ = [
     "PreparedInputs",
     "PromptLayout",
     "Segment",
+    "Transcription",
     "VideoPlan",
     "audio_features",
+    "bill_file",
     "check_audio_parity",
     "check_image_parity",
     "check_parity",
@@ -96,6 +103,7 @@ __all__ = [
     "show_patch_grid",
     "show_pooled_mask",
     "show_video_frames",
+    "transcription_prompt",
     "vision_pooling",
 ]
 __version__ = "0.1.0"

@@ -115,8 +115,8 @@ def transcription_prompt(
     Feed it to :func:`~gemma_explore.layout.layout_prompt` with ``template=False`` and the
     clip as ``audios=[clip]`` to see every token.
 
-    >>> transcription_prompt(task="translate", language="de", to_language="en")[:60]
-    '<start_of_turn>user\nTranslate this audio from German into English'
+    >>> transcription_prompt(task="translate", language="de", to_language="en").splitlines()[1]
+    'Translate this audio from German into English: <audio_soft_token><end_of_turn>'
     """
     _supported(family)
     if task not in TASKS:

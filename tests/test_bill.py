@@ -249,3 +249,23 @@ def test_parquet_needs_pyarrow(tmp_path):
         assert BillWriter.check(tmp_path / "bill.parquet") == "parquet"
     with pytest.raises(ValueError, match=r"\.csv or \.parquet"):
         BillWriter.check("bill.xlsx")
+
+
+def test_bill_file_maps_unchanged_under_any_executor(dataset):
+    """The README's Dask/Ray claim, with the standard library's executor: no custom code."""
+    import functools
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    paths = sorted(str(p) for p in (dataset / "images").glob("*.png"))
+    task = functools.partial(bill_file, family="gemma4", budgets=BUDGETS)
+    with ProcessPoolExecutor(2) as pool:
+        rows = list(pool.map(task, paths))
+    again = [pickle.loads(pickle.dumps(task(p))) for p in paths]  # rows travel by pickle
+    assert [(r.path, r.tokens, r.error) for r in rows] == [
+        (r.path, r.tokens, r.error) for r in again
+    ]
+    direct = bill(dataset / "images", budgets=BUDGETS, recursive=False, workers=1)
+    others = [p for p in (dataset / "images").iterdir() if p.is_file() and p.suffix != ".png"]
+    expected = direct.totals_by_kind["image"][1] - sum(task(str(p)).tokens[1] for p in others)
+    assert sum(r.tokens[1] for r in rows) == expected
