@@ -137,6 +137,10 @@ def _budgets(text: str | None) -> list[int] | None:
         _fail(f"--budget takes numbers separated by commas (70,280,1120), got {text!r}.")
 
 
+def _short(path: str, width: int) -> str:
+    return path if len(path) <= width else "…" + path[-(width - 1) :]
+
+
 def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
     """A histogram of tokens per file, one series per budget.
 
@@ -185,9 +189,12 @@ def bill(
     workers: Annotated[
         int | None, typer.Option(min=1, help="Processes (default: every core).")
     ] = None,
+    per_file: Annotated[
+        int, typer.Option(min=0, help="Print this many files' tokens (all rows: --out).")
+    ] = 20,
 ) -> None:
     """Total the tokens a dataset costs at each budget, reading file headers only."""
-    from .bill import BillWriter, resolve_budgets
+    from .bill import BillWriter, budget_label, resolve_budgets
     from .bill import bill as run_bill
     from .families import get_family
 
@@ -205,11 +212,14 @@ def bill(
     writer = BillWriter(out, budgets) if out is not None else None
     try:
         with _progress(desc="billing", unit="file") as bar:
+            shown: list[Any] = []  # the first --per-file rows only: memory stays flat
 
             def on_row(row: Any) -> None:
                 bar.update()
                 if writer is not None:
                     writer.write(row)
+                if len(shown) < per_file and row.error is None:
+                    shown.append(row)
 
             result = run_bill(
                 folder, family=spec.name, budgets=budgets, recursive=recursive, workers=workers,
@@ -218,6 +228,16 @@ def bill(
     finally:
         if writer is not None:
             writer.close()
+    if shown:
+        labels = "  ".join(f"{budget_label(b):>13}" for b in budgets)
+        typer.echo(f"{'file':<40} {'kind':<6} {labels}")
+        for row in shown:
+            tokens = "  ".join(f"{t:>13,}" for t in row.tokens)
+            typer.echo(f"{_short(row.path, 40):<40} {row.kind:<6} {tokens}")
+        if result.billed_files > len(shown):
+            more = result.billed_files - len(shown)
+            typer.echo(f"… and {more} more billed files (--out bill.csv writes every row)")
+        typer.echo("")
     typer.echo(result.text())
     if out is not None:
         typer.echo(f"Rows written to {out}")

@@ -150,6 +150,12 @@ def test_bill_prints_totals_failures_histogram_and_writes_csv_and_png(small_data
         line = next(t for t in text.splitlines() if t.strip().startswith(f"budget {budget}:"))
         assert f" {total:,} tokens" in line
     assert "Files that fail (1)" in text and "broken.jpg" in text
+    header = next(t for t in text.splitlines() if t.startswith("file "))
+    assert header.split() == ["file", "kind", "tokens@70", "tokens@280", "tokens@1120"]
+    img0 = next(t for t in text.splitlines() if t.split()[:1] and t.split()[0].endswith("img0.png"))
+    want0 = [plan_image((100, 200), family="gemma4", max_soft_tokens=b).total_tokens
+             for b in (70, 280, 1120)]  # fmt: skip
+    assert img0.split()[1:] == ["image", *(f"{w:,}" for w in want0)]
     assert "Slowest part:" in text and "Tokens per file (budget 70)" in text
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 7 and {r["kind"] for r in rows} == {"image", "audio"}
@@ -160,6 +166,10 @@ def test_bill_not_recursive_skips_subfolders(small_dataset):
     result = run("bill", small_dataset, "--workers", "1")
     assert result.exit_code == 0, result.output
     assert "6 files, 5 billed" in result.stdout
+    quiet = run("bill", small_dataset, "--workers", "1", "--per-file", "0")
+    assert not any(line.startswith("file ") for line in quiet.stdout.splitlines())
+    few = run("bill", small_dataset, "--workers", "1", "--per-file", "2")
+    assert "… and 3 more billed files" in few.stdout
 
 
 @pytest.mark.parametrize(
@@ -265,3 +275,52 @@ def test_transcribe_refuses_long_clips(tmp_path):
     sf.write(long, np.zeros(8_000 * 31, np.float32), 8_000)
     assert "at most 30 s" in _one_line_error(run("transcribe", long))
     assert "No audio file" in _one_line_error(run("transcribe", tmp_path / "missing.wav"))
+
+
+def test_transcribe_on_the_openai_backend_calls_the_audio_endpoint(clip):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    paths = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            paths.append(self.path)
+            data = json.dumps({"text": "bonjour tout le monde"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        result = run("transcribe", clip, "--language", "fr", "--backend", "openai",
+                     "--base-url", url, "--model", "google/gemma-3n-E4B-it")  # fmt: skip
+    finally:
+        httpd.shutdown()
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "bonjour tout le monde"
+    assert paths == ["/v1/audio/transcriptions"]
+
+
+def test_transcribe_without_a_server_exits_2(clip):
+    line = _one_line_error(
+        run(
+            "transcribe",
+            clip,
+            "--backend",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "google/gemma-3n-E4B-it",
+        )  # fmt: skip
+    )
+    assert "No OpenAI-compatible server answered" in line
