@@ -79,8 +79,6 @@ def image_header(path: str | os.PathLike) -> tuple[int, int]:
     """
     from PIL import Image, UnidentifiedImageError
 
-    path = Path(path)
-    _check_file(path, "image")
     try:
         with Image.open(path) as pil:  # lazy: parses the header, decodes no pixels
             w, h = pil.size
@@ -90,9 +88,10 @@ def image_header(path: str | os.PathLike) -> tuple[int, int]:
                 orientation = pil.getexif().get(0x0112, 1)
             else:
                 orientation = 1
-    except (UnidentifiedImageError, SyntaxError) as exc:
-        raise MediaError(f"Not an image PIL can read (corrupt or unsupported): {exc}") from None
-    except OSError as exc:
+    except (UnidentifiedImageError, SyntaxError, OSError) as exc:
+        _check_file(Path(path), "image")  # a missing or empty file says so
+        if isinstance(exc, UnidentifiedImageError | SyntaxError):
+            raise MediaError(f"Not an image PIL can read (corrupt or unsupported): {exc}") from None
         raise MediaError(f"Cannot read the image header: {exc}") from None
     if orientation in _ROTATED:
         w, h = h, w
