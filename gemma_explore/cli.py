@@ -271,22 +271,32 @@ def serving_recipe(
     """
     from .families import get_family
     from .inference.vllm_backend import engine_args
-    from .models.checkpoints import guess_family
+    from .models.checkpoints import family_from_config, guess_family, modalities_of
     from .models.tiny import TINY_NAMES
 
-    fam = get_family(family or TINY_NAMES.get(model) or guess_family(model)).name
+    config = None
+    if Path(model).is_dir():  # a local checkpoint: its config says the family and towers
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(model)
+    if family is None:
+        family = TINY_NAMES.get(model) or (
+            family_from_config(config, model) if config is not None else guess_family(model)
+        )
+    fam = get_family(family).name
+    has_audio = "audio" in modalities_of(fam, config, model)  # Gemma 4 26B/31B: none
     limits = None
     if images is not None or audios is not None or videos is not None:
-        limits = {
-            "image": 4 if images is None else images,
-            "audio": 1 if audios is None else audios,
-        }
+        limits = {"image": 4 if images is None else images}
+        if has_audio or audios:  # an audio-less checkpoint asked for audio: engine_args refuses
+            limits["audio"] = 1 if audios is None else audios
         if get_family(fam).has_video:
             limits["video"] = 1 if videos is None else videos
         limits = {k: v for k, v in limits.items() if v}
+    # The one call the serving issue's recipe (engine_args(for_workload=…)) replaces.
     return engine_args(
         model, family=fam, max_soft_tokens=budget, max_model_len=max_model_len,
-        limit_mm_per_prompt=limits,
+        limit_mm_per_prompt=limits, has_audio=has_audio,
     )  # fmt: skip
 
 

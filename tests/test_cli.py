@@ -324,3 +324,19 @@ def test_transcribe_without_a_server_exits_2(clip):
         )  # fmt: skip
     )
     assert "No OpenAI-compatible server answered" in line
+
+
+def test_serve_args_knows_audio_less_checkpoints_and_local_folders(tmp_path):
+    result = run("serve-args", "google/gemma-4-31B-it")
+    assert result.exit_code == 0 and """'{"image": 4, "video": 1}'""" in result.stdout
+    refused = run("serve-args", "google/gemma-4-31B-it", "--audios", "1")
+    assert "no audio tower" in _one_line_error(refused)
+    # A local folder: the family and the towers come from its config.json.
+    big = tmp_path / "my-finetune"
+    big.mkdir()
+    (big / "config.json").write_text('{"model_type": "gemma4", "audio_config": null}')
+    local = run("serve-args", big, "--json")
+    assert local.exit_code == 0, local.output
+    want = engine_args(str(big), family="gemma4", has_audio=False)
+    assert json.loads(local.stdout) == json.loads(json.dumps(want))
+    assert "audio" not in want["limit_mm_per_prompt"]
