@@ -17,6 +17,8 @@ import cv2
 import numpy as np
 import pytest
 import soundfile as sf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from gemma_explore.bill import BillWriter, bill, bill_file, resolve_budgets, walk_files
@@ -24,6 +26,7 @@ from gemma_explore.errors import MediaError
 from gemma_explore.headers import audio_header, image_header, kind_of, video_header
 from gemma_explore.media import image_size
 from gemma_explore.plans import plan_audio, plan_image, plan_video
+from tests.conftest import examples
 
 BUDGETS = (70, 280, 1120)
 
@@ -269,3 +272,31 @@ def test_bill_file_maps_unchanged_under_any_executor(dataset):
     others = [p for p in (dataset / "images").iterdir() if p.is_file() and p.suffix != ".png"]
     expected = direct.totals_by_kind["image"][1] - sum(task(str(p)).tokens[1] for p in others)
     assert sum(r.tokens[1] for r in rows) == expected
+
+
+@settings(max_examples=examples(0.2))
+@given(
+    h=st.integers(1, 1500),
+    w=st.integers(1, 1500),
+    orientation=st.integers(1, 8),
+    fmt=st.sampled_from(["jpg", "png", "webp"]),
+    budget=st.sampled_from([70, 140, 280, 560, 1120]),
+)
+def test_header_tokens_equal_the_loaded_image_plan(h, w, orientation, fmt, budget):
+    """Any size, any EXIF orientation: the header's tokens are the decoded image's."""
+    import tempfile
+
+    from gemma_explore.media import load_image
+
+    if fmt == "webp" and max(h, w) > 1000:
+        w, h = min(w, 1000), min(h, 1000)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"img.{fmt}"
+        exif = Image.Exif()
+        exif[0x0112] = orientation
+        Image.new("RGB", (w, h), (90, 30, 200)).save(path, exif=exif.tobytes())
+        row = bill_file(path, family="gemma4", budgets=(budget,))
+        upright = load_image(path)  # decoded, EXIF applied, as the processors see it
+        want = plan_image(upright, family="gemma4", max_soft_tokens=budget).total_tokens
+        assert row.error is None and (row.height, row.width) == (upright.height, upright.width)
+        assert row.tokens == (want,)
