@@ -327,9 +327,7 @@ NOTEBOOKS = {
             (
                 "The sampled frames",
                 [
-                    code(
-                        "plan = ge.plan_video(video)  # or a path: ge.plan_video('clip.mp4')\nplan"
-                    ),
+                    code("plan = ge.plan_video(video)  # or a path: ge.plan_video('clip.mp4')\nplan"),
                     code("ge.show_video_frames(video)"),
                     code(
                         "assert len(plan.frame_indices) == 32 and plan.soft_tokens_per_frame == 66"
