@@ -94,6 +94,20 @@ def build_app(model: str = "tiny-gemma4"):
                 [mel_plot, audio_counts, audio_parity, audio_time, notice],
                 api_name="audio",
             )
+            # Gemma 3n speech-to-text (issue 14); handler in gemma_explore/app/transcribe_tab.py.
+            from gemma_explore.app.transcribe_tab import transcribe_tab
+
+            with gr.Row():
+                stt_lang = gr.Textbox(label="Language (ISO 639-1, optional)", elem_id="stt_lang")
+                stt_to = gr.Textbox(label="Translate to (optional)", elem_id="stt_to")
+                stt_btn = gr.Button("Transcribe (Gemma 3n)", elem_id="transcribe_btn")
+            transcript = gr.Markdown(elem_id="transcript")
+            stt_btn.click(
+                lambda m, a, lang, to: transcribe_tab(m, a, lang, to)["text"],
+                [model_box, audio_in, stt_lang, stt_to],
+                [transcript],
+                api_name="transcribe",
+            )
 
         with gr.Tab("Video", id="video"):
             with gr.Row():

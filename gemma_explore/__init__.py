@@ -27,6 +27,8 @@ Modules import downward only (docs/DESIGN.md has the picture); nothing inside th
 package imports this file.
 """
 
+# `bill` (the walk) stays in gemma_explore.bill: exporting it here would hide the module.
+from .bill import Bill, BillRow, bill_file
 from .comparison import FamilyComparison, compare_families
 from .errors import BackendError, MediaError, ModelLoadError
 from .families import FAMILIES, get_family
@@ -47,6 +49,7 @@ from .parity import (
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
 from .results import Generation
+from .transcription import Transcription, transcription_prompt
 from .viz.audio import show_mel
 from .viz.embedder import show_audio_frames, show_embedder_grid, show_three_way
 from .viz.layout import show_layout
@@ -61,6 +64,8 @@ __all__ = [
     "AudioFeatures",
     "AudioPlan",
     "BackendError",
+    "Bill",
+    "BillRow",
     "Bundle",
     "EncoderReport",
     "FamilyComparison",
@@ -77,8 +82,10 @@ __all__ = [
     "PreparedInputs",
     "PromptLayout",
     "Segment",
+    "Transcription",
     "VideoPlan",
     "audio_features",
+    "bill_file",
     "check_audio_parity",
     "check_image_parity",
     "check_parity",
@@ -108,6 +115,7 @@ __all__ = [
     "show_pooled_mask",
     "show_three_way",
     "show_video_frames",
+    "transcription_prompt",
     "vision_pooling",
 ]
 __version__ = "0.1.0"

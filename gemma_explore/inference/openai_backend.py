@@ -202,3 +202,47 @@ class OpenAIEngine:
         for chunk in chunks:
             if chunk.choices and chunk.choices[0].delta.content:
                 yield chunk.choices[0].delta.content
+
+    def transcribe(
+        self,
+        wave: Any,
+        *,
+        language: str | None = None,
+        task: str = "transcribe",
+        to_language: str | None = None,
+        max_new_tokens: int | None = None,
+        sampling_rate: int = AUDIO_SAMPLING_RATE,
+    ) -> str:
+        """Ask the server's ``/v1/audio/transcriptions`` (or ``/translations``) for a checked
+        16 kHz clip; vLLM builds Gemma 3n's fixed prompt from ``language``/``to_language``."""
+        import openai
+
+        clip = ("clip.wav", base64.b64decode(_wav_base64(wave, sampling_rate)), "audio/wav")
+        extra: dict[str, Any] = {}
+        if max_new_tokens is not None:
+            extra["max_completion_tokens"] = max_new_tokens  # a vLLM extension of the form
+        try:
+            if task == "translate":
+                # OpenAI's translations API has no language fields; vLLM's takes both.
+                extra.update({k: v for k, v in (("language", language),
+                                                ("to_language", to_language)) if v})  # fmt: skip
+                out = self.client.audio.translations.create(
+                    model=self.model, file=clip, temperature=0.0, extra_body=extra or None
+                )
+            else:
+                kwargs = {"language": language} if language else {}
+                out = self.client.audio.transcriptions.create(
+                    model=self.model, file=clip, temperature=0.0, extra_body=extra or None,
+                    **kwargs,
+                )  # fmt: skip
+        except openai.APIConnectionError as exc:
+            raise ConnectionError(
+                f"No OpenAI-compatible server answered at {self.base_url} ({exc}). Start one "
+                f"with `vllm serve {self.model}` or pass base_url=…."
+            ) from None
+        except openai.APIStatusError as exc:
+            raise BackendError(
+                f"The server at {self.base_url} answered {exc.status_code}: "
+                f"{str(exc.message)[:300]}"
+            ) from None
+        return getattr(out, "text", out if isinstance(out, str) else "")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..families import FamilySpec, get_family
 from ..prompting import PreparedInputs, prepare_inputs
 from ..results import Generation
+from ..transcription import Transcription, transcription_request
 
 if TYPE_CHECKING:
     import torch
@@ -145,3 +146,51 @@ class Bundle:
         if stream:
             return self.engine.stream(prepared, max_new_tokens=max_new_tokens)
         return self.engine.generate(prepared, max_new_tokens=max_new_tokens)
+
+    def transcribe(
+        self,
+        audio: Any,
+        *,
+        language: str | None = None,
+        task: str = "transcribe",
+        to_language: str | None = None,
+        max_new_tokens: int = 128,
+        sampling_rate: int | None = None,
+    ) -> Transcription:
+        """Gemma 3n speech-to-text with the fixed prompt vLLM's transcription API uses.
+
+        ``language`` / ``to_language`` are ISO 639-1 codes; ``task`` is ``"transcribe"`` or
+        ``"translate"``. Clips are at most 30 s and resampled to 16 kHz. transformers and
+        vLLM engines generate from :func:`~gemma_explore.transcription.transcription_prompt`;
+        an OpenAI-compatible server is asked through ``/v1/audio/transcriptions`` (or
+        ``/translations``), where it builds the same prompt itself.
+
+        >>> ge.load("tiny-gemma3n").transcribe("clip.wav", language="fr").note  # doctest: +SKIP
+        'Random weights: this text is noise, not a transcription.'
+        """
+        request = transcription_request(
+            audio, family=self.family, language=language, task=task, to_language=to_language,
+            sampling_rate=sampling_rate,
+        )  # fmt: skip
+        served = getattr(self.engine, "transcribe", None)
+        if served is not None:  # a server: its own speech-to-text endpoints
+            text = served(
+                request.wave, language=request.language, task=request.task,
+                to_language=request.to_language, max_new_tokens=max_new_tokens,
+            )  # fmt: skip
+        else:
+            out = self.generate(
+                request.prompt, audios=[(request.wave, self.spec.audio.sampling_rate)],
+                template=False, max_new_tokens=max_new_tokens,
+            )  # fmt: skip
+            text = out.text
+        return Transcription(
+            text=text,
+            prompt=request.prompt,
+            task=request.task,
+            language=request.language,
+            to_language=request.to_language,
+            duration_s=request.duration_s,
+            backend=self.backend,
+            is_random_weights=self.is_random_weights,
+        )

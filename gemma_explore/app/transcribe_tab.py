@@ -1,0 +1,66 @@
+"""The Audio tab's Transcribe button: a plain function, no gradio import, easy to test.
+
+It asks the demo's bundle for Gemma 3n's fixed speech-to-text prompt
+(:meth:`~gemma_explore.models.bundle.Bundle.transcribe`) and returns Markdown. Bad input
+(an unknown language code, a clip over 30 s, a Gemma 4 model) comes back as a message,
+never an exception, so the demo keeps answering.
+
+>>> transcribe_tab("tiny-gemma3n", "speech.wav", "en")["text"]     # doctest: +SKIP
+'**Transcript** (transcribe, English): `…`\\n\\n⚠ Random weights: this text is noise, …'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..models.bundle import Bundle
+from ..transcription import LANGUAGES
+
+__all__ = ["transcribe_tab"]
+
+
+def _bundles() -> Callable[[str], Bundle]:
+    from .handlers import get_bundle  # the demo's one bundle cache
+
+    return get_bundle
+
+
+def transcribe_tab(
+    model_name: str,
+    audio: Any,
+    language: str | None = None,
+    translate_to: str | None = None,
+    *,
+    max_new_tokens: int = 64,
+    get_bundle: Callable[[str], Bundle] | None = None,
+) -> dict[str, Any]:
+    """Transcribe (or, with ``translate_to``, translate) the uploaded clip.
+
+    Returns ``{"text": Markdown, "prompt": the fixed prompt or None, "error": message or
+    None, "noise": True when the model's weights are random}``.
+    """
+    out: dict[str, Any] = {"text": "", "prompt": None, "error": None, "noise": False}
+    try:
+        if audio is None:
+            raise ValueError("Upload or record a clip first (30 s at most).")
+        bundle = (get_bundle or _bundles())(model_name)
+        task = "translate" if translate_to else "transcribe"
+        result = bundle.transcribe(
+            audio, language=language or None, task=task, to_language=translate_to or None,
+            max_new_tokens=max_new_tokens,
+        )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - a message for the page, never a crash
+        message = str(exc) if isinstance(exc, ValueError | RuntimeError | ConnectionError) else (
+            f"Something went wrong ({type(exc).__name__}: {exc}). Try another clip."
+        )  # fmt: skip
+        out.update(error=f"✗ {message}", text=f"✗ {message}")
+        return out
+    names = [LANGUAGES[c] for c in (result.language, result.to_language) if c]
+    how = ", ".join([result.task, *names])
+    text = f"**{'Translation' if task == 'translate' else 'Transcript'}** ({how}): "
+    text += f"`{result.text.strip()}`" if result.text.strip() else "*(empty)*"
+    if result.note:
+        text += f"\n\n⚠ {result.note}"
+    out.update(text=text, prompt=result.prompt, noise=result.is_random_weights)
+    return out

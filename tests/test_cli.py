@@ -1,0 +1,342 @@
+"""``gemma-explore``: every command through its real entry point, exit codes 0 and 2.
+
+``pip install -e`` writes the console script; until then ``python -m gemma_explore.cli``
+is the same ``main``, and the ``[project.scripts]`` target is checked to import.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from PIL import Image
+from typer.testing import CliRunner
+
+from gemma_explore import cli
+from gemma_explore.inference.vllm_backend import engine_args
+from gemma_explore.plans import plan_audio, plan_image, plan_video
+from gemma_explore.samples import SAMPLES_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+PHOTO, SPEECH, VIDEO = (SAMPLES_DIR / n for n in ("photo.jpg", "speech.wav", "video.mp4"))
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(cli.app, [str(a) for a in args], prog_name="gemma-explore")
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines, result.output
+    assert lines[-1].startswith(("gemma-explore: error: ", "Error: ")) or "error:" in lines[-1]
+    return lines[-1]
+
+
+def test_the_scripts_entry_resolves_to_main():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, function = scripts["gemma-explore"].partition(":")
+    target = getattr(importlib.import_module(module), function)
+    assert target is cli.main and callable(target)
+    with pytest.raises(SystemExit) as exit_:
+        target(["--help"])
+    assert exit_.value.code == 0
+
+
+def test_python_dash_m_runs_the_same_main():
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    ok = subprocess.run(
+        [sys.executable, "-m", "gemma_explore.cli", "plan", str(PHOTO), "--budget", "70"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert "ImagePlan — gemma4" in ok.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "gemma_explore.cli", "plan", "no/such.jpg"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "gemma-explore: error: no/such.jpg: No image file at no/such.jpg. Check the path."
+    ]
+
+
+@pytest.mark.parametrize("command", ["plan", "bill", "serve-args", "demo", "transcribe"])
+def test_every_command_has_help_with_an_example(command):
+    result = run(command, "--help")
+    assert result.exit_code == 0, result.output
+    assert f"Example: gemma-explore {command}" in " ".join(result.output.split())
+
+
+def test_plan_prints_each_plan_with_steps():
+    result = run("plan", PHOTO, SPEECH, VIDEO, "--budget", "560")
+    assert result.exit_code == 0, result.output
+    want = plan_image(PHOTO, family="gemma4", max_soft_tokens=560)
+    assert repr(want) in result.stdout and "steps:" in result.stdout
+    assert "AudioPlan — gemma4" in result.stdout and "VideoPlan — gemma4" in result.stdout
+
+
+def test_plan_json_has_the_plans_numbers():
+    result = run("plan", PHOTO, SPEECH, VIDEO, "--family", "gemma4", "--json")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["kind"] for r in rows] == ["image", "audio", "video"]
+    assert rows[0]["num_soft_tokens"] == plan_image(PHOTO, family="gemma4").num_soft_tokens
+    assert rows[1]["total_tokens"] == plan_audio(SPEECH, family="gemma4").total_tokens
+    video = plan_video(VIDEO)
+    assert rows[2]["total_tokens"] == video.total_tokens
+    assert rows[2]["frame_plan"]["num_soft_tokens"] == video.soft_tokens_per_frame
+    assert "image" not in rows[0] and "waveform" not in rows[1]  # no pixel arrays
+
+
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (("--budget", "71"), "does not support a budget of 71"),
+        (("--family", "gemma3n", "--budget", "280"), "no token budget"),
+        (("--family", "gemma9"), "Unknown model family"),
+    ],
+)
+def test_plan_bad_input_exits_2(args, reason):
+    line = _one_line_error(run("plan", PHOTO, *args))
+    assert reason in line
+
+
+def test_plan_unsupported_file_exits_2(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hi")
+    assert "unsupported file type .txt" in _one_line_error(run("plan", notes))
+
+
+def test_plan_gemma3n_video_exits_2():
+    assert "no video input" in _one_line_error(run("plan", VIDEO, "--family", "gemma3n"))
+
+
+@pytest.fixture(scope="module")
+def small_dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("small")
+    (root / "sub").mkdir()
+    for i, (h, w) in enumerate([(100, 200), (480, 640), (33, 900), (1024, 768)]):
+        Image.new("RGB", (w, h), (i * 40, 0, 0)).save(root / f"img{i}.png")
+    Image.new("RGB", (64, 64)).save(root / "sub" / "deep.jpg")
+    sf.write(root / "clip.wav", np.zeros(16_000, np.float32), 16_000)
+    (root / "broken.jpg").write_bytes(b"garbage")
+    return root
+
+
+def test_bill_prints_totals_failures_histogram_and_writes_csv_and_png(small_dataset, tmp_path):
+    out, png = tmp_path / "bill.csv", tmp_path / "bill.png"
+    result = run(
+        "bill", small_dataset, "--budget", "70,280,1120", "--recursive", "--out", out,
+        "--plot", png, "--workers", "2",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    sizes = [(100, 200), (480, 640), (33, 900), (1024, 768), (64, 64)]
+    for budget in (70, 280, 1120):
+        images = sum(
+            plan_image(s, family="gemma4", max_soft_tokens=budget).total_tokens for s in sizes
+        )
+        total = images + plan_audio(16_000, family="gemma4").total_tokens
+        line = next(t for t in text.splitlines() if t.strip().startswith(f"budget {budget}:"))
+        assert f" {total:,} tokens" in line
+    assert "Files that fail (1)" in text and "broken.jpg" in text
+    header = next(t for t in text.splitlines() if t.startswith("file "))
+    assert header.split() == ["file", "kind", "tokens@70", "tokens@280", "tokens@1120"]
+    img0 = next(t for t in text.splitlines() if t.split()[:1] and t.split()[0].endswith("img0.png"))
+    want0 = [plan_image((100, 200), family="gemma4", max_soft_tokens=b).total_tokens
+             for b in (70, 280, 1120)]  # fmt: skip
+    assert img0.split()[1:] == ["image", *(f"{w:,}" for w in want0)]
+    assert "Slowest part:" in text and "Tokens per file (budget 70)" in text
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 7 and {r["kind"] for r in rows} == {"image", "audio"}
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bill_not_recursive_skips_subfolders(small_dataset):
+    result = run("bill", small_dataset, "--workers", "1")
+    assert result.exit_code == 0, result.output
+    assert "6 files, 5 billed" in result.stdout
+    quiet = run("bill", small_dataset, "--workers", "1", "--per-file", "0")
+    assert not any(line.startswith("file ") for line in quiet.stdout.splitlines())
+    few = run("bill", small_dataset, "--workers", "1", "--per-file", "2")
+    assert "… and 3 more billed files" in few.stdout
+
+
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (("--budget", "70,abc"), "numbers separated by commas"),
+        (("--budget", "75"), "Choose one of"),
+        (("--family", "gemma3n", "--budget", "280"), "no image budget"),
+        (("--out", "bill.xlsx"), ".csv or .parquet"),
+        (("--plot", "bill.svg"), "ending in .png"),
+    ],
+)
+def test_bill_bad_input_exits_2(small_dataset, args, reason):
+    assert reason in _one_line_error(run("bill", small_dataset, *args))
+
+
+def test_bill_missing_folder_and_parquet_without_pyarrow_exit_2(tmp_path):
+    assert "No file or folder" in _one_line_error(run("bill", tmp_path / "nope"))
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        line = _one_line_error(run("bill", tmp_path, "--out", tmp_path / "b.parquet"))
+        assert "pip install pyarrow" in line
+    else:
+        result = run("bill", tmp_path, "--out", tmp_path / "b.parquet")
+        assert result.exit_code == 0, result.output
+
+
+def test_serve_args_prints_the_recipe():
+    result = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560", "--images", "2")
+    assert result.exit_code == 0, result.output
+    line = result.stdout.strip()
+    assert line.startswith("vllm serve google/gemma-4-E4B-it --max-model-len 8192")
+    assert """--mm-processor-kwargs '{"max_soft_tokens": 560}'""" in line
+    assert """--limit-mm-per-prompt '{"image": 2, "audio": 1, "video": 1}'""" in line
+    as_json = run("serve-args", "google/gemma-3n-E2B-it", "--json")
+    want = engine_args("google/gemma-3n-E2B-it", family="gemma3n")
+    assert json.loads(as_json.stdout) == json.loads(json.dumps(want))
+
+
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (("mystery-model",), "Cannot tell whether"),
+        (("google/gemma-4-E4B-it", "--budget", "300"), "max_soft_tokens must be one of"),
+        (("google/gemma-3n-E2B-it", "--budget", "280"), "no image budget"),
+    ],
+)
+def test_serve_args_bad_input_exits_2(args, reason):
+    assert reason in _one_line_error(run("serve-args", *args))
+
+
+def test_demo_is_demo_apps_main_with_its_flags(monkeypatch):
+    main = cli.demo_main()
+    assert main.__module__ == "demo_app" and main.__name__ == "main"
+    seen = []
+    monkeypatch.setitem(cli._DEMO, "main", seen.append)
+    result = run("demo", "--model", "tiny-gemma3n", "--port", "7999", "--host", "127.0.0.1")
+    assert result.exit_code == 0, result.output
+    assert seen == [["--model", "tiny-gemma3n", "--port", "7999", "--host", "127.0.0.1"]]
+
+
+def test_demo_help_and_bad_flags_come_from_demo_app():
+    result = run("demo", "--help")
+    assert result.exit_code == 0
+    assert "--port" in result.stdout and "--backend {hf,vllm,openai}" in result.stdout
+    bad = run("demo", "--port", "abc")
+    assert bad.exit_code == 2
+    assert "argument --port: invalid int value: 'abc'" in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    path = tmp_path_factory.mktemp("clips") / "tone.wav"
+    t = np.arange(16_000 * 2) / 16_000
+    sf.write(path, (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), 16_000)
+    return path
+
+
+def test_transcribe_with_the_tiny_model_says_noise(clip):
+    result = run("transcribe", clip, "--language", "en", "--translate-to", "fr",
+                 "--max-new-tokens", "4", "--show-prompt")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "Translate this audio from English into French" in result.stdout
+    assert "this text is noise" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (("--language", "xx"), "Unknown language 'xx'"),
+        (("--translate-to", "klingon"), "Unknown target language"),
+        (("--model", "tiny-gemma4"), "Gemma 4 has no speech-to-text"),
+        (("--backend", "tpu"), "Unknown backend 'tpu'"),
+    ],
+)
+def test_transcribe_bad_input_exits_2(clip, args, reason):
+    assert reason in _one_line_error(run("transcribe", clip, *args))
+
+
+def test_transcribe_refuses_long_clips(tmp_path):
+    long = tmp_path / "long.wav"
+    sf.write(long, np.zeros(8_000 * 31, np.float32), 8_000)
+    assert "at most 30 s" in _one_line_error(run("transcribe", long))
+    assert "No audio file" in _one_line_error(run("transcribe", tmp_path / "missing.wav"))
+
+
+def test_transcribe_on_the_openai_backend_calls_the_audio_endpoint(clip):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    paths = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            paths.append(self.path)
+            data = json.dumps({"text": "bonjour tout le monde"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        result = run("transcribe", clip, "--language", "fr", "--backend", "openai",
+                     "--base-url", url, "--model", "google/gemma-3n-E4B-it")  # fmt: skip
+    finally:
+        httpd.shutdown()
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "bonjour tout le monde"
+    assert paths == ["/v1/audio/transcriptions"]
+
+
+def test_transcribe_without_a_server_exits_2(clip):
+    line = _one_line_error(
+        run(
+            "transcribe",
+            clip,
+            "--backend",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "google/gemma-3n-E4B-it",
+        )  # fmt: skip
+    )
+    assert "No OpenAI-compatible server answered" in line
+
+
+def test_serve_args_knows_audio_less_checkpoints_and_local_folders(tmp_path):
+    result = run("serve-args", "google/gemma-4-31B-it")
+    assert result.exit_code == 0 and """'{"image": 4, "video": 1}'""" in result.stdout
+    refused = run("serve-args", "google/gemma-4-31B-it", "--audios", "1")
+    assert "no audio tower" in _one_line_error(refused)
+    # A local folder: the family and the towers come from its config.json.
+    big = tmp_path / "my-finetune"
+    big.mkdir()
+    (big / "config.json").write_text('{"model_type": "gemma4", "audio_config": null}')
+    local = run("serve-args", big, "--json")
+    assert local.exit_code == 0, local.output
+    want = engine_args(str(big), family="gemma4", has_audio=False)
+    assert json.loads(local.stdout) == json.loads(json.dumps(want))
+    assert "audio" not in want["limit_mm_per_prompt"]
