@@ -13,8 +13,11 @@ the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave,
 - ``vision_pooling(bundle, image)`` → :class:`PooledTokens` from the real pooler
 - ``inspect_multimodal(bundle, messages)`` → :class:`EncoderReport`: encoder outputs vs placeholders
 - ``Bundle.generate(messages)`` → :class:`Generation`
+- ``plan_serving(bundle, max_model_len=…, limit_mm_per_prompt=…)`` → :class:`ServingPlan`:
+  what vLLM reserves at start-up; ``attention_mask(bundle, layout)`` → :class:`AttentionMasks`
 - ``show_patch_grid(plan)``, ``show_budgets(image)``, ``show_pooled_mask(pooled)``,
-  ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)`` →
+  ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)``,
+  ``show_serving(plan)``, ``show_attention(masks)`` →
   matplotlib Figures drawn from those results (``save_figure`` for slides)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
 
@@ -26,6 +29,7 @@ from .errors import BackendError, MediaError, ModelLoadError
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
 from .inspect import EncoderReport, ItemReport, PooledTokens, inspect_multimodal, vision_pooling
+from .attention import AttentionMasks, attention_mask
 from .layout import NewlineMerge, Placeholder, PromptLayout, Segment, layout_prompt
 from .loading import load
 from .media import load_audio, load_image, load_video
@@ -41,17 +45,21 @@ from .parity import (
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
 from .results import Generation
+from .serving import ServingPlan, plan_serving
+from .viz.attention import show_attention
 from .viz.audio import show_mel
 from .viz.layout import show_layout
 from .viz.patches import show_budgets, show_patch_grid
 from .viz.pooling import show_pooled_mask
 from .viz.save import save_figure
+from .viz.serving import show_serving
 from .viz.video import show_video_frames
 from .widgets import explore_audio, explore_image, explore_prompt
 
 __all__ = [
     "FAMILIES",
     "AudioFeatures",
+    "AttentionMasks",
     "AudioPlan",
     "BackendError",
     "Bundle",
@@ -69,7 +77,9 @@ __all__ = [
     "PreparedInputs",
     "PromptLayout",
     "Segment",
+    "ServingPlan",
     "VideoPlan",
+    "attention_mask",
     "audio_features",
     "check_audio_parity",
     "check_image_parity",
@@ -87,14 +97,17 @@ __all__ = [
     "load_video",
     "plan_audio",
     "plan_image",
+    "plan_serving",
     "plan_video",
     "prepare_inputs",
     "save_figure",
+    "show_attention",
     "show_budgets",
     "show_layout",
     "show_mel",
     "show_patch_grid",
     "show_pooled_mask",
+    "show_serving",
     "show_video_frames",
     "vision_pooling",
 ]
