@@ -25,11 +25,11 @@ Modules import downward only (docs/DESIGN.md has the picture); nothing inside th
 package imports this file.
 """
 
+from .attention import AttentionMasks, attention_mask
 from .errors import BackendError, MediaError, ModelLoadError
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
 from .inspect import EncoderReport, ItemReport, PooledTokens, inspect_multimodal, vision_pooling
-from .attention import AttentionMasks, attention_mask
 from .layout import NewlineMerge, Placeholder, PromptLayout, Segment, layout_prompt
 from .loading import load
 from .media import load_audio, load_image, load_video

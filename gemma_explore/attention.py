@@ -168,7 +168,9 @@ def attention_mask(
             "full_attention": masking_utils.create_causal_mask(**kwargs),
             "sliding_attention": masking_utils.create_sliding_window_causal_mask(**kwargs),
         }
-        steps.append("use_bidirectional_attention=None: causal on every layer, window on sliding ones")
+        steps.append(
+            "use_bidirectional_attention=None: causal on every layer, window on sliding ones"
+        )
 
     def as_bool(mask: Any) -> np.ndarray:
         m = mask[0, 0]  # (T, T) additive float: 0 = attend

@@ -186,7 +186,11 @@ def pack_encoder_items(item_tokens: list[int], graphs: EncoderGraphs) -> tuple[E
         fits = len(cur) < graphs.max_batch_size and cur_tokens + t <= top
         defer = False
         if cur and fits and t:
-            b_cur, b_alone, b_merged = _fit(budgets, cur_tokens), _fit(budgets, t), _fit(budgets, cur_tokens + t)
+            b_cur, b_alone, b_merged = (
+                _fit(budgets, cur_tokens),
+                _fit(budgets, t),
+                _fit(budgets, cur_tokens + t),
+            )
             defer = b_cur + b_alone < b_merged and b_alone >= b_cur
         if cur and (not fits or defer):
             batches.append(cur)
@@ -198,5 +202,9 @@ def pack_encoder_items(item_tokens: list[int], graphs: EncoderGraphs) -> tuple[E
     out = []
     for batch in batches:
         tokens = sum(item_tokens[i] for i in batch)
-        out.append(EncoderBatch(tuple(batch), tokens, _fit(budgets, tokens), max(item_tokens[i] for i in batch)))
+        out.append(
+            EncoderBatch(
+                tuple(batch), tokens, _fit(budgets, tokens), max(item_tokens[i] for i in batch)
+            )
+        )
     return tuple(out)

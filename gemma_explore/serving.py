@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "ImagesFit",
     "KVLayer",
+    "kv_layers",
     "RequestMemory",
     "ServingModel",
     "ServingPlan",
@@ -55,8 +56,12 @@ __all__ = [
 ]
 
 DEFAULT_LIMIT = 999  # vLLM's count for a modality limit_mm_per_prompt leaves out
-VIDEO_FRAME_EXTRA_TOKENS = 2 + 6  # vLLM's Gemma 4 estimate per frame: boi + eoi + ~6 timestamp tokens
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM's LLM(...) default on GPUs under 70 GiB (16384 on H100)
+VIDEO_FRAME_EXTRA_TOKENS = (
+    2 + 6
+)  # vLLM's Gemma 4 estimate per frame: boi + eoi + ~6 timestamp tokens
+DEFAULT_MAX_NUM_BATCHED_TOKENS = (
+    8192  # vLLM's LLM(...) default on GPUs under 70 GiB (16384 on H100)
+)
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default on GPUs under 70 GiB (1024 on H100/H200)
 _DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2,
                 "half": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}  # fmt: skip
@@ -106,8 +111,8 @@ class ServingModel:
         return get_family(self.family)
 
 
-def _layers_of(text_config: Any) -> tuple[KVLayer, ...]:
-    """The decoder layers: type, KV heads and head dim per layer (``per_layer_config``
+def kv_layers(text_config: Any) -> tuple[KVLayer, ...]:
+    """The decoder layers of a text config as the KV cache sees them: type, KV heads and head dim per layer (``per_layer_config``
     holds Gemma 4's global_head_dim on full layers), and which layers share KV."""
     types = list(text_config.layer_types)
     per_layer = text_config.per_layer_config
@@ -188,7 +193,12 @@ def _config_of(source: Any) -> tuple[str, str, Any, Any]:
         processor = load_processor(name) if os.path.isdir(name) else None
         return name, family_from_config(config, name), config, processor
     if hasattr(source, "get_text_config"):
-        return getattr(source, "_name_or_path", "") or source.model_type, source.model_type, source, None
+        return (
+            getattr(source, "_name_or_path", "") or source.model_type,
+            source.model_type,
+            source,
+            None,
+        )
     raise TypeError(
         f"plan_serving takes a bundle, a folder, a tiny name or a config, not {type(source).__name__}."
     )
@@ -227,7 +237,7 @@ def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
         audio_seq_length=audio_len,
         image_seq_length=image_len,
         hidden_size=int(text.hidden_size),
-        layers=_layers_of(text),
+        layers=kv_layers(text),
         num_parameters=total,
         num_parameters_by_part=dict(parts),
         use_bidirectional_attention=getattr(text, "use_bidirectional_attention", None),
@@ -389,7 +399,9 @@ class ServingPlan:
             t = self._image_tokens(h, w)
             enc += t - spec.markers_per_item
             prompt += t
-            steps.append(f"image {h}×{w}: {t - spec.markers_per_item} soft + {spec.markers_per_item} markers")
+            steps.append(
+                f"image {h}×{w}: {t - spec.markers_per_item} soft + {spec.markers_per_item} markers"
+            )
         for s in audio_seconds:
             if "audio" not in self.model.modalities:
                 raise ValueError(f"{self.model.name} has no audio tower: drop audio_seconds.")
@@ -406,7 +418,9 @@ class ServingPlan:
             steps.append(f"video of {f} frames: ≤ {n} tokens")
         kv = self.kv_bytes(prompt)
         cache = enc * self.model.hidden_size * self.dtype_bytes
-        steps.append(f"KV for {prompt} tokens: {kv:,} B; encoder outputs {enc} × {self.model.hidden_size} × {self.dtype_bytes} B = {cache:,} B")
+        steps.append(
+            f"KV for {prompt} tokens: {kv:,} B; encoder outputs {enc} × {self.model.hidden_size} × {self.dtype_bytes} B = {cache:,} B"
+        )
         return RequestMemory(prompt, enc, kv, cache, tuple(steps))
 
     # -- display ---------------------------------------------------------------------
@@ -422,10 +436,16 @@ class ServingPlan:
         rows += [
             ("encoder_compute_budget", self.encoder_compute_budget),
             ("encoder_cache_size", self.encoder_cache_size),
-            ("KV bytes / token (full + sliding)", f"{self.kv_bytes_per_token_full:,} + {self.kv_bytes_per_token_sliding:,}"),
+            (
+                "KV bytes / token (full + sliding)",
+                f"{self.kv_bytes_per_token_full:,} + {self.kv_bytes_per_token_sliding:,}",
+            ),
             ("KV per request (vLLM)", f"{self.vllm_kv_bytes_per_request / 2**20:,.1f} MiB"),
             ("encoder cache", f"{self.encoder_cache_bytes / 2**20:,.1f} MiB"),
-            ("weights", f"{self.weights_bytes / 2**30:,.2f} GiB ({self.model.num_parameters:,} parameters)"),
+            (
+                "weights",
+                f"{self.weights_bytes / 2**30:,.2f} GiB ({self.model.num_parameters:,} parameters)",
+            ),
         ]
         return Table((), tuple(rows), title="serving plan", notes=self.steps, notes_title="steps")
 
@@ -453,7 +473,9 @@ def _limits(
         else:
             counts[modality] = int(value)
         if counts[modality] < 0:
-            raise ValueError(f"limit_mm_per_prompt[{modality!r}] must be ≥ 0, got {counts[modality]}.")
+            raise ValueError(
+                f"limit_mm_per_prompt[{modality!r}] must be ≥ 0, got {counts[modality]}."
+            )
     return counts, frames
 
 
@@ -474,7 +496,9 @@ def _per_item(
         h, w = spec.image.fixed_size
         if "image" in active:
             tokens["image"] = model.image_seq_length
-            dummies["image"] = f"one {w}×{h} image (image_processor.size) → {tokens['image']} tokens"
+            dummies["image"] = (
+                f"one {w}×{h} image (image_processor.size) → {tokens['image']} tokens"
+            )
         if "audio" in active:
             tokens["audio"] = model.audio_seq_length
             n = spec.audio.fft_length
@@ -484,7 +508,9 @@ def _per_item(
             )
         steps += [f"dummy {m}: {d}" for m, d in dummies.items()]
         if max_soft_tokens is not None:
-            steps.append(f"max_soft_tokens={max_soft_tokens} is ignored: {spec.display_name} has no image budget")
+            steps.append(
+                f"max_soft_tokens={max_soft_tokens} is ignored: {spec.display_name} has no image budget"
+            )
         return tokens, dummies, steps
     if "image" in active:
         budget = max_soft_tokens if max_soft_tokens in spec.image.budgets else model.default_budget
@@ -494,7 +520,9 @@ def _per_item(
         steps.append(f"image: {budget} soft tokens ({why}; markers not counted)")
     if "audio" in active:
         tokens["audio"] = model.audio_seq_length
-        steps.append(f"audio: {model.audio_seq_length} (the processor's audio_seq_length, a 30 s clip)")
+        steps.append(
+            f"audio: {model.audio_seq_length} (the processor's audio_seq_length, a 30 s clip)"
+        )
     if "video" in active:
         frames = min(spec.image.max_video_frames, num_frames or spec.image.max_video_frames)
         per = spec.image.video_budget + VIDEO_FRAME_EXTRA_TOKENS
@@ -534,12 +562,18 @@ def plan_serving(
     >>> plan.max_tokens_per_item                                  # doctest: +SKIP
     {'image': 256, 'audio': 188}
     """
-    model = model_or_bundle if isinstance(model_or_bundle, ServingModel) else _cached(model_or_bundle)
+    model = (
+        model_or_bundle if isinstance(model_or_bundle, ServingModel) else _cached(model_or_bundle)
+    )
     spec = model.spec
     if max_model_len <= 0:
         raise ValueError(f"max_model_len must be positive, got {max_model_len}.")
     mnbt = max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS
-    if max_soft_tokens is not None and spec.image.budgets and max_soft_tokens not in spec.image.budgets:
+    if (
+        max_soft_tokens is not None
+        and spec.image.budgets
+        and max_soft_tokens not in spec.image.budgets
+    ):
         raise ValueError(
             f"max_soft_tokens must be one of {list(spec.image.budgets)} (vLLM refuses to start "
             f"with {max_soft_tokens}: the processor raises)."
@@ -551,7 +585,9 @@ def plan_serving(
     steps: list[str] = []
     ignored = sorted(set(counts) - set(model.modalities))
     if ignored:
-        steps.append(f"limit_mm_per_prompt {ignored}: {model.name} serves no such input, vLLM ignores it")
+        steps.append(
+            f"limit_mm_per_prompt {ignored}: {model.name} serves no such input, vLLM ignores it"
+        )
     limits = {m: counts.get(m, DEFAULT_LIMIT) for m in model.modalities}
     active = [m for m in model.modalities if limits[m] > 0]
     tokens, dummies, why = _per_item(model, active, max_soft_tokens, frames)
@@ -597,7 +633,9 @@ def plan_serving(
         f"{full:,} B on full layers + {sliding:,} B on sliding layers (these stop growing at "
         f"the window)"
     )
-    steps.append(f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's shapes)")
+    steps.append(
+        f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's shapes)"
+    )
     return ServingPlan(
         model=model,
         max_model_len=max_model_len,

@@ -86,4 +86,6 @@ def test_checkpoint_flag_is_read_and_gemma3n_is_causal(tiny4, tiny3n, photo):
     masks3n = attention_mask(tiny3n, ge.layout_prompt(msgs, bundle=tiny3n))
     assert masks3n.future_pairs("sliding_attention") == 0
     with pytest.raises(ValueError, match="always causal"):
-        attention_mask(tiny3n, ge.layout_prompt(msgs, bundle=tiny3n), use_bidirectional_attention="vision")
+        attention_mask(
+            tiny3n, ge.layout_prompt(msgs, bundle=tiny3n), use_bidirectional_attention="vision"
+        )

@@ -83,7 +83,9 @@ def _vllm_packing(tokens, graphs):
 
 @settings(max_examples=examples(0.3))
 @given(
-    tokens=st.lists(st.sampled_from([64, 70, 140, 256, 280, 560, 1120, 2496]), min_size=1, max_size=12),
+    tokens=st.lists(
+        st.sampled_from([64, 70, 140, 256, 280, 560, 1120, 2496]), min_size=1, max_size=12
+    ),
     mnbt=st.sampled_from([512, 2048, 8192]),
 )
 def test_packing_equals_vllms(tokens, mnbt):

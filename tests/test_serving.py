@@ -177,7 +177,9 @@ def _real_text_config(name: str):
     if name == "3n-E4B":
         return Gemma3nTextConfig()  # transformers' defaults are E4B's shapes
     pattern, layers, shared, kv = {"4-E2B": (5, 35, 20, 1), "4-E4B": (6, 42, 18, 2)}[name]
-    types = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)]
+    types = [
+        "full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)
+    ]
     return Gemma4TextConfig(
         num_hidden_layers=layers, num_kv_shared_layers=shared, num_key_value_heads=kv,
         head_dim=256, global_head_dim=512, sliding_window=512, layer_types=types,
@@ -198,10 +200,10 @@ def test_kv_arithmetic_scales_to_real_configs(name, full, sliding, at_8192):
     import torch
     from transformers import DynamicCache
 
-    from gemma_explore.serving import _layers_of
+    from gemma_explore.serving import kv_layers
 
     text = _real_text_config(name)
-    layers = _layers_of(text)
+    layers = kv_layers(text)
     assert sum(la.bytes_per_token(2) for la in layers if la.window is None) == full
     assert sum(la.bytes_per_token(2) for la in layers if la.window is not None) == sliding
     cache = DynamicCache(config=text)
@@ -236,8 +238,14 @@ def test_vllm_kv_reservation_equals_its_specs(tiny4):
 
     total = 0
     for la in plan.layers:
-        common = dict(block_size=16, num_kv_heads=la.kv_heads, head_size=la.head_dim, dtype=torch.bfloat16)
-        spec = FullAttentionSpec(**common) if la.window is None else SlidingWindowSpec(**common, sliding_window=la.window)
+        common = dict(
+            block_size=16, num_kv_heads=la.kv_heads, head_size=la.head_dim, dtype=torch.bfloat16
+        )
+        spec = (
+            FullAttentionSpec(**common)
+            if la.window is None
+            else SlidingWindowSpec(**common, sliding_window=la.window)
+        )
         total += spec.max_memory_usage_bytes(_Cfg)
     assert plan.vllm_kv_bytes_per_request == total
 

@@ -51,8 +51,15 @@ def serving_tab(
             "audio": _number(audio_limit, "audio limit"),
         }
         videos = _number(video_limit, "video limit")
-        limits["video"] = {"count": videos, "num_frames": _number(video_frames, "video frames", low=1)}
-        budget = None if max_soft_tokens in (None, "", "default") else _number(max_soft_tokens, "max_soft_tokens")
+        limits["video"] = {
+            "count": videos,
+            "num_frames": _number(video_frames, "video frames", low=1),
+        }
+        budget = (
+            None
+            if max_soft_tokens in (None, "", "default")
+            else _number(max_soft_tokens, "max_soft_tokens")
+        )
         plan = plan_serving(
             model_name,
             max_model_len=_number(max_model_len, "max_model_len", low=1),
@@ -74,10 +81,18 @@ def _table(plan: ServingPlan) -> str:
         ("max_items_per_batch", plan.max_items_per_batch),
         ("encoder_compute_budget", plan.encoder_compute_budget),
         ("encoder_cache_size", plan.encoder_cache_size),
-        ("KV per token (full + sliding)", f"{plan.kv_bytes_per_token_full:,} + {plan.kv_bytes_per_token_sliding:,} B"),
+        (
+            "KV per token (full + sliding)",
+            f"{plan.kv_bytes_per_token_full:,} + {plan.kv_bytes_per_token_sliding:,} B",
+        ),
         ("KV per request (vLLM)", f"{plan.vllm_kv_bytes_per_request / 2**20:,.2f} MiB"),
         ("weights", f"{plan.weights_bytes / 2**30:,.2f} GiB"),
     ]
     fit = plan.images_that_fit((1080, 1920))
-    rows.append(("1920×1080 images that fit", f"{fit.fits} ({fit.tokens_per_image} tokens each, {fit.limited_by})"))
+    rows.append(
+        (
+            "1920×1080 images that fit",
+            f"{fit.fits} ({fit.tokens_per_image} tokens each, {fit.limited_by})",
+        )
+    )
     return Table((), tuple(rows), notes=plan.steps, notes_title="steps").markdown()

@@ -50,7 +50,9 @@ class Workload:
 class EngineRecipe:
     """Proposed ``vllm.LLM`` arguments with one reason per argument."""
 
-    args: dict[str, Any]  # max_model_len, limit_mm_per_prompt, mm_processor_kwargs, max_num_batched_tokens
+    args: dict[
+        str, Any
+    ]  # max_model_len, limit_mm_per_prompt, mm_processor_kwargs, max_num_batched_tokens
     reasons: dict[str, str]  # argument → why this value
     plan: ServingPlan | None  # what vLLM reserves with these arguments (None: no config here)
 
@@ -84,7 +86,9 @@ def engine_recipe(
     modalities = sm.modalities if sm is not None else (
         ("image", "audio") if has_audio else ("image",)) + (("video",) if spec.has_video else ())  # fmt: skip
     if workload.audio_clips and "audio" not in modalities:
-        raise ValueError(f"{model} has no audio tower: set audio_clips=0, or use an E2B/E4B checkpoint.")
+        raise ValueError(
+            f"{model} has no audio tower: set audio_clips=0, or use an E2B/E4B checkpoint."
+        )
     if workload.videos and "video" not in modalities:
         raise ValueError(f"{spec.display_name} serves no video: set videos=0.")
     wanted = {"image": workload.images, "audio": workload.audio_clips, "video": workload.videos}
@@ -96,7 +100,11 @@ def engine_recipe(
     reasons["limit_mm_per_prompt"] = (
         "the workload's counts; vLLM profiles (and budgets the encoder cache for) the "
         "largest item of every modality whose limit is above 0"
-        + (f", so {', '.join(off)} at 0 costs nothing (and such requests are refused)" if off else "")
+        + (
+            f", so {', '.join(off)} at 0 costs nothing (and such requests are refused)"
+            if off
+            else ""
+        )
     )
     args: dict[str, Any] = {"limit_mm_per_prompt": limits}
     budget = None
@@ -114,14 +122,18 @@ def engine_recipe(
 
     # Worst-case tokens per item (what the profiler assumes), markers included.
     probe = plan_serving(sm, limit_mm_per_prompt=limits, max_soft_tokens=budget) if sm else None
-    per_item = dict(probe.max_tokens_per_item) if probe else _facts_per_item(spec, limits, budget, workload)
+    per_item = (
+        dict(probe.max_tokens_per_item)
+        if probe
+        else _facts_per_item(spec, limits, budget, workload)
+    )
     markers = spec.markers_per_item
     items = sum(n * (per_item[m] + (markers if m != "video" else 0))
                 for m, n in wanted.items() if n and m in per_item)  # fmt: skip
     need = items + workload.text_tokens + workload.max_new_tokens
     args["max_model_len"] = _round_up(need)
     parts = " + ".join(
-        f"{n} {m} × {per_item[m]}{f' + {markers}' if m != 'video' else ''}"
+        f"{n} {m} × ({per_item[m]}{f' + {markers}' if m != 'video' else ''})"
         for m, n in wanted.items() if n and m in per_item
     ) or "no items"  # fmt: skip
     reasons["max_model_len"] = (
@@ -149,7 +161,9 @@ def engine_recipe(
     return EngineRecipe(args, reasons, plan)
 
 
-def _facts_per_item(spec: Any, limits: dict[str, Any], budget: int | None, w: Workload) -> dict[str, int]:
+def _facts_per_item(
+    spec: Any, limits: dict[str, Any], budget: int | None, w: Workload
+) -> dict[str, int]:
     """Worst case per item from the family's facts alone (no config on this machine)."""
     out: dict[str, int] = {}
     if limits.get("image"):
@@ -160,4 +174,3 @@ def _facts_per_item(spec: Any, limits: dict[str, Any], budget: int | None, w: Wo
         frames = min(spec.image.max_video_frames, w.video_frames or spec.image.max_video_frames)
         out["video"] = frames * (spec.image.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
     return out
-

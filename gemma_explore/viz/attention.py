@@ -37,7 +37,9 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None):
     from matplotlib.figure import Figure
 
     if not isinstance(masks, AttentionMasks):
-        raise TypeError("show_attention draws AttentionMasks: pass ge.attention_mask(bundle, layout).")
+        raise TypeError(
+            "show_attention draws AttentionMasks: pass ge.attention_mask(bundle, layout)."
+        )
     n = masks.num_tokens
     if ax is None:
         fig = Figure(figsize=(11, 6), layout="constrained")
@@ -64,7 +66,9 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None):
             panel.plot(q - masks.sliding_window + 1, q, color=OKABE_ITO["vermillion"], lw=0.8,
                        gid="window_edge")  # fmt: skip
         if strip is not None:
-            strip.imshow(_kind_strip(masks), aspect="auto", interpolation="nearest", gid="token_kinds")
+            strip.imshow(
+                _kind_strip(masks), aspect="auto", interpolation="nearest", gid="token_kinds"
+            )
             strip.set_xticks([])
             strip.set_yticks([])
     if layers_ax is not None:
@@ -72,10 +76,14 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None):
 
         colors = [to_rgb(OKABE_ITO["sky"] if t == "sliding_attention" else OKABE_ITO["blue"])
                   for t in masks.layer_types]  # fmt: skip
-        layers_ax.imshow(np.array([colors]), aspect="auto", interpolation="nearest", gid="layer_types")
+        layers_ax.imshow(
+            np.array([colors]), aspect="auto", interpolation="nearest", gid="layer_types"
+        )
         layers_ax.set_yticks([])
         layers_ax.set_xticks(range(len(masks.layer_types)))
         layers_ax.set_xlabel("decoder layer (light: sliding, dark: full)")
     src = "checkpoint" if masks.from_checkpoint else "set here"
-    fig.suptitle(f"{masks.family}: use_bidirectional_attention={flag!r} ({src}), {n} tokens", fontsize=10)
+    fig.suptitle(
+        f"{masks.family}: use_bidirectional_attention={flag!r} ({src}), {n} tokens", fontsize=10
+    )
     return fig

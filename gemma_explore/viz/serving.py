@@ -73,7 +73,9 @@ def show_serving(
     mem_ax.set_xlim(-0.6, 0.6)
     mem_ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02))
     if not mem_ax.get_title():
-        mem_ax.set_title(f"{plan.model.name}: memory (weights {plan.dtype_bytes} B/param)", fontsize=10)
+        mem_ax.set_title(
+            f"{plan.model.name}: memory (weights {plan.dtype_bytes} B/param)", fontsize=10
+        )
 
     if tok_ax is not None:
         mods = list(plan.max_tokens_per_item)

@@ -17,6 +17,8 @@ def test_serving_tab_ignores_the_budget_for_gemma3n_and_reports_bad_values():
     out = serving_tab("tiny-gemma3n", 2048, 1, 1, 0, 2048, 560)
     assert out["error"] is None and out["plan"].max_tokens_per_item == {"image": 256, "audio": 188}
     bad = serving_tab("tiny-gemma4", "lots", 1, 1, 1, 2048, None)
-    assert bad["figure"] is None and bad["table"].startswith("✗ max_model_len must be a whole number")
+    assert bad["figure"] is None and bad["table"].startswith(
+        "✗ max_model_len must be a whole number"
+    )
     worse = serving_tab("tiny-gemma4", 2048, 1, 1, 1, 2048, 333)
     assert "one of [70, 140, 280, 560, 1120]" in worse["table"]

@@ -28,12 +28,21 @@ def test_four_images_at_560_and_one_clip():
 def test_engine_args_takes_the_recipe_and_explicit_arguments_win():
     w = Workload(images=2, videos=1, video_frames=8, max_soft_tokens=280)
     args = engine_args("tiny-gemma4", family="gemma4", for_workload=w)
-    assert args["limit_mm_per_prompt"] == {"image": 2, "audio": 0, "video": {"count": 1, "num_frames": 8}}
+    assert args["limit_mm_per_prompt"] == {
+        "image": 2,
+        "audio": 0,
+        "video": {"count": 1, "num_frames": 8},
+    }
     plan = plan_serving("tiny-gemma4", max_model_len=args["max_model_len"],
                         limit_mm_per_prompt=args["limit_mm_per_prompt"], max_soft_tokens=280)  # fmt: skip
     assert plan.max_tokens_per_item["video"] == 8 * 78
     assert 2 * 282 + 8 * 78 <= args["max_model_len"]
-    assert engine_args("tiny-gemma4", family="gemma4", for_workload=w, max_model_len=999)["max_model_len"] == 999
+    assert (
+        engine_args("tiny-gemma4", family="gemma4", for_workload=w, max_model_len=999)[
+            "max_model_len"
+        ]
+        == 999
+    )
 
 
 def test_a_big_item_raises_max_num_batched_tokens_and_bad_workloads_say_why():

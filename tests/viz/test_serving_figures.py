@@ -41,7 +41,12 @@ def test_serving_figure_stacks_the_plans_bytes():
 
 
 def test_attention_figure_draws_the_masks(tiny4, photo):
-    msgs = [{"role": "user", "content": [{"type": "image", "image": photo}, {"type": "text", "text": "Hi"}]}]
+    msgs = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "image": photo}, {"type": "text", "text": "Hi"}],
+        }
+    ]
     layout = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70)
     masks = attention_mask(tiny4, layout, use_bidirectional_attention="vision")
     fig = show_attention(masks)
