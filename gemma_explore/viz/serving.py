@@ -94,7 +94,8 @@ def show_serving(
                            label=f"encoder budget {plan.encoder_compute_budget}")  # fmt: skip
         tok_ax.set_xlabel("tokens (worst case per prompt: items × tokens per item)")
         tok_ax.set_title("what the profiler reserves per modality", fontsize=10)
-        tok_ax.legend(fontsize=8, loc="lower right")
+        tok_ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=2)
+        tok_ax.set_xlim(0, 1.2 * max([plan.max_model_len, plan.encoder_compute_budget, *totals]))
         if not mods:
             tok_ax.text(0.5, 0.5, "every modality has limit 0", transform=tok_ax.transAxes,
                         ha="center")  # fmt: skip
