@@ -221,7 +221,13 @@ def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
     if spec.has_video:
         modalities.append("video")
     vision = getattr(config, "vision_config", None)
-    default_budget = getattr(vision, "default_output_length", None) if spec.image.budgets else None
+    # The image worst case vLLM reads: Gemma 4's vision_config.default_output_length; the
+    # encoder-free Unified variant names it num_soft_tokens (vLLM's gemma4_unified.py).
+    default_budget = None
+    if spec.image.budgets:
+        default_budget = getattr(vision, "default_output_length", None) or getattr(
+            vision, "num_soft_tokens", None
+        )
     audio_len = getattr(processor, "audio_seq_length", None) if processor is not None else None
     if audio_len is None and "audio" in modalities:
         audio_len = spec.audio.max_tokens
