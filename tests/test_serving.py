@@ -281,3 +281,16 @@ def test_request_memory_adds_kv_and_encoder_outputs():
     assert mem.encoder_cache_bytes == (img + aud) * 64 * 4
     with pytest.raises(ValueError, match="no video"):
         plan_serving("tiny-gemma3n").request_memory(video_frames=[8])
+
+
+def test_weights_from_a_real_config_agree_with_the_hand_kept_table():
+    """transformers' Gemma3nConfig() defaults are E4B's shapes: the meta-device count
+    (7.82 B) agrees with the model card's rounded 7.9 B in models/memory.py."""
+    from transformers import Gemma3nConfig
+
+    from gemma_explore.models.memory import CHECKPOINT_PARAMS_B
+
+    plan = plan_serving(serving_model(Gemma3nConfig()))
+    table = CHECKPOINT_PARAMS_B["google/gemma-3n-e4b-it"] * 1e9
+    assert abs(plan.model.num_parameters - table) / table < 0.02
+    assert plan.weights_bytes == plan.model.num_parameters * 2  # bfloat16
