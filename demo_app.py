@@ -201,8 +201,10 @@ def build_app(model: str = "tiny-gemma4"):
                 out = serving_tab(m, *values, max_soft_tokens=b)
                 return out["figure"], out["table"]
 
-            for control in [model_box, budget, *sv]:
-                control.change(run_serving, [model_box, budget, *sv], [serving_plot, serving_table])
+            serving_io = ([model_box, budget, *sv], [serving_plot, serving_table])
+            sv[0].change(run_serving, *serving_io, api_name="serving")
+            for control in [model_box, budget, *sv[1:]]:
+                control.change(run_serving, *serving_io, api_visibility="private")
 
         def on_model(m):
             try:

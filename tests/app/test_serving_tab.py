@@ -22,3 +22,16 @@ def test_serving_tab_ignores_the_budget_for_gemma3n_and_reports_bad_values():
     )
     worse = serving_tab("tiny-gemma4", 2048, 1, 1, 1, 2048, 333)
     assert "one of [70, 140, 280, 560, 1120]" in worse["table"]
+
+
+def test_demo_has_a_serving_endpoint(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    import demo_app
+
+    demo = demo_app.build_app("tiny-gemma4")
+    (fn,) = [f for f in demo.fns.values() if f.api_name == "serving"]
+    fig, table = fn.fn("tiny-gemma4", 280, 4096, 2, 1, 0, 2048)
+    assert fig is not None and "encoder_cache_size" in table
