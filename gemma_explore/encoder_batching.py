@@ -13,7 +13,8 @@ Two mechanisms in ``gemma4_mm.py`` decide how many images the encoder takes at o
   for a ladder of *token budgets* (70, 140, 280, … doubling up to
   ``min(max_num_batched_tokens, max_model_len)``); at run time images are sorted by size
   and packed greedily into batches, each batch replayed on the smallest budget that
-  holds its tokens (or run eagerly when none does). In **vLLM 0.32** every graph's rows
+  holds its tokens (or run eagerly when none does). An image's tokens here are its
+  rows: the processor pads each image to budget × 9 patches, so it counts as its budget. In **vLLM 0.32** every graph's rows
   are ``min(budget, 280)`` soft tokens wide (it reads ``vision_config.num_soft_tokens``,
   which Gemma 4 configs do not set, so 280). The **newer seed** captures one graph per
   budget *and row width* (each allowed budget up to ``default_output_length``): a batch
@@ -162,7 +163,9 @@ def _fit(budgets: tuple[int, ...], n: int) -> int | None:
     return budgets[i] if i < len(budgets) else None
 
 
-def pack_encoder_items(item_tokens: list[int], graphs: EncoderGraphs) -> tuple[EncoderBatch, ...]:
+def pack_encoder_items(
+    item_tokens: list[int], graphs: EncoderGraphs, *, seed: bool = False
+) -> tuple[EncoderBatch, ...]:
     """Which items share a graph: vLLM's greedy packing (``_execute_local``).
 
     Items go smallest first. One joins the open batch while the batch has fewer than
@@ -171,18 +174,26 @@ def pack_encoder_items(item_tokens: list[int], graphs: EncoderGraphs) -> tuple[E
     alone needs at least as big a graph as the batch so far). Each batch replays the
     smallest budget that holds its tokens.
 
+    ``item_tokens`` are the rows each image brings: Gemma 4's processor pads every image
+    to its budget × 9 patches, so at one budget each image counts as the budget, whatever
+    its size. ``seed=True`` packs as the newer seed does: every image of the request
+    counts as the widest one (a batch is padded to it), and the graph replayed is the one
+    captured for (budget, widest row of the batch).
+
     >>> g = encoder_graph_budgets(max_num_batched_tokens=2048, max_model_len=8192)
     >>> [(b.items, b.budget) for b in pack_encoder_items([280, 70, 70, 1120], g)]
     [((1, 2), 140), ((0,), 280), ((3,), 1120)]
     """
     budgets = graphs.token_budgets
     top = max(budgets)
+    widest = max(item_tokens, default=0)
+    packed = [widest] * len(item_tokens) if seed else list(item_tokens)  # tokens packing counts
     order = sorted(range(len(item_tokens)), key=lambda i: item_tokens[i])
     batches: list[list[int]] = []
     cur: list[int] = []
     cur_tokens = 0
     for i in order:
-        t = item_tokens[i]
+        t = packed[i]
         fits = len(cur) < graphs.max_batch_size and cur_tokens + t <= top
         defer = False
         if cur and fits and t:
@@ -201,7 +212,7 @@ def pack_encoder_items(item_tokens: list[int], graphs: EncoderGraphs) -> tuple[E
         batches.append(cur)
     out = []
     for batch in batches:
-        tokens = sum(item_tokens[i] for i in batch)
+        tokens = sum(packed[i] for i in batch)
         out.append(
             EncoderBatch(
                 tuple(batch), tokens, _fit(budgets, tokens), max(item_tokens[i] for i in batch)

@@ -42,7 +42,7 @@ def test_budgets_equal_vllms(mnbt, mml):
     assert graphs.max_batch_size == min(high // 70, min(M._generate_budgets(70, high)))
 
 
-def _vllm_packing(tokens, graphs):
+def _vllm_packing(tokens, graphs, seed=False):
     """Run vLLM's own _execute_local with the graphs replaced by a recorder."""
     import torch
     from vllm.v1.worker.encoder_cudagraph import EncoderCudaGraphManager
@@ -68,7 +68,12 @@ def _vllm_packing(tokens, graphs):
             self.model = Model()
 
         def _get_item_specs(self, mm_kwargs):
-            return [EncoderItemSpec(input_size=t * 9, output_tokens=t) for t in tokens]
+            # The seed's item specs: every image packs as the request's widest one.
+            path = {"default": max(tokens)} if seed else {}
+            return [
+                EncoderItemSpec(input_size=t * 9, output_tokens=t, path_output_tokens=path)
+                for t in tokens
+            ]
 
         def _select_items(self, mm_kwargs, indices):
             return {"items": list(indices)}, ()
@@ -87,8 +92,10 @@ def _vllm_packing(tokens, graphs):
         st.sampled_from([64, 70, 140, 256, 280, 560, 1120, 2496]), min_size=1, max_size=12
     ),
     mnbt=st.sampled_from([512, 2048, 8192]),
+    seed=st.booleans(),
 )
-def test_packing_equals_vllms(tokens, mnbt):
+def test_packing_equals_vllms(tokens, mnbt, seed):
+    """0.32's packing, and the seed's (items as wide as the widest) on 0.32's manager."""
     graphs = encoder_graph_budgets(max_num_batched_tokens=mnbt, max_model_len=8192)
-    ours = [(b.items, b.budget) for b in pack_encoder_items(tokens, graphs)]
-    assert ours == _vllm_packing(tokens, graphs)
+    ours = [(b.items, b.budget) for b in pack_encoder_items(tokens, graphs, seed=seed)]
+    assert ours == _vllm_packing(tokens, graphs, seed=seed)
