@@ -196,6 +196,30 @@ def build_app(model: str = "tiny-gemma4"):
                 api_name="chat",
             )
 
+        with gr.Tab("Serving", id="serving"):
+            from gemma_explore.app.serving_tab import serving_tab
+
+            with gr.Row():
+                with gr.Column(scale=1):
+                    sv = [
+                        gr.Slider(256, 32768, value=8192, step=256, label="max_model_len"),
+                        gr.Slider(0, 16, value=4, step=1, label="limit_mm_per_prompt: image"),
+                        gr.Slider(0, 4, value=1, step=1, label="limit_mm_per_prompt: audio"),
+                        gr.Slider(0, 4, value=1, step=1, label="limit_mm_per_prompt: video"),
+                        gr.Slider(256, 32768, value=8192, step=256, label="max_num_batched_tokens"),
+                    ]
+                    serving_table = gr.Markdown(elem_id="serving_table")
+                serving_plot = gr.Plot(label="What vLLM reserves", elem_id="serving_plot")
+
+            def run_serving(m, b, *values):
+                out = serving_tab(m, *values, max_soft_tokens=b)
+                return out["figure"], out["table"]
+
+            serving_io = ([model_box, budget, *sv], [serving_plot, serving_table])
+            sv[0].change(run_serving, *serving_io, api_name="serving")
+            for control in [model_box, budget, *sv[1:]]:
+                control.change(run_serving, *serving_io, api_visibility="private")
+
         def on_model(m):
             try:
                 return h._notice(h.get_bundle(m))

@@ -16,16 +16,20 @@ the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave,
 - ``vision_pooling(bundle, image)`` → :class:`PooledTokens` from the real pooler
 - ``inspect_multimodal(bundle, messages)`` → :class:`EncoderReport`: encoder outputs vs placeholders
 - ``Bundle.generate(messages)`` → :class:`Generation`
+- ``plan_serving(bundle, max_model_len=…, limit_mm_per_prompt=…)`` → :class:`ServingPlan`:
+  what vLLM reserves at start-up; ``attention_mask(bundle, layout)`` → :class:`AttentionMasks`
 - ``show_patch_grid(plan)``, ``show_budgets(image)``, ``show_pooled_mask(pooled)``,
   ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)``,
   ``show_embedder_grid(plan)`` / ``show_audio_frames(plan)`` (Unified, no encoder),
-  ``show_three_way(comparison)`` →
+  ``show_three_way(comparison)``, ``show_serving(plan)``, ``show_attention(masks)`` →
   matplotlib Figures drawn from those results (``save_figure`` for slides)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
 
 Modules import downward only (docs/DESIGN.md has the picture); nothing inside the
 package imports this file.
 """
+
+from .attention import AttentionMasks, attention_mask
 
 # `bill` (the walk) stays in gemma_explore.bill: exporting it here would hide the module.
 from .bill import Bill, BillRow, bill_file
@@ -49,19 +53,23 @@ from .parity import (
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
 from .results import Generation
+from .serving import ServingPlan, plan_serving
 from .transcription import Transcription, transcription_prompt
+from .viz.attention import show_attention
 from .viz.audio import show_mel
 from .viz.embedder import show_audio_frames, show_embedder_grid, show_three_way
 from .viz.layout import show_layout
 from .viz.patches import show_budgets, show_patch_grid
 from .viz.pooling import show_pooled_mask
 from .viz.save import save_figure
+from .viz.serving import show_serving
 from .viz.video import show_video_frames
 from .widgets import explore_audio, explore_image, explore_prompt
 
 __all__ = [
     "FAMILIES",
     "AudioFeatures",
+    "AttentionMasks",
     "AudioPlan",
     "BackendError",
     "Bill",
@@ -83,7 +91,9 @@ __all__ = [
     "PromptLayout",
     "Segment",
     "Transcription",
+    "ServingPlan",
     "VideoPlan",
+    "attention_mask",
     "audio_features",
     "bill_file",
     "check_audio_parity",
@@ -103,10 +113,12 @@ __all__ = [
     "load_video",
     "plan_audio",
     "plan_image",
+    "plan_serving",
     "plan_video",
     "prepare_inputs",
     "save_figure",
     "show_audio_frames",
+    "show_attention",
     "show_budgets",
     "show_embedder_grid",
     "show_layout",
@@ -114,6 +126,7 @@ __all__ = [
     "show_patch_grid",
     "show_pooled_mask",
     "show_three_way",
+    "show_serving",
     "show_video_frames",
     "transcription_prompt",
     "vision_pooling",

@@ -28,6 +28,7 @@ def test_there_is_a_full_course():
         "05_prompt_layout",
         "06_inference",
         "07_exercises",
+        "09_serving",
     ]
 
 

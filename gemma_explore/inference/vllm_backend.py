@@ -21,6 +21,7 @@ from ..prompting import PreparedInputs
 from ..results import Generation
 from ..vllm_rules import vllm_adds_bos
 from .vllm_processor import vllm_mm_data
+from .vllm_recipe import Workload, engine_recipe
 
 __all__ = [
     "VLLM_MISSING",
@@ -46,6 +47,7 @@ def engine_args(
     limit_mm_per_prompt: dict[str, int] | None = None,
     enforce_eager: bool = True,
     has_audio: bool = True,
+    for_workload: Workload | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Sensible ``vllm.LLM`` arguments for a Gemma 3n / Gemma 4 checkpoint.
@@ -61,6 +63,10 @@ def engine_args(
     - ``has_audio=False`` (Gemma 4 26B/31B: no ``audio_config``): audio stays out of the
       limits. vLLM would ignore it silently there and then refuse every clip with
       "does not have an audio tower".
+    - ``for_workload=Workload(images=4, max_soft_tokens=560, audio_clips=1)``: propose
+      ``max_model_len``, ``limit_mm_per_prompt``, ``mm_processor_kwargs`` and
+      ``max_num_batched_tokens`` for that workload instead of the defaults above
+      (arguments given explicitly still win); ``engine_recipe`` gives the reasons.
     """
     spec = get_family(family)
     limits = {"image": 4, "audio": 1} if has_audio else {"image": 4}
@@ -87,6 +93,11 @@ def engine_args(
         args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
     elif max_soft_tokens is not None:
         raise ValueError(f"{spec.display_name} has no image budget; drop max_soft_tokens.")
+    if for_workload is not None:
+        recipe = engine_recipe(model, workload=for_workload, family=family, has_audio=has_audio)
+        explicit = {"max_model_len": max_model_len, "limit_mm_per_prompt": limit_mm_per_prompt,
+                    "mm_processor_kwargs": max_soft_tokens}  # fmt: skip
+        args.update({k: v for k, v in recipe.args.items() if explicit.get(k) is None})
     args.update(overrides)
     return args
 

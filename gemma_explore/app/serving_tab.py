@@ -1,0 +1,98 @@
+"""The demo's Serving tab: engine arguments in, what vLLM reserves out (pure handler).
+
+The handler takes plain values (as sliders give them) and returns a dict with the
+figure, a table and a message; it never raises, so a bad combination shows a one-line
+reason instead of breaking the demo.
+
+>>> out = serving_tab("tiny-gemma4", max_model_len=4096, image_limit=2)  # doctest: +SKIP
+>>> out["plan"].encoder_cache_size                                       # doctest: +SKIP
+8192
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..serving import ServingPlan, plan_serving
+from ..tables import Table
+from ..viz.serving import show_serving
+
+__all__ = ["SERVING_KEYS", "serving_tab"]
+
+SERVING_KEYS = ("figure", "table", "error")
+
+
+def _number(value: Any, name: str, *, low: int = 0) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number, got {value!r}.") from None
+    if n < low:
+        raise ValueError(f"{name} must be at least {low}, got {n}.")
+    return n
+
+
+def serving_tab(
+    model_name: str,
+    max_model_len: Any = 8192,
+    image_limit: Any = 4,
+    audio_limit: Any = 1,
+    video_limit: Any = 1,
+    max_num_batched_tokens: Any = 8192,
+    max_soft_tokens: Any = None,
+    gpu_memory_gib: Any = 80,
+    video_frames: Any = 32,
+) -> dict[str, Any]:
+    """Plan serving for these engine arguments: ``figure`` (:func:`show_serving`),
+    ``table`` (markdown, vLLM's names), ``plan`` and ``error`` (None when all went well)."""
+    try:
+        limits: dict[str, Any] = {
+            "image": _number(image_limit, "image limit"),
+            "audio": _number(audio_limit, "audio limit"),
+        }
+        videos = _number(video_limit, "video limit")
+        limits["video"] = {
+            "count": videos,
+            "num_frames": _number(video_frames, "video frames", low=1),
+        }
+        budget = (
+            None
+            if max_soft_tokens in (None, "", "default")
+            else _number(max_soft_tokens, "max_soft_tokens")
+        )
+        plan = plan_serving(
+            model_name,
+            max_model_len=_number(max_model_len, "max_model_len", low=1),
+            limit_mm_per_prompt=limits,
+            max_num_batched_tokens=_number(max_num_batched_tokens, "max_num_batched_tokens", low=1),
+            max_soft_tokens=budget,  # Gemma 3n ignores it, as vLLM does
+        )
+        fig = show_serving(plan, gpu_memory_gib=float(gpu_memory_gib) if gpu_memory_gib else None)
+        return {"figure": fig, "table": _table(plan), "plan": plan, "error": None}
+    except Exception as exc:  # noqa: BLE001 - the demo shows every failure as a line
+        kind = "" if isinstance(exc, ValueError | TypeError) else f"{type(exc).__name__}: "
+        return {"figure": None, "table": f"✗ {kind}{exc}", "plan": None, "error": str(exc)}
+
+
+def _table(plan: ServingPlan) -> str:
+    rows = [
+        ("max_tokens_per_item", plan.max_tokens_per_item),
+        ("max_items_per_prompt", plan.max_items_per_prompt),
+        ("max_items_per_batch", plan.max_items_per_batch),
+        ("encoder_compute_budget", plan.encoder_compute_budget),
+        ("encoder_cache_size", plan.encoder_cache_size),
+        (
+            "KV per token (full + sliding)",
+            f"{plan.kv_bytes_per_token_full:,} + {plan.kv_bytes_per_token_sliding:,} B",
+        ),
+        ("KV per request (vLLM)", f"{plan.vllm_kv_bytes_per_request / 2**20:,.2f} MiB"),
+        ("weights", f"{plan.weights_bytes / 2**30:,.2f} GiB"),
+    ]
+    fit = plan.images_that_fit((1080, 1920))
+    rows.append(
+        (
+            "1920×1080 images that fit",
+            f"{fit.fits} ({fit.tokens_per_image} tokens each, {fit.limited_by})",
+        )
+    )
+    return Table((), tuple(rows), notes=plan.steps, notes_title="steps").markdown()

@@ -1,0 +1,176 @@
+"""Start-up arguments for a stated workload, each one explained from the serving plan.
+
+"Up to 4 images at budget 560 and one 30 s clip" is a :class:`Workload`;
+:func:`engine_recipe` turns it into ``max_model_len``, ``limit_mm_per_prompt``,
+``mm_processor_kwargs`` and ``max_num_batched_tokens``, and says why each value, from
+the same arithmetic vLLM's profiler runs (:func:`~gemma_explore.serving.plan_serving`).
+
+>>> r = engine_recipe("tiny-gemma4", workload=Workload(images=4, max_soft_tokens=560,
+...                                                    audio_clips=1))  # doctest: +SKIP
+>>> r.args["limit_mm_per_prompt"], r.args["max_model_len"]              # doctest: +SKIP
+({'image': 4, 'audio': 1, 'video': 0}, 4096)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..families import get_family
+from ..serving import (
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    VIDEO_FRAME_EXTRA_TOKENS,
+    ServingModel,
+    ServingPlan,
+    plan_serving,
+    serving_model,
+)
+
+__all__ = ["EngineRecipe", "Workload", "engine_recipe"]
+
+ROUND_TO = 256  # lengths are rounded up to a multiple of this (vLLM's blocks are 16)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The largest request the server must take, in words a user would say."""
+
+    images: int = 0  # images per prompt, at most
+    max_soft_tokens: int | None = None  # Gemma 4: the largest image budget any request asks
+    audio_clips: int = 0  # clips per prompt (each up to 30 s)
+    videos: int = 0  # Gemma 4 videos per prompt
+    video_frames: int | None = None  # sampled frames per video (≤ 32)
+    text_tokens: int = 256  # prompt text around the items
+    max_new_tokens: int = 512  # the longest answer
+
+
+@dataclass(frozen=True)
+class EngineRecipe:
+    """Proposed ``vllm.LLM`` arguments with one reason per argument."""
+
+    args: dict[
+        str, Any
+    ]  # max_model_len, limit_mm_per_prompt, mm_processor_kwargs, max_num_batched_tokens
+    reasons: dict[str, str]  # argument → why this value
+    plan: ServingPlan | None  # what vLLM reserves with these arguments (None: no config here)
+
+    def __str__(self) -> str:
+        return "\n".join(f"{k} = {self.args[k]!r}: {v}" for k, v in self.reasons.items())
+
+
+def _round_up(n: int) -> int:
+    return max(ROUND_TO, math.ceil(n / ROUND_TO) * ROUND_TO)
+
+
+def _model_for(model: str) -> ServingModel | None:
+    """The checkpoint's serving facts when its config is on this machine, else None."""
+    from ..models.tiny import TINY_NAMES
+
+    if model in TINY_NAMES or os.path.isdir(model):
+        return serving_model(model)
+    return None
+
+
+def engine_recipe(
+    model: str,
+    *,
+    workload: Workload,
+    family: str | None = None,
+    has_audio: bool = True,
+) -> EngineRecipe:
+    """Propose start-up arguments for ``workload`` and explain each from the serving plan."""
+    sm = _model_for(model)
+    spec = get_family(sm.family if sm is not None else family)
+    modalities = sm.modalities if sm is not None else (
+        ("image", "audio") if has_audio else ("image",)) + (("video",) if spec.has_video else ())  # fmt: skip
+    if workload.audio_clips and "audio" not in modalities:
+        raise ValueError(
+            f"{model} has no audio tower: set audio_clips=0, or use an E2B/E4B checkpoint."
+        )
+    if workload.videos and "video" not in modalities:
+        raise ValueError(f"{spec.display_name} serves no video: set videos=0.")
+    wanted = {"image": workload.images, "audio": workload.audio_clips, "video": workload.videos}
+    limits: dict[str, Any] = {m: wanted[m] for m in modalities}
+    if workload.videos and workload.video_frames:
+        limits["video"] = {"count": workload.videos, "num_frames": workload.video_frames}
+    reasons: dict[str, str] = {}
+    off = [m for m in modalities if not wanted[m]]
+    reasons["limit_mm_per_prompt"] = (
+        "the workload's counts; vLLM profiles (and budgets the encoder cache for) the "
+        "largest item of every modality whose limit is above 0"
+        + (
+            f", so {', '.join(off)} at 0 costs nothing (and such requests are refused)"
+            if off
+            else ""
+        )
+    )
+    args: dict[str, Any] = {"limit_mm_per_prompt": limits}
+    budget = None
+    if spec.image.budgets:
+        from ..plans import check_budget
+
+        budget = check_budget(spec, workload.max_soft_tokens)
+        args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
+        reasons["mm_processor_kwargs"] = (
+            f"the profiler sizes every image at this budget ({budget} soft tokens): take the "
+            "largest any request will ask for; a request may ask for less, not more"
+        )
+    elif workload.max_soft_tokens is not None:
+        raise ValueError(f"{spec.display_name} has no image budget: drop max_soft_tokens.")
+
+    # Worst-case tokens per item (what the profiler assumes), markers included.
+    probe = plan_serving(sm, limit_mm_per_prompt=limits, max_soft_tokens=budget) if sm else None
+    per_item = (
+        dict(probe.max_tokens_per_item)
+        if probe
+        else _facts_per_item(spec, limits, budget, workload)
+    )
+    markers = spec.markers_per_item
+    items = sum(n * (per_item[m] + (markers if m != "video" else 0))
+                for m, n in wanted.items() if n and m in per_item)  # fmt: skip
+    need = items + workload.text_tokens + workload.max_new_tokens
+    args["max_model_len"] = _round_up(need)
+    parts = " + ".join(
+        f"{n} {m} × ({per_item[m]}{f' + {markers}' if m != 'video' else ''})"
+        for m, n in wanted.items() if n and m in per_item
+    ) or "no items"  # fmt: skip
+    reasons["max_model_len"] = (
+        f"{parts} + {workload.text_tokens} text + {workload.max_new_tokens} answer = {need}, "
+        f"rounded up to {args['max_model_len']}: every KV page a request may need is reserved per "
+        "request, so no longer than the workload"
+    )
+    biggest = max(per_item.values(), default=0)
+    mnbt = max(DEFAULT_MAX_NUM_BATCHED_TOKENS, _round_up(biggest))
+    args["max_num_batched_tokens"] = mnbt
+    reasons["max_num_batched_tokens"] = (
+        f"at least the largest item ({biggest} tokens) so the encoder budget and cache stay "
+        f"at this value instead of being raised to the item (encoder_cache_size = max("
+        f"max_num_batched_tokens, largest item)); vLLM's default {DEFAULT_MAX_NUM_BATCHED_TOKENS} otherwise"
+    )
+    plan = None
+    if sm is not None:
+        plan = plan_serving(sm, max_model_len=args["max_model_len"], limit_mm_per_prompt=limits,
+                            max_num_batched_tokens=mnbt, max_soft_tokens=budget)  # fmt: skip
+        reasons["max_num_batched_tokens"] += (
+            f"; the plan: encoder cache {plan.encoder_cache_size} tokens "
+            f"({plan.encoder_cache_bytes / 2**20:.1f} MiB), KV {plan.vllm_kv_bytes_per_request / 2**20:.1f} "
+            "MiB per request"
+        )
+    return EngineRecipe(args, reasons, plan)
+
+
+def _facts_per_item(
+    spec: Any, limits: dict[str, Any], budget: int | None, w: Workload
+) -> dict[str, int]:
+    """Worst case per item from the family's facts alone (no config on this machine)."""
+    out: dict[str, int] = {}
+    if limits.get("image"):
+        out["image"] = spec.image.fixed_soft_tokens or budget
+    if limits.get("audio"):
+        out["audio"] = spec.audio.fixed_placeholders or spec.audio.max_tokens
+    if limits.get("video"):
+        frames = min(spec.image.max_video_frames, w.video_frames or spec.image.max_video_frames)
+        out["video"] = frames * (spec.image.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
+    return out

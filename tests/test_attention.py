@@ -1,0 +1,91 @@
+"""attention_mask equals the masks transformers builds inside the model's forward, on both
+layer types, with use_bidirectional_attention="vision" and with None."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemma_explore as ge
+from gemma_explore.attention import attention_mask
+
+
+def _messages(photo):
+    wide = np.full((120, 360, 3), 200, np.uint8)
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Compare"},
+                {"type": "image", "image": photo},
+                {"type": "image", "image": wide},
+                {"type": "text", "text": "please."},
+            ],
+        }
+    ]
+
+
+def _captured(bundle, prepared, flag):
+    """The attention_mask each decoder layer receives in a real forward pass (eager)."""
+    import torch
+
+    model = bundle.model
+    text = model.config.get_text_config()
+    before_flag, before_impl = text.use_bidirectional_attention, model.config._attn_implementation
+    caught: dict[int, torch.Tensor] = {}
+    layers = model.model.language_model.layers
+    hooks = [
+        layer.register_forward_pre_hook(
+            lambda mod, args, kw, i=i: caught.__setitem__(i, kw["attention_mask"]), with_kwargs=True
+        )
+        for i, layer in enumerate(layers)
+    ]
+    try:
+        text.use_bidirectional_attention = flag
+        model.set_attn_implementation("eager")
+        with torch.no_grad():
+            model(**prepared.batch)
+    finally:
+        for h in hooks:
+            h.remove()
+        text.use_bidirectional_attention = before_flag
+        model.set_attn_implementation(before_impl)
+    return {i: (m[0, 0] == 0).numpy() for i, m in caught.items()}
+
+
+@pytest.mark.parametrize("flag", ["vision", None])
+def test_masks_equal_the_models_own(tiny4, photo, flag):
+    msgs = _messages(photo)
+    layout = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70)
+    prepared = ge.prepare_inputs(tiny4, msgs, max_soft_tokens=70)
+    assert list(layout.input_ids) == prepared.input_ids
+    masks = attention_mask(tiny4, layout, use_bidirectional_attention=flag)
+    # The processor's own mm_token_type_ids: our per-token types come from the layout.
+    assert list(masks.mm_token_type_ids) == prepared.batch["mm_token_type_ids"][0].tolist()
+    inside = _captured(tiny4, prepared, flag)
+    for i, kind in enumerate(tiny4.model.config.get_text_config().layer_types):
+        np.testing.assert_array_equal(masks.mask(kind), inside[i], err_msg=f"layer {i} {kind}")
+    n = masks.num_tokens
+    q, k = np.indices((n, n))
+    assert (masks.full == (k <= q)).all()  # full layers: causal, whatever the flag
+    window = k > q - masks.sliding_window
+    assert n > masks.sliding_window  # the window really cuts something here
+    if flag is None:
+        assert (masks.sliding == ((k <= q) & window)).all()
+        assert masks.future_pairs("sliding_attention") == 0
+    else:  # each image's s soft tokens see each other: s·(s−1)/2 future pairs per image
+        sizes = [p.num_embeds for p in layout.placeholders]
+        assert masks.future_pairs("sliding_attention") == sum(s * (s - 1) // 2 for s in sizes)
+        assert masks.future_pairs("full_attention") == 0
+
+
+def test_checkpoint_flag_is_read_and_gemma3n_is_causal(tiny4, tiny3n, photo):
+    msgs = _messages(photo)
+    masks = attention_mask(tiny4, ge.layout_prompt(msgs, bundle=tiny4))
+    assert masks.use_bidirectional_attention is None and masks.from_checkpoint
+    masks3n = attention_mask(tiny3n, ge.layout_prompt(msgs, bundle=tiny3n))
+    assert masks3n.future_pairs("sliding_attention") == 0
+    with pytest.raises(ValueError, match="always causal"):
+        attention_mask(
+            tiny3n, ge.layout_prompt(msgs, bundle=tiny3n), use_bidirectional_attention="vision"
+        )

@@ -1,0 +1,59 @@
+"""The serving and attention figures draw the plan's and the masks' own numbers."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+
+import gemma_explore as ge
+from gemma_explore.attention import attention_mask
+from gemma_explore.serving import plan_serving
+from gemma_explore.viz.attention import show_attention
+from gemma_explore.viz.serving import show_serving
+
+
+def _gid(fig, gid):
+    return [a for ax in fig.axes for a in list(ax.patches) + list(ax.images) + list(ax.lines)
+            if a.get_gid() == gid]  # fmt: skip
+
+
+def test_serving_figure_stacks_the_plans_bytes():
+    plan = plan_serving("tiny-gemma4", max_model_len=2048, limit_mm_per_prompt={"video": 0})
+    fig = show_serving(plan, gpu_memory_gib=1.0)
+    (w,) = _gid(fig, "mem_weights")
+    (kv,) = _gid(fig, "mem_kv")
+    (enc,) = _gid(fig, "mem_encoder_cache")
+    (room,) = _gid(fig, "mem_headroom")
+    scale = {"GiB": 2**30, "MiB": 2**20}[fig.axes[0].get_ylabel()]
+    assert w.get_height() == pytest.approx(plan.weights_bytes / scale)
+    assert kv.get_height() == pytest.approx(plan.vllm_kv_bytes_per_request / scale)
+    assert enc.get_height() == pytest.approx(plan.encoder_cache_bytes / scale)
+    total = w.get_height() + kv.get_height() + enc.get_height() + room.get_height()
+    assert total * scale == pytest.approx(0.9 * 2**30)
+    bars = [p for p in _gid(fig, "item_tokens")]
+    assert sorted(b.get_width() for b in bars) == sorted(
+        plan.max_tokens_per_item[m] * plan.max_items_per_prompt[m] for m in plan.max_tokens_per_item
+    )
+    (line,) = _gid(fig, "max_model_len")
+    assert line.get_xdata()[0] == 2048
+
+
+def test_attention_figure_draws_the_masks(tiny4, photo):
+    msgs = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "image": photo}, {"type": "text", "text": "Hi"}],
+        }
+    ]
+    layout = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70)
+    masks = attention_mask(tiny4, layout, use_bidirectional_attention="vision")
+    fig = show_attention(masks)
+    (s,) = _gid(fig, "mask_sliding")
+    (f,) = _gid(fig, "mask_full")
+    np.testing.assert_array_equal(np.asarray(s.get_array()), masks.sliding)
+    np.testing.assert_array_equal(np.asarray(f.get_array()), masks.full)
+    (layers,) = _gid(fig, "layer_types")
+    assert np.asarray(layers.get_array()).shape[1] == len(masks.layer_types)
+    assert _gid(fig, "window_edge")
