@@ -157,12 +157,25 @@ def attention_mask(
         )
         mm = torch.tensor([types])  # (1, T)
         blocks = module.get_block_sequence_ids_for_mask(mm, device="cpu")  # (1, T), -1 = no block
-        masks = module.create_masks_for_vision_model(block_sequence_ids=blocks, **kwargs)
-        steps.append(
-            "use_bidirectional_attention='vision': each run of image (or video-frame) soft "
-            "tokens is a block; sliding layers allow (causal OR same block) AND window, "
-            "full layers stay causal (create_masks_for_vision_model)"
-        )
+        if bundle.spec.encoder_free:
+            # transformers 5.19's Gemma4UnifiedModel.forward (and so generate) builds this
+            # mask with the generic create_masks_for_generate, which opens each block on
+            # full layers too; its own create_masks_for_vision_model, Gemma 4, and vLLM's
+            # Unified (_clear_mm_prefix_for_full_attn_layers) keep full layers causal.
+            masks = masking_utils.create_masks_for_generate(block_sequence_ids=blocks, **kwargs)
+            steps.append(
+                "use_bidirectional_attention='vision' (Unified, transformers 5.19): each run "
+                "of image (or video-frame) soft tokens is a block, open on BOTH layer types "
+                "(Gemma4UnifiedModel.forward uses create_masks_for_generate); vLLM 0.32 opens "
+                "it on sliding layers only, so the two differ on full layers"
+            )
+        else:
+            masks = module.create_masks_for_vision_model(block_sequence_ids=blocks, **kwargs)
+            steps.append(
+                "use_bidirectional_attention='vision': each run of image (or video-frame) soft "
+                "tokens is a block; sliding layers allow (causal OR same block) AND window, "
+                "full layers stay causal (create_masks_for_vision_model)"
+            )
     else:
         masks = {
             "full_attention": masking_utils.create_causal_mask(**kwargs),

@@ -50,7 +50,7 @@ def _vllm_budget(folder, mml, limits, mnbt, mst, extra):
 @pytest.mark.vllm
 @pytest.mark.slow
 @pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
-@pytest.mark.parametrize("family", ["gemma3n", "gemma4"])
+@pytest.mark.parametrize("family", ["gemma3n", "gemma4", "gemma4_unified"])
 def test_plan_equals_vllms_multimodal_budget(saved_dirs, family):
     folder = saved_dirs[family]
     model = serving_model(folder)
@@ -58,7 +58,7 @@ def test_plan_equals_vllms_multimodal_budget(saved_dirs, family):
         b = _vllm_budget(folder, mml, limits, mnbt, mst, extra)
         plan = plan_serving(
             model, max_model_len=mml, limit_mm_per_prompt=limits, max_num_batched_tokens=mnbt,
-            max_soft_tokens=mst if family == "gemma4" else None,
+            max_soft_tokens=mst if family != "gemma3n" else None,
             max_num_seqs=extra.get("max_num_seqs", 128),
             enable_chunked_prefill=extra.get("enable_chunked_prefill", True),
         )  # fmt: skip
@@ -115,11 +115,11 @@ def _cache_bytes(cache) -> int:
     )
 
 
-@pytest.mark.parametrize("family", ["gemma3n", "gemma4"])
-def test_kv_bytes_equal_a_real_dynamic_cache(tiny3n, tiny4, family):
+@pytest.mark.parametrize("family", ["gemma3n", "gemma4", "gemma4_unified"])
+def test_kv_bytes_equal_a_real_dynamic_cache(tiny3n, tiny4, tinyu, family):
     import torch
 
-    bundle = tiny3n if family == "gemma3n" else tiny4
+    bundle = {"gemma3n": tiny3n, "gemma4": tiny4, "gemma4_unified": tinyu}[family]
     plan = plan_serving(bundle, kv_cache_dtype="float32")
     for n in (10, 63, 64, 100):
         ids = torch.randint(5, 1000, (1, n))
@@ -253,10 +253,10 @@ def test_vllm_kv_reservation_equals_its_specs(tiny4):
 # ------------------------------------------------------------------ weights and answers
 
 
-@pytest.mark.parametrize("family", ["gemma3n", "gemma4"])
-def test_weights_from_config_shapes_equal_the_loaded_model(tiny3n, tiny4, family):
-    bundle = tiny3n if family == "gemma3n" else tiny4
-    plan = plan_serving(f"tiny-{family}")
+@pytest.mark.parametrize("name", ["tiny-gemma3n", "tiny-gemma4", "tiny-gemma4-unified"])
+def test_weights_from_config_shapes_equal_the_loaded_model(tiny3n, tiny4, tinyu, name):
+    bundle = {"tiny-gemma3n": tiny3n, "tiny-gemma4": tiny4, "tiny-gemma4-unified": tinyu}[name]
+    plan = plan_serving(name)
     assert plan.model.num_parameters == sum(p.numel() for p in bundle.model.parameters())
     assert plan.weights_bytes == plan.model.num_parameters * 2
 
