@@ -17,12 +17,15 @@ the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave,
   ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)`` →
   matplotlib Figures drawn from those results (``save_figure`` for slides)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
+- ``check(name, guess, truth=…, hint=…)`` → :class:`Verdict`: the notebooks' exercises
+- ``size_label((h, w))`` → ``"W×H px (W×H)"``: the one way sizes are written
 
 Modules import downward only (docs/DESIGN.md has the picture); nothing inside the
 package imports this file.
 """
 
 from .errors import BackendError, MediaError, ModelLoadError
+from .exercises import Verdict, answer_key, check
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
 from .inspect import EncoderReport, ItemReport, PooledTokens, inspect_multimodal, vision_pooling
@@ -41,6 +44,7 @@ from .parity import (
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
 from .results import Generation
+from .sizes import size_label
 from .viz.audio import show_mel
 from .viz.layout import show_layout
 from .viz.patches import show_budgets, show_patch_grid
@@ -70,7 +74,10 @@ __all__ = [
     "PromptLayout",
     "Segment",
     "VideoPlan",
+    "Verdict",
+    "answer_key",
     "audio_features",
+    "check",
     "check_audio_parity",
     "check_image_parity",
     "check_parity",
@@ -96,6 +103,7 @@ __all__ = [
     "show_patch_grid",
     "show_pooled_mask",
     "show_video_frames",
+    "size_label",
     "vision_pooling",
 ]
 __version__ = "0.1.0"
