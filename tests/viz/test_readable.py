@@ -3,8 +3,6 @@ nothing outside the figure, no text over a title, no unlabelled size pair."""
 
 from __future__ import annotations
 
-import re
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -15,36 +13,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
 from benchmarks.gallery import figures
+from tests.size_rule import unlabelled_pairs
 
 MIN_PT = 9
 MAX_WIDTH_IN = 12  # notebooks show figures at 90 dpi: wider ones get scaled down, text too
-# A size is written "W×H" with its label (gemma_explore.sizes.size_label); a pair of
-# different numbers joined by × with no label after it is ambiguous.
-PAIR = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)×(\d+(?:\.\d+)?)(?![\d.])")
-
-
-def unlabelled_pairs(text: str) -> list[str]:
-    """Size pairs in ``text`` not followed (before the next pair or line end) by "W×H"."""
-    bad = []
-    for line in text.splitlines():
-        if "h×w" in line.lower().replace(" ", ""):
-            bad.append(line.strip())
-        matches = list(PAIR.finditer(line))
-        for i, m in enumerate(matches):
-            if float(m.group(1)) == float(m.group(2)):
-                continue  # a square reads the same either way
-            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-            if "W×H" not in line[m.end() : end]:
-                bad.append(m.group(0) + " in " + repr(line.strip()))
-    return bad
-
-
-def test_the_size_rule_itself():
-    assert unlabelled_pairs("resized 720×864 px (W×H) → 45×54 patches (W×H)") == []
-    assert unlabelled_pairs("16×16 cells, 3×3 pooling") == []
-    assert unlabelled_pairs("resized 864×720") and unlabelled_pairs("a (h×w) table")
-    assert unlabelled_pairs("720×864 and 45×54 patches (W×H)") == ["720×864 in " + repr(
-        "720×864 and 45×54 patches (W×H)")]  # fmt: skip
 
 
 def _texts(fig) -> list[Text]:
@@ -113,6 +85,7 @@ def test_text_is_readable_and_inside_the_figure(gallery, name):
         ext = t.get_window_extent(renderer)
         if ext.x0 < box.x0 - 1 or ext.x1 > box.x1 + 1 or ext.y0 < box.y0 - 1 or ext.y1 > box.y1 + 1:
             problems.append(f"{t.get_text()!r} leaves the figure")
+        problems += [f"size without its label: {p}" for p in unlabelled_pairs(t.get_text())]
     titles = [ax.title for ax in fig.axes] + ([fig._suptitle] if fig._suptitle else [])
     for title in (t for t in titles if t.get_visible() and t.get_text()):
         tb = title.get_window_extent(renderer)
@@ -121,5 +94,4 @@ def test_text_is_readable_and_inside_the_figure(gallery, name):
                 continue
             if tb.overlaps(t.get_window_extent(renderer)):
                 problems.append(f"{t.get_text()!r} covers the title {title.get_text()!r}")
-        problems += [f"title: {p}" for p in unlabelled_pairs(title.get_text())]
     assert not problems, "\n".join(problems[:20])
