@@ -232,7 +232,7 @@ def plan_image(image: Any, *, family: str, max_soft_tokens: int | None = None) -
     if int(h * scale // cell) == 0 or int(w * scale // cell) == 0:
         steps.append(
             f"One side rounded to 0, so it becomes {cell} px and the other side "
-            f"floor(long/short)×{cell} px, capped at {budget}×{cell} px."
+            f"floor(long / short) × {cell} px, capped at {budget} × {cell} px."
         )
     steps += [
         f"Resize (bicubic, aspect kept) to {size_label((th, tw))} → "
