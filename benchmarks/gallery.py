@@ -12,8 +12,8 @@ import gemma_explore as ge
 from gemma_explore.samples import sample_photo, sample_speech, sample_video
 
 
-def main(out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
+def figures() -> dict:
+    """Every figure the package draws, for the bundled samples (name → Figure)."""
     b4, b3 = ge.load("tiny-gemma4"), ge.load("tiny-gemma3n")
     photo, speech, video = sample_photo(), sample_speech(), sample_video()
     msgs = [
@@ -26,7 +26,7 @@ def main(out: Path) -> list[Path]:
             ],
         }
     ]
-    figures = {
+    return {
         "patch_grid_gemma4": ge.show_patch_grid(photo, family="gemma4"),
         "patch_grid_gemma4_budgets": ge.show_patch_grid(
             photo, family="gemma4", max_soft_tokens="all"
@@ -39,9 +39,21 @@ def main(out: Path) -> list[Path]:
         "video_frames": ge.show_video_frames(video),
         "layout_gemma4": ge.show_layout(ge.layout_prompt(msgs, bundle=b4)),
         "layout_gemma3n": ge.show_layout(ge.layout_prompt(msgs, bundle=b3)),
+        "prompt_explorer_gemma4": ge.explore_prompt(b4).figure,
+        "image_explorer_gemma3n": _explored_image(photo),
     }
+
+
+def _explored_image(photo):
+    ex = ge.explore_image(photo)
+    ex.family.value = "gemma3n"
+    return ex.figure
+
+
+def main(out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, fig in figures.items():
+    for name, fig in figures().items():
         paths.append(ge.save_figure(fig, out / f"{name}.png", dpi=110))
         print(paths[-1])
     return paths

@@ -24,6 +24,8 @@ the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave,
   ``show_three_way(comparison)``, ``show_serving(plan)``, ``show_attention(masks)`` →
   matplotlib Figures drawn from those results (``save_figure`` for slides)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
+- ``check(name, guess, truth=…, hint=…)`` → :class:`Verdict`: the notebooks' exercises
+- ``size_label((h, w))`` → ``"W×H px (W×H)"``: the one way sizes are written
 
 Modules import downward only (docs/DESIGN.md has the picture); nothing inside the
 package imports this file.
@@ -35,6 +37,7 @@ from .attention import AttentionMasks, attention_mask
 from .bill import Bill, BillRow, bill_file
 from .comparison import FamilyComparison, compare_families
 from .errors import BackendError, MediaError, ModelLoadError
+from .exercises import Verdict, answer_key, check
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
 from .inspect import EncoderReport, ItemReport, PooledTokens, inspect_multimodal, vision_pooling
@@ -54,6 +57,7 @@ from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan
 from .prompting import PreparedInputs, prepare_inputs
 from .results import Generation
 from .serving import ServingPlan, plan_serving
+from .sizes import size_label
 from .transcription import Transcription, transcription_prompt
 from .viz.attention import show_attention
 from .viz.audio import show_mel
@@ -96,6 +100,10 @@ __all__ = [
     "attention_mask",
     "audio_features",
     "bill_file",
+    "Verdict",
+    "answer_key",
+    "audio_features",
+    "check",
     "check_audio_parity",
     "check_image_parity",
     "check_parity",
@@ -129,6 +137,7 @@ __all__ = [
     "show_serving",
     "show_video_frames",
     "transcription_prompt",
+    "size_label",
     "vision_pooling",
 ]
 __version__ = "0.1.0"

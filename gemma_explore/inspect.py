@@ -243,6 +243,7 @@ class EncoderReport:
     per_layer_note: str | None  # Gemma 4: per-layer embeddings at multimodal positions
     per_layer_mm_norm: float | None  # mean norm of per-layer inputs at multimodal positions
     per_layer_text_norm: float | None  # … and at text positions, for comparison
+    is_random_weights: bool = False  # norms are noise then: the table shows shapes only
 
     @property
     def agrees(self) -> bool:
@@ -271,10 +272,12 @@ class EncoderReport:
     def table(self) -> Table:
         rows = tuple(
             (f"{i.modality} #{i.item}", i.embedding_shape, i.num_embeddings, i.num_placeholders,
-             f"{i.norm_mean:.2f}", i.padding_slots)
+             "random" if self.is_random_weights else f"{i.norm_mean:.2f}", i.padding_slots)
             for i in self.items
         )  # fmt: skip
         verdict = "every item fits its placeholders" if self.agrees else "MISMATCH"
+        if self.is_random_weights:
+            verdict += " (random weights: shapes and counts only)"
         notes = tuple(self.mismatches) + ((self.per_layer_note,) if self.per_layer_note else ())
         return Table(
             ("item", "shape", "embeddings", "placeholders", "mean norm", "padding slots"),
@@ -374,7 +377,10 @@ def inspect_multimodal(
         none = [None] * len(feats)
         report("video", EncodedItems(feats, none, [], [0] * len(feats)), runs, None)
     note, mm_norm, text_norm = _per_layer_note(bundle, ids)
-    return EncoderReport(bundle.family, tuple(items), int(ids.shape[0]), note, mm_norm, text_norm)
+    return EncoderReport(
+        bundle.family, tuple(items), int(ids.shape[0]), note, mm_norm, text_norm,
+        bundle.is_random_weights,
+    )  # fmt: skip
 
 
 def _per_layer_note(bundle: Bundle, ids: torch.Tensor) -> tuple[str | None, ...]:

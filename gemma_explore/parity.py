@@ -40,6 +40,7 @@ from .plans import (
     plan_video,
 )
 from .prompting import PreparedInputs, prepare_inputs
+from .sizes import size_label
 from .tables import Table
 from .vllm_rules import vllm_audio_frames, vllm_audio_tokens, vllm_image_size, vllm_image_tokens
 
@@ -145,7 +146,7 @@ def _bundle_for(family: str | None, bundle: Bundle | None) -> tuple[FamilySpec, 
 
 
 def _hw(size: tuple[int, int]) -> str:
-    return f"{int(size[0])}×{int(size[1])}"
+    return size_label((int(size[0]), int(size[1])))
 
 
 def check_image_parity(
@@ -198,7 +199,7 @@ def check_image_parity(
         v_old = vllm_image_tokens(h, w, max_soft_tokens=b, clamp=False, family=spec)
         v_patches = (v_size[0] // img.patch_size) * (v_size[1] // img.patch_size)
         rows += [
-            ParityRow("resized size (h×w)", _hw(plan.resized_size), _hw(hf_size), _hw(v_size)),
+            ParityRow("resized size", _hw(plan.resized_size), _hw(hf_size), _hw(v_size)),
             ParityRow("patches", plan.num_patches, hf_patches, v_patches),
             ParityRow("soft tokens", plan.num_soft_tokens, hf_soft, v_tokens),
         ]
@@ -221,7 +222,7 @@ def check_image_parity(
     else:
         squash = _hw(img.fixed_size)
         hf_size = _hw(tuple(batch["pixel_values"].shape[-2:]))
-        rows.append(ParityRow("resized size (h×w)", _hw(plan.resized_size), hf_size, squash))
+        rows.append(ParityRow("resized size", _hw(plan.resized_size), hf_size, squash))
         n = img.fixed_soft_tokens
         rows.append(ParityRow("soft tokens", plan.num_soft_tokens, n, n))
     v_proc = None
@@ -240,7 +241,7 @@ def check_image_parity(
         follows += f"; the real {tower} produced {encoder_count} embeddings"
     budget = f" at budget {plan.max_soft_tokens}" if plan.max_soft_tokens else ""
     return ParityReport(
-        "image", spec.name, f"{h}×{w} (h×w) image{budget}", tuple(rows), follows,
+        "image", spec.name, f"{size_label((h, w))} image{budget}", tuple(rows), follows,
         encoder_count, v_proc is not None, tuple(notes),
     )  # fmt: skip
 
@@ -466,7 +467,7 @@ def check_video_parity(
         f"each frame goes through {tower} like an image at budget "
         f"{spec.image.video_budget}; the encoder follows transformers' pixel_values_videos"
     )
-    desc = f"{v.num_frames} frames at {v.fps:g} fps ({h}×{w} h×w)"
+    desc = f"{v.num_frames} frames at {v.fps:g} fps ({size_label((h, w))})"
     return ParityReport("video", spec.name, desc, tuple(rows), follows, None, v_proc is not None)
 
 

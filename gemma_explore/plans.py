@@ -27,6 +27,7 @@ from .media import (
     load_video,
     sample_frame_indices,
 )
+from .sizes import size_label
 from .tables import Table
 
 __all__ = [
@@ -111,10 +112,10 @@ class ImagePlan:
 
     def _rows(self) -> list[tuple[str, Any]]:
         return [
-            ("original (h×w)", f"{self.original_size[0]}×{self.original_size[1]}"),
-            ("resized (h×w)", f"{self.resized_size[0]}×{self.resized_size[1]}"),
-            ("patch grid", f"{self.patch_grid[0]}×{self.patch_grid[1]} of {self.patch_size} px"),
-            ("pooled grid", f"{self.pooled_grid[0]}×{self.pooled_grid[1]}"),
+            ("original", size_label(self.original_size)),
+            ("resized", size_label(self.resized_size)),
+            ("patch grid", size_label(self.patch_grid, unit=f"patches of {self.patch_size} px")),
+            ("pooled grid", size_label(self.pooled_grid, unit="cells")),
             ("patches / max", f"{self.num_patches} / {self.max_patches}"),
             ("padding patches", self.num_padding_patches),
             ("soft tokens", self.num_soft_tokens),
@@ -183,12 +184,12 @@ def plan_image(image: Any, *, family: str, max_soft_tokens: int | None = None) -
         n = grid[0] * grid[1]
         markers = spec.markers_per_item  # BOI/EOI + "\n\n" before and after
         steps = (
-            f"Squash {h}×{w} to {rh}×{rw} (aspect ratio not kept; x-scale {rw / w:.3g}, "
+            f"Squash {size_label((h, w))} to {size_label((rh, rw))} (aspect ratio not kept; x-scale {rw / w:.3g}, "
             f"y-scale {rh / h:.3g}); rescale pixels by 1/255, no normalisation.",
-            f"MobileNet-V5 reduces {rh}×{rw} by {img.patch_size} to a {grid[0]}×{grid[1]} "
-            f"grid of 2048-d features: {n} soft tokens, always.",
+            f"MobileNet-V5 reduces it by {img.patch_size} to a grid of "
+            f"{size_label(grid, unit='cells')} of 2048-d features: {n} soft tokens, always.",
             f"One soft token covers {img.patch_size}×{img.patch_size} px of the squash = "
-            f"{h / grid[0]:.1f}×{w / grid[1]:.1f} px of the original.",
+            f"{size_label((h / grid[0], w / grid[1]))} of the original.",
             f'Prompt: "\\n\\n" {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} '
             f'"\\n\\n" = {n + markers} tokens (the "\\n\\n" may merge with neighbouring newlines).',
         )
@@ -225,24 +226,24 @@ def plan_image(image: Any, *, family: str, max_soft_tokens: int | None = None) -
     steps = [
         f"Budget {budget} soft tokens × {k}×{k} patches = {max_patches} patches of {p}×{p} px "
         f"= {max_patches * p * p:,} px.",
-        f"Scale {h}×{w} by √({max_patches * p * p:,} / {h * w:,}) = {scale:.4g} → "
-        f"{h * scale:.1f}×{w * scale:.1f}; round each side down to a multiple of {cell} px.",
+        f"Scale {size_label((h, w))} by √({max_patches * p * p:,} / {h * w:,}) = {scale:.4g} → "
+        f"{size_label((h * scale, w * scale))}; round each side down to a multiple of {cell} px.",
     ]
     if int(h * scale // cell) == 0 or int(w * scale // cell) == 0:
         steps.append(
             f"One side rounded to 0, so it becomes {cell} px and the other side "
-            f"floor(long/short)×{cell} px, capped at {budget}×{cell} px."
+            f"floor(long / short) × {cell} px, capped at {budget} × {cell} px."
         )
     if spec.encoder_free:
         # Unified: the processor merges each 3×3 block of patches into one row of raw
         # pixels, and a small embedder projects each row on its own: no tower, no
         # attention between blocks, so a token is exactly its 48×48 px block.
         steps += [
-            f"Resize (bicubic, aspect kept) to {th}×{tw} → {grid[0]}×{grid[1]} = {num_patches} "
-            f"patches of {p}×{p} px.",
-            f"Merge each {k}×{k} block into one row of {cell}×{cell}×3 = {cell * cell * 3} raw "
-            f"pixel values: {pooled[0]}×{pooled[1]} = {n} rows; pad pixel_values to {budget} "
-            f"rows ({budget - n} padding rows with position (-1, -1)).",
+            f"Resize (bicubic, aspect kept) to {size_label((th, tw))} → "
+            f"{size_label(grid, unit='patches')} = {num_patches} patches of {p} px.",
+            f"Merge each {k} × {k} block into one row of {cell} × {cell} × 3 = {cell * cell * 3} "
+            f"raw pixel values: {size_label(pooled, unit='blocks')} = {n} rows; pad "
+            f"pixel_values to {budget} rows ({budget - n} padding rows with position (-1, -1)).",
             f"No encoder: each row goes LayerNorm → Linear → + position embedding (x, y) → "
             f"LayerNorm → one soft token. Nothing mixes pixels across blocks: {n} soft tokens.",
             f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = "
@@ -250,10 +251,11 @@ def plan_image(image: Any, *, family: str, max_soft_tokens: int | None = None) -
         ]
     else:
         steps += [
-            f"Resize (bicubic, aspect kept) to {th}×{tw} → {grid[0]}×{grid[1]} = {num_patches} "
-            f"patches; pad pixel_values to {max_patches} rows ({max_patches - num_patches} "
-            "padding rows with position (-1, -1)).",
-            f"Pool {k}×{k} patches → {pooled[0]}×{pooled[1]} = {n} soft tokens "
+            f"Resize (bicubic, aspect kept) to {size_label((th, tw))} → "
+            f"{size_label(grid, unit='patches')} = {num_patches} patches; pad pixel_values to "
+            f"{max_patches} rows ({max_patches - num_patches} padding rows with position "
+            "(-1, -1)).",
+            f"Pool {k}×{k} patches → {size_label(pooled, unit='cells')} = {n} soft tokens "
             f"({budget - n} of the {budget} pooled slots are padding and are stripped).",
             f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = "
             f"{n + spec.markers_per_item} tokens.",
@@ -546,7 +548,7 @@ class VideoPlan:
     def _rows(self) -> list[tuple[str, Any]]:
         return [
             ("frames (fps)", f"{self.num_frames} ({self.fps:g} fps, {self.duration_s:.2f} s)"),
-            ("frame size (h×w)", f"{self.frame_size[0]}×{self.frame_size[1]}"),
+            ("frame size", size_label(self.frame_size)),
             ("sampled", f"{len(self.frame_indices)} frames"),
             ("tokens per frame", self.soft_tokens_per_frame),
             ("soft tokens", self.total_soft_tokens),
@@ -609,8 +611,8 @@ def plan_video(
     steps = (
         f"{count} frames at {fps:g} fps = {count / fps:.2f} s; sample {len(idx)} of them "
         f"(at most {limit}, evenly spaced).",
-        f"Each frame is an image at budget {spec.image.video_budget}: {size[0]}×{size[1]} → "
-        f"{frame.resized_size[0]}×{frame.resized_size[1]} → {n} soft tokens.",
+        f"Each frame is an image at budget {spec.image.video_budget}: {size_label(size)} → "
+        f"{size_label(frame.resized_size)} → {n} soft tokens.",
         f"Each frame is written as 'mm:ss {spec.boi_token}{spec.video_token}×n{spec.eoi_token}' "
         "(timestamp = index / fps, seconds truncated), frames joined by spaces.",
         f"Soft tokens: {len(idx)} × {n} = {len(idx) * n}; markers: "

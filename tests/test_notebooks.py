@@ -1,54 +1,124 @@
-"""Every notebook runs top to bottom on the tiny offline default (a failing cell fails
-the test) in under 90 s, and is committed with its outputs cleared."""
+"""The course: every notebook is a lesson (prose that explains, exercises that ask),
+committed without outputs, and runs top to bottom on the tiny offline default in under
+90 s, both with the answer key injected (every check must pass) and without it (every
+exercise says "not answered yet", nothing crashes)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
+
+from tests.size_rule import unlabelled_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+ANSWERS = json.loads((ROOT / "tests" / "notebook_answers.json").read_text(encoding="utf-8"))
 LIMIT_S = 90
+MIN_PROSE_WORDS = 400
+# The course in order. 08 and 09 come from other branches; until they land, the
+# notebooks present must be this list's beginning.
+COURSE = [
+    "00_quickstart",
+    "01_images_3n_vs_4",
+    "02_budgets_and_pooling",
+    "03_audio",
+    "04_video",
+    "05_prompt_layout",
+    "06_inference",
+    "07_review",
+    "08_encoder_free",
+    "09_serving",
+]
+CHECK_CALL = re.compile(r'check\(\s*"([^"]+)"')
+
+
+def _source(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _prose_words(nb) -> int:
+    text = " ".join(_source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return len(re.findall(r"[A-Za-z][A-Za-z'’-]*", text))
+
+
+def _exercises(nb) -> tuple[list[dict], list[dict]]:
+    """(cells before "## Exercises", cells from it on)."""
+    cells = nb["cells"]
+    for i, c in enumerate(cells):
+        if c["cell_type"] == "markdown" and "## Exercises" in _source(c):
+            return cells[:i], cells[i:]
+    return cells, []
 
 
 def test_there_is_a_full_course():
     names = [p.stem for p in NOTEBOOKS]
-    assert names == [
-        "00_quickstart",
-        "01_images_3n_vs_4",
-        "02_budgets_and_pooling",
-        "03_audio",
-        "04_video",
-        "05_prompt_layout",
-        "06_inference",
-        "07_exercises",
-        "09_serving",
-    ]
+    assert len(names) >= 8 and names == COURSE[: len(names)], names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_without_outputs_and_shaped_as_a_lesson(path):
-    nb = json.loads(path.read_text())
+    nb = json.loads(path.read_text(encoding="utf-8"))
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
-    first = "".join(nb["cells"][0]["source"])
-    assert "You will learn" in first
+    assert "You will learn" in _source(nb["cells"][0])
     assert "parameters" in code[0].get("metadata", {}).get("tags", [])
-    headings = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
-    assert any(h.startswith("## 1.") for h in headings) and headings[-1].startswith("## Summary")
-    assert any("assert" in "".join(c["source"]) for c in code)
+    assert "ANSWERS = None" in _source(code[0]) and "answer_key(ANSWERS)" in _source(code[1])
+    headings = [_source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    assert any(h.startswith("## 1.") for h in headings)
+    assert any("## Summary" in h for h in headings)
+    words = _prose_words(nb)
+    assert words >= MIN_PROSE_WORDS, f"{path.stem}: {words} words of prose"
+    # Lessons point at the code they mirror: transformers files or the vLLM seeds.
+    sources = re.findall(
+        r"(transformers/models/\w+/\w+\.py|gemma3n_mm\.py|gemma4_mm\.py)", " ".join(headings)
+    )
+    assert len(sources) >= 2, f"{path.stem} names {sources}"
+    # Claims are checked in the last cell only, never in a bare assert mid-lesson.
+    assert all("assert " not in _source(c) for c in code[:-1])
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_on_the_tiny_default(path, tmp_path):
+def test_every_notebook_ends_with_exercises_that_ask(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    _, tail = _exercises(nb)
+    text = "\n".join(_source(c) for c in tail)
+    names = CHECK_CALL.findall(text)
+    assert 2 <= len(names) <= 4, f"{path.stem}: {names}"
+    assert "### Predict" in text and "### Explain" in text
+    assert "<details>" in text  # the model answer, hidden until revealed
+    for c in tail:
+        if c["cell_type"] == "code" and "check(" in _source(c):
+            assert re.search(r"^\w+ = \.\.\.", _source(c), re.M), _source(c)  # a blank
+    # The answer key covers exactly these exercises (and lives outside the notebook).
+    assert sorted(ANSWERS[path.stem]) == sorted(names)
+    for answer in ANSWERS[path.stem].values():  # the key's explanations are not printed
+        assert not isinstance(answer, str) or len(answer) < 20 or answer not in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_sizes_in_the_source_are_labelled(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    bad = [p for c in nb["cells"] for p in unlabelled_pairs(_source(c))]
+    assert not bad, bad
+
+
+def run_notebook(path: Path, tmp_path: Path, answers: dict | None):
+    """Execute a notebook as CI does: the answer key (if any) in a cell injected after
+    the ``parameters`` cell, as papermill would. Returns (notebook, seconds)."""
     nb = nbformat.read(path, as_version=4)
+    if answers is not None:
+        at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+        cell = new_code_cell(f"ANSWERS = {answers!r}")
+        cell.metadata["tags"] = ["injected-parameters"]
+        nb.cells.insert(at + 1, cell)
     env_keys = ("GEMMA_EXPLORE_MODEL", "GEMMA_EXPLORE_MODEL_3N", "GEMMA_EXPLORE_BACKEND")
     saved = {k: os.environ.pop(k, None) for k in env_keys}
     os.environ["MPLBACKEND"] = "Agg"
@@ -66,4 +136,49 @@ def test_notebook_runs_on_the_tiny_default(path, tmp_path):
         for k, v in saved.items():
             if v is not None:
                 os.environ[k] = v
+    return nb, elapsed
+
+
+def _texts(nb) -> list[str]:
+    out = []
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append(o["text"])
+            elif "data" in o and "text/plain" in o["data"]:
+                out.append(o["data"]["text/plain"])
+    return out
+
+
+def _verdicts(nb) -> dict[str, str]:
+    """Exercise name → the check's printed verdict."""
+    found = {}
+    for text in _texts(nb):
+        m = re.match(r"^([⏳✗✓]) ([\w-]+): ", text)
+        if m:
+            found[m.group(2)] = text
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_with_the_answer_key(path, tmp_path):
+    nb, elapsed = run_notebook(path, tmp_path, ANSWERS[path.stem])
     assert elapsed < LIMIT_S, f"{path.name} took {elapsed:.0f} s"
+    verdicts = _verdicts(nb)
+    assert sorted(verdicts) == sorted(ANSWERS[path.stem])
+    assert all(v.startswith("✓") for v in verdicts.values()), verdicts
+    bad = [p for t in _texts(nb) for p in unlabelled_pairs(t)]
+    assert not bad, bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_without_answers(path, tmp_path):
+    """A learner who runs everything before answering reaches the end: each exercise
+    says "not answered yet" instead of failing."""
+    nb, elapsed = run_notebook(path, tmp_path, None)
+    assert elapsed < LIMIT_S, f"{path.name} took {elapsed:.0f} s"
+    verdicts = _verdicts(nb)
+    assert sorted(verdicts) == sorted(ANSWERS[path.stem])
+    assert all("not answered yet" in v for v in verdicts.values()), verdicts

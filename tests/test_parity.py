@@ -13,7 +13,7 @@ needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not instal
 def test_the_3x900_report_is_explained(tiny4):
     report = ge.check_image_parity((3, 900), max_soft_tokens=280, bundle=tiny4, use_vllm=False)
     assert not report.agree
-    assert report.first_difference == "resized size (h×w)"
+    assert report.first_difference == "resized size"
     soft = {r.step: r for r in report.rows}["soft tokens"]
     assert soft.ours == soft.transformers == soft.vllm_arithmetic == 280
     assert any("289" in n for n in report.notes)  # the count before vLLM's clamp
@@ -48,7 +48,7 @@ def test_the_modality_is_named_not_guessed(tiny4):
     assert audio.kind == "audio" and audio.agree
     size = (np.int64(3), np.int64(900))
     image = ge.check_parity(size, kind="image", bundle=tiny4, use_vllm=False)
-    assert image.kind == "image" and "3×900" in image.description
+    assert image.kind == "image" and "900×3 px (W×H)" in image.description
     with pytest.raises(TypeError):
         ge.check_parity(size, bundle=tiny4)  # kind= is required
     with pytest.raises(ValueError, match="image, audio, video"):

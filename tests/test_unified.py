@@ -353,9 +353,10 @@ def test_saving_writes_the_field_vllm_needs(tinyu, tmp_path):
         tinyu.save_pretrained(tmp_path)
     finally:
         vision.num_soft_tokens = 280
-    assert json.loads((tmp_path / "config.json").read_text())["vision_config"][
-        "num_soft_tokens"
-    ] == 280
+    assert (
+        json.loads((tmp_path / "config.json").read_text())["vision_config"]["num_soft_tokens"]
+        == 280
+    )
 
 
 # ------------------------------------------------------- the kwargs-defaults leak

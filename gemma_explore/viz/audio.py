@@ -70,7 +70,8 @@ def show_mel(
         + (" — silent" if plan.silent else ""),
         fontsize=10,
     )
-    wax.set_xlabel("")
+    wax.set_xlabel("time (s)")
+    wax.set_ylabel("amplitude")
     if plan.truncated:
         cut = a.max_seconds
         wax.axvline(cut, color=PADDING, lw=2, gid="cut_30s")
@@ -88,20 +89,27 @@ def show_mel(
     )
     tokens = plan.num_encoder_tokens
     xs = [i * frames_per_token * hop_s for i in range(tokens)]
+    # Token starts as ticks in a band above the spectrogram, not lines through it:
+    # full-height lines turn silence into a barcode.
+    bins = mel.shape[1]
+    band = bins * 0.08
     max_.add_collection(
         LineCollection(
-            [((x, 0), (x, mel.shape[1])) for x in xs],
-            colors="white",
-            linewidths=0.3 if tokens > 200 else 0.6,
-            alpha=0.6,
+            [((x, bins), (x, bins + band)) for x in xs],
+            colors="#0072B2",
+            linewidths=0.5 if tokens > 200 else 0.9,
             gid="token_boundaries",
+            label=f"start of an audio token (every {plan.ms_per_token:.0f} ms)",
         )
     )
-    max_.set_ylim(0, mel.shape[1])
-    max_.set_ylabel("mel bin")
+    max_.set_ylim(0, bins + band)
+    max_.set_ylabel("mel bin (low → high pitch)")
+    max_.set_xlabel("time (s)")
+    max_.legend(loc="upper right", fontsize=9, framealpha=0.9)
     max_.set_title(
         f"{plan.num_mel_frames} mel frames × {a.mel_bins} bins → {tokens} "
-        f"tokens (one per {frames_per_token} frames = {plan.ms_per_token:.0f} ms)",
+        f"tokens (one per {frames_per_token} frames = {plan.ms_per_token:.0f} ms); "
+        "colour: log-mel energy, bright = loud",
         fontsize=10,
     )
     kax.imshow(
@@ -114,7 +122,12 @@ def show_mel(
         gid="frame_mask",
     )
     kax.set_yticks([])
-    kax.set_title(f"frame mask: {int(mask.sum())} real frames of {len(mask)}", fontsize=9)
+    kax.set_xlabel("time (s)")
+    kax.set_title(
+        f"frame mask: {int(mask.sum())} real frames (black) of {len(mask)}; "
+        "white = padding frames the encoder ignores",
+        fontsize=9,
+    )
     for axis in axes[:3]:
         axis.set_xlim(0, max(duration, len(mask) * hop_s))
     if fixed:
@@ -127,9 +140,11 @@ def show_mel(
         sax.set_xlim(0, slots)
         sax.set_ylim(0, 1)
         sax.set_yticks([])
+        sax.set_xlabel("placeholder slot (index in the prompt's audio run)")
         sax.set_title(
-            f"{slots} placeholder slots: {min(tokens, slots)} real, {plan.padding_slots} "
-            f"padding" + (f", {plan.dropped_tokens} tokens dropped" if plan.dropped_tokens else ""),
+            f"{slots} placeholder slots: {min(tokens, slots)} real (blue), {plan.padding_slots} "
+            f"padding (hatched)"
+            + (f", {plan.dropped_tokens} tokens dropped" if plan.dropped_tokens else ""),
             fontsize=9,
         )
     fig.suptitle(f"{spec.display_name} audio: {plan.num_placeholders} placeholders", fontsize=12)

@@ -1,12 +1,16 @@
 """The expanded prompt as a ribbon of segments coloured by kind.
 
-Long runs are drawn on a log-width scale and labelled "<|image|> × 280". Gids:
+Box widths are *not* proportional to token counts (a 1120-token image would hide the
+text): they grow with log₂ of the count, the figure says so, and every box with more
+than one token is labelled with its count ("<|image|> × 280"). Runs of newlines are
+written "\\n×3", so "\\n\\n\\n" and "\\n\\n\\n\\n" stay apart. Gids:
 ``"segment"`` (one rectangle per segment), ``"merge_marker"`` (Gemma 3n newline merges).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ..colors import PADDING, kind_color
@@ -25,6 +29,15 @@ _SHORT = {
     "boa": "BOA",
     "eoa": "EOA",
 }
+
+
+_NEWLINES = re.compile(r"(?:\\n){2,}")
+
+
+def _label(seg) -> str:
+    """The box's text: short names for markers, newline runs counted ("\\n×3")."""
+    text = _SHORT.get(seg.kind, seg.text)
+    return _NEWLINES.sub(lambda m: f"\\n×{len(m.group(0)) // 2}", text)
 
 
 def _width(length: int) -> float:
@@ -81,8 +94,8 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
                 gid="segment",
             )
         )
-        label = _SHORT.get(seg.kind, seg.text)
-        fits = int(w * 1.7) + 1
+        label = _label(seg)
+        fits = int(w * 2.2)
         label = label if len(label) <= fits else label[: max(fits - 1, 1)] + "…"
         dark = seg.kind in ("image_soft", "bos", "video_soft", "timestamp")
         ax.text(
@@ -91,7 +104,7 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
             label,
             ha="center",
             va="center",
-            fontsize=7,
+            fontsize=9,
             color="white" if dark else "black",
             clip_on=True,
         )
@@ -109,7 +122,7 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
         loc="upper center",
         bbox_to_anchor=(0.5, 1.0 if notes_ax else 0.0),
         ncol=min(6, len(handles)),
-        fontsize=8,
+        fontsize=9,
         frameon=False,
     )
     family = get_family(layout.family).display_name
@@ -117,8 +130,10 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
     kind = "" if layout.template else f" ({layout.source})"
     ax.set_title(
         f"{family} prompt{kind}: {layout.num_tokens} tokens in {len(layout.segments)} "
-        f"segments — {status}",
-        fontsize=11,
+        f"segments — {status}\nbox width grows with log₂(tokens), not to scale: "
+        "counts are in the labels (× n) and the legend"
+        + ("; ▼ = merged newline token" if layout.newline_merges else ""),
+        fontsize=10,
     )
     if problems:
         where = notes_ax or ax

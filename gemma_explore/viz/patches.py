@@ -13,7 +13,8 @@ import numpy as np
 from ..families import get_family
 from ..media import load_image
 from ..plans import ImagePlan, plan_image
-from .palette import VALID, cell_axes, padding_cells
+from ..sizes import size_label
+from .palette import PADDING, VALID, cell_axes, padding_cells
 
 __all__ = ["show_budgets", "show_patch_grid"]
 
@@ -81,7 +82,7 @@ def _draw_gemma4(
                 str(i),
                 ha="center",
                 va="center",
-                fontsize=7,
+                fontsize=9,
                 color="white",
                 bbox={"boxstyle": "round,pad=0.1", "fc": "black", "alpha": 0.45, "lw": 0},
             )
@@ -91,9 +92,33 @@ def _draw_gemma4(
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(
-        f"budget {plan.max_soft_tokens}: {tw}×{th} px (W×H) → {plan.patch_grid[1]}×"
-        f"{plan.patch_grid[0]} patches → {plan.num_soft_tokens} tokens",
+        f"budget {plan.max_soft_tokens}: resized to {size_label(plan.resized_size)}\n→ "
+        f"{size_label(plan.patch_grid, unit='patches')} → {plan.num_soft_tokens} tokens",
         fontsize=10,
+    )
+
+
+def _line_legend(ax, plan: ImagePlan, *, patch_lines: bool = True) -> None:
+    """Say what each colour of line is (white: patches, blue: soft-token cells)."""
+    from matplotlib.lines import Line2D
+
+    cell = plan.patch_size * plan.pooling_kernel
+    handles = [Line2D([], [], color=VALID, lw=2, label=f"one soft token = {cell}×{cell} px")]
+    if patch_lines:
+        handles.insert(
+            0,
+            Line2D(
+                [], [], color="#999999", lw=1,
+                label=f"one patch = {plan.patch_size}×{plan.patch_size} px (white lines)",
+            ),
+        )  # fmt: skip
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=2,
+        fontsize=9,
+        frameon=False,
     )
 
 
@@ -128,13 +153,26 @@ def _draw_padding_strip(ax, plan: ImagePlan):
         cols = np.flatnonzero(grid[r] == 2)
         if cols.size:
             pads.append(_rect(cols[0], r, cols.size, 1))
-    ax.add_collection(padding_cells(pads, gid="padding_patches", linewidth=0.5))
+    ax.add_collection(padding_cells(pads, gid="padding_patches", linewidth=1.0))
     cell_axes(ax, per_row, rows)
     ax.set_title(
         f"pixel_values: {plan.num_patches} real patches + {plan.num_padding_patches} padding "
-        f"(hatched) = {plan.max_patches} rows",
-        fontsize=9,
+        f"= {plan.max_patches} rows",
+        fontsize=10,
     )
+    ax.set_xlabel(f"one square = one row of pixel_values (one patch), {per_row} per line")
+    from matplotlib.patches import Patch
+
+    ax.legend(
+        handles=[
+            Patch(facecolor=VALID, label=f"real patch ({plan.num_patches})"),
+            Patch(
+                facecolor="white", edgecolor=PADDING, hatch="///",
+                label=f"padding, position (−1, −1) ({plan.num_padding_patches})",
+            ),
+        ],
+        loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, fontsize=9, frameon=False,
+    )  # fmt: skip
 
 
 def _pixels(plan: ImagePlan):
@@ -154,17 +192,18 @@ def show_budgets(image: Any, *, family: str = "gemma4"):
     spec = get_family(family)
     pil = load_image(image)
     budgets = spec.image.budgets
-    fig, axes = _figure(None, ncols=len(budgets), width=3.4, height=3.4)
+    fig, axes = _figure(None, ncols=len(budgets), width=2.3, height=3.6)
     for a, b in zip(axes, budgets, strict=True):
         plan = plan_image(pil, family=spec.name, max_soft_tokens=b)
         _draw_gemma4(a, pil, plan, number_cells=False, patch_lines=b <= 280, display_max=400)
         a.set_title(
-            f"{b}: {plan.resized_size[1]}×{plan.resized_size[0]} px (W×H) → "
-            f"{plan.num_soft_tokens} tok",
-            fontsize=10,
+            f"{b}: {size_label(plan.resized_size, unit='px')}\n→ {plan.num_soft_tokens} tok",
+            fontsize=9,
         )
     fig.suptitle(
-        f"{spec.display_name} budgets for a {pil.width}×{pil.height} px (W×H) image", fontsize=12
+        f"{spec.display_name} budgets for a {size_label((pil.height, pil.width))} image; "
+        "blue lines: one soft token each (48 px cells)",
+        fontsize=11,
     )
     return fig
 
@@ -211,13 +250,16 @@ def show_patch_grid(
             return fig
         from matplotlib.figure import Figure
 
-        fig = Figure(figsize=(7, 6.5 if show_padding else 4.5), layout="constrained")
+        fig = Figure(figsize=(7, 7.5 if show_padding else 5), layout="constrained")
         if show_padding:
             top, bottom = fig.subplots(2, 1, height_ratios=[3, 1.2])
             _draw_gemma4(top, pil, plan, number_cells=True)
+            _line_legend(top, plan)
             _draw_padding_strip(bottom, plan)
         else:
-            _draw_gemma4(fig.subplots(), pil, plan, number_cells=True)
+            main = fig.subplots()
+            _draw_gemma4(main, pil, plan, number_cells=True)
+            _line_legend(main, plan)
         return fig
     # Gemma 3n: original beside the squash.
     rh, rw = plan.resized_size
@@ -229,7 +271,7 @@ def show_patch_grid(
             left.imshow(np.asarray(pil))
         else:
             left.text(0.5, 0.5, _NO_PIXELS, ha="center", va="center", fontsize=9, wrap=True)
-        left.set_title(f"original {w}×{h} px (W×H)", fontsize=10)
+        left.set_title(f"original {size_label((h, w))}", fontsize=10)
         left.set_xticks([])
         left.set_yticks([])
     else:
@@ -245,8 +287,20 @@ def show_patch_grid(
     right.set_yticks([])
     rows, cols = plan.pooled_grid
     right.set_title(
-        f"squashed to {rw}×{rh} px → {cols}×{rows} = {plan.num_soft_tokens} tokens\n"
-        f"(each {plan.token_area[1]:.0f}×{plan.token_area[0]:.0f} px W×H of the original)",
+        f"squashed to {size_label((rh, rw))}\n→ {size_label((rows, cols), unit='cells')}"
+        f" = {plan.num_soft_tokens} tokens",
         fontsize=10,
     )
+    from matplotlib.lines import Line2D
+
+    right.legend(
+        handles=[
+            Line2D(
+                [], [], color=VALID, lw=2,
+                label=f"one soft token = {cell}×{cell} px of the squash\n"
+                f"= {size_label(plan.token_area)} of the original",
+            )
+        ],
+        loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=9, frameon=False,
+    )  # fmt: skip
     return fig

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..families import get_family
 from ..inspect import PooledTokens
-from .palette import cell_axes, padding_cells, real_cells
+from ..sizes import size_label
+from .palette import PADDING, VALID, cell_axes, padding_cells, real_cells
 
 __all__ = ["show_pooled_mask"]
 
@@ -20,23 +21,27 @@ __all__ = ["show_pooled_mask"]
 def show_pooled_mask(pooled: PooledTokens, *, ax: Any = None):
     """Draw valid vs padding slots of the real pooler, and each token's embedding norm.
 
-    Left: every pooled slot, real soft tokens in blue, padding slots hatched. Right: the
-    norm of each real token's embedding, laid out on the image's pooled grid (with random
-    weights the norms are noise: the title says so). The slot title says whether the
-    valid count equals the plan.
+    Left: every pooled slot, real soft tokens in blue, padding slots hatched. Right (trained
+    weights only): the norm of each real token's embedding, laid out on the image's pooled
+    grid. With random weights the norms mean nothing, so they are not drawn: the figure
+    shows shapes only and says so. The slot title says whether the valid count equals
+    the plan.
 
     >>> fig = show_pooled_mask(ge.vision_pooling(ge.load("tiny-gemma4"), "photo.jpg"))  # doctest: +SKIP
     """
     from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Patch, Rectangle
 
     if not isinstance(pooled, PooledTokens):
         raise TypeError(
             "show_pooled_mask draws a PooledTokens: pass ge.vision_pooling(bundle, image)."
         )
     rows, cols = pooled.grid
-    if ax is None:
-        fig = Figure(figsize=(11, 4.2), layout="constrained")
+    if ax is None and pooled.is_random_weights:
+        fig = Figure(figsize=(6.5, 4.6), layout="constrained")
+        slots_ax, norm_ax = fig.subplots(), None
+    elif ax is None:
+        fig = Figure(figsize=(11, 4.6), layout="constrained")
         slots_ax, norm_ax = fig.subplots(1, 2, width_ratios=[1, 1])
     else:
         fig, slots_ax, norm_ax = ax.figure, ax, None
@@ -57,17 +62,32 @@ def show_pooled_mask(pooled: PooledTokens, *, ax: Any = None):
         f"{pooled.slots - pooled.num_valid} padding",
         fontsize=10,
     )
+    slots_ax.legend(
+        handles=[
+            Patch(facecolor=VALID, label="real soft token"),
+            Patch(facecolor="white", edgecolor=PADDING, hatch="///", label="padding slot"),
+        ],
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=2,
+        fontsize=9,
+        frameon=False,
+    )
     if norm_ax is not None:
         norms = np.full(rows * cols, np.nan)  # (rows·cols,) NaN where no real token
         n = min(pooled.num_valid, rows * cols)
         norms[:n] = pooled.norms[pooled.valid][:n]
         im = norm_ax.imshow(norms.reshape(rows, cols), cmap="viridis", gid="norm_map")
-        fig.colorbar(im, ax=norm_ax, shrink=0.8, label="embedding L2 norm")
-        what = "random weights: shape only" if pooled.is_random_weights else "token norms"
-        norm_ax.set_title(f"{what}, on the {rows}×{cols} (rows×cols) pooled grid", fontsize=10)
+        bar = fig.colorbar(im, ax=norm_ax, shrink=0.8, label="embedding L2 norm")
+        bar.formatter.set_useOffset(False)  # plain numbers, never "1e-6+7.99999"
+        bar.update_ticks()
+        norm_ax.set_title(
+            f"token norms on the {size_label((rows, cols), unit='cells')} pooled grid",
+            fontsize=10,
+        )
         norm_ax.set_xticks([])
         norm_ax.set_yticks([])
     family = get_family(pooled.family).display_name
-    weights = " (random weights)" if pooled.is_random_weights else ""
+    weights = " (random weights: shape only)" if pooled.is_random_weights else ""
     fig.suptitle(f"{family} vision pooler{weights}", fontsize=12)
     return fig

@@ -145,3 +145,44 @@ def test_bad_input_gets_the_same_clear_errors(tiny4):
         ge.plan_video(np.zeros((2, 8, 8, 3), np.uint8), fps=1, family="gemma3n")
     with pytest.raises(ge.MediaError, match="frame rate"):
         ge.show_video_frames(np.zeros((2, 8, 8, 3), np.uint8))
+
+
+def test_ribbon_counts_newline_runs_and_says_it_is_not_to_scale(tiny3n, photo, tone):
+    msgs = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": photo},
+                {"type": "audio", "audio": (tone, 16000)},
+                {"type": "text", "text": "What?"},
+            ],
+        }
+    ]
+    layout = ge.layout_prompt(msgs, bundle=tiny3n)
+    fig = ge.show_layout(layout)
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    merged = {m.token.count("\n") for m in layout.newline_merges}
+    assert merged and all(f"\\n×{k}" in labels for k in merged)
+    assert "not to scale" in fig.axes[0].get_title()
+
+
+def test_random_weights_draw_no_norm_map(tiny4, photo):
+    import dataclasses
+
+    pooled = ge.vision_pooling(tiny4, photo)
+    fig = ge.show_pooled_mask(pooled)
+    assert not _artists(fig, "norm_map") and "shape only" in fig._suptitle.get_text()
+    trained = dataclasses.replace(pooled, is_random_weights=False)
+    fig = ge.show_pooled_mask(trained)
+    (bar,) = [ax for ax in fig.axes if ax.get_ylabel() == "embedding L2 norm"]
+    assert _one(fig, "norm_map") is not None
+    assert not bar.yaxis.get_major_formatter().get_useOffset()
+
+
+def test_mel_axes_are_in_seconds_and_the_mask_is_labelled(tone):
+    fig = ge.show_mel((tone, 16000), family="gemma3n")
+    assert [ax.get_xlabel() for ax in fig.axes[:3]] == ["time (s)"] * 3
+    assert "black" in fig.axes[2].get_title() and "padding" in fig.axes[2].get_title()
+    ticks = _one(fig, "token_boundaries").get_segments()
+    bins = 128
+    assert all(seg[0][1] >= bins for seg in ticks)  # above the spectrogram, not through it
