@@ -259,18 +259,21 @@ def serving_recipe(
     images: int | None = None,
     audios: int | None = None,
     videos: int | None = None,
+    reasons: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ``vllm serve`` arguments for a model, as a dict of engine arguments.
 
-    Today: :func:`~gemma_explore.inference.vllm_backend.engine_args`. The serving issue's
-    workload recipe (``engine_args(for_workload=…)`` / ``plan_serving``) replaces this one
-    call; the rest of the command (flags, printing) stays.
+    With a stated workload (``images``, ``audios`` or ``videos``), the serving plan's
+    recipe (``engine_args(for_workload=Workload(…))``) proposes ``limit_mm_per_prompt``,
+    ``mm_processor_kwargs``, ``max_model_len`` and ``max_num_batched_tokens``, and fills
+    ``reasons`` (argument → why); without one, the engine defaults of ``engine_args``.
 
     >>> serving_recipe("google/gemma-4-E4B-it", budget=560)["mm_processor_kwargs"]
     {'max_soft_tokens': 560}
     """
     from .families import get_family
     from .inference.vllm_backend import engine_args
+    from .inference.vllm_recipe import Workload, engine_recipe
     from .models.checkpoints import family_from_config, guess_family, modalities_of
     from .models.tiny import TINY_NAMES
 
@@ -285,19 +288,20 @@ def serving_recipe(
         )
     fam = get_family(family).name
     has_audio = "audio" in modalities_of(fam, config, model)  # Gemma 4 26B/31B: none
-    limits = None
-    if images is not None or audios is not None or videos is not None:
-        limits = {"image": 4 if images is None else images}
-        if has_audio or audios:  # an audio-less checkpoint asked for audio: engine_args refuses
-            limits["audio"] = 1 if audios is None else audios
-        if get_family(fam).has_video:
-            limits["video"] = 1 if videos is None else videos
-        limits = {k: v for k, v in limits.items() if v}
-    # The one call the serving issue's recipe (engine_args(for_workload=…)) replaces.
+    if images is None and audios is None and videos is None:
+        return engine_args(
+            model, family=fam, max_soft_tokens=budget, max_model_len=max_model_len,
+            has_audio=has_audio,
+        )  # fmt: skip
+    work = Workload(
+        images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
+    )
+    if reasons is not None:
+        recipe = engine_recipe(model, workload=work, family=fam, has_audio=has_audio)
+        reasons.update(recipe.reasons)
     return engine_args(
-        model, family=fam, max_soft_tokens=budget, max_model_len=max_model_len,
-        limit_mm_per_prompt=limits, has_audio=has_audio,
-    )  # fmt: skip
+        model, family=fam, max_model_len=max_model_len, has_audio=has_audio, for_workload=work
+    )
 
 
 def serve_command(args: dict[str, Any]) -> str:
@@ -328,7 +332,8 @@ def serve_command(args: dict[str, Any]) -> str:
 def serve_args(
     model: Annotated[str, typer.Argument(help="A hub id or a local checkpoint folder.")],
     family: Annotated[
-        str | None, typer.Option(help="gemma4 or gemma3n (default: from the name).")
+        str | None,
+        typer.Option(help="gemma4, gemma3n or gemma4_unified (default: from the name)."),
     ] = None,
     budget: Annotated[int | None, typer.Option(help="Gemma 4's start-up image budget.")] = None,
     max_model_len: Annotated[int | None, typer.Option(help="Context length to reserve.")] = None,
@@ -338,14 +343,20 @@ def serve_args(
     as_json: Annotated[bool, typer.Option("--json", help="The engine arguments as JSON.")] = False,
 ) -> None:
     """Print the `vllm serve` command (or its arguments) for a Gemma checkpoint."""
+    reasons: dict[str, str] = {}
     try:
         args = serving_recipe(
             model, family=family, budget=budget, max_model_len=max_model_len, images=images,
-            audios=audios, videos=videos,
+            audios=audios, videos=videos, reasons=reasons,
         )  # fmt: skip
     except (ValueError, RuntimeError) as exc:  # bad budget, unknown family (ModelLoadError)
         _fail(str(exc))
-    typer.echo(json.dumps(args, indent=2) if as_json else serve_command(args))
+    if as_json:
+        typer.echo(json.dumps({"args": args, "reasons": reasons} if reasons else args, indent=2))
+        return
+    for key, why in reasons.items():  # the workload recipe: why each argument
+        typer.echo(f"# {key}: {why}")
+    typer.echo(serve_command(args))
 
 
 # --------------------------------------------------------------------------- demo

@@ -199,12 +199,23 @@ def test_bill_missing_folder_and_parquet_without_pyarrow_exit_2(tmp_path):
 
 
 def test_serve_args_prints_the_recipe():
+    from gemma_explore.inference.vllm_recipe import Workload, engine_recipe
+
     result = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560", "--images", "2")
     assert result.exit_code == 0, result.output
-    line = result.stdout.strip()
-    assert line.startswith("vllm serve google/gemma-4-E4B-it --max-model-len 8192")
+    *why, line = result.stdout.strip().splitlines()
+    # A stated workload: the serving plan's recipe, with one reason per argument.
+    recipe = engine_recipe(
+        "google/gemma-4-E4B-it", workload=Workload(images=2, max_soft_tokens=560), family="gemma4"
+    )
+    assert why == [f"# {k}: {v}" for k, v in recipe.reasons.items()]
+    mml = recipe.args["max_model_len"]
+    assert line.startswith(f"vllm serve google/gemma-4-E4B-it --max-model-len {mml}")
+    assert mml == 2048  # 2 × (560 + 2) + 256 text + 512 answer = 1892, rounded up to 256s
     assert """--mm-processor-kwargs '{"max_soft_tokens": 560}'""" in line
-    assert """--limit-mm-per-prompt '{"image": 2, "audio": 1, "video": 1}'""" in line
+    assert """--limit-mm-per-prompt '{"image": 2, "audio": 0, "video": 0}'""" in line
+    plain = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560").stdout.strip()
+    assert plain.startswith("vllm serve google/gemma-4-E4B-it --max-model-len 8192")
     as_json = run("serve-args", "google/gemma-3n-E2B-it", "--json")
     want = engine_args("google/gemma-3n-E2B-it", family="gemma3n")
     assert json.loads(as_json.stdout) == json.loads(json.dumps(want))
