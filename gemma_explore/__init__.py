@@ -61,6 +61,7 @@ from .sizes import size_label
 from .transcription import Transcription, transcription_prompt
 from .viz.attention import show_attention
 from .viz.audio import show_mel
+from .viz.bill import show_bill
 from .viz.embedder import show_audio_frames, show_embedder_grid, show_three_way
 from .viz.layout import show_layout
 from .viz.patches import show_budgets, show_patch_grid
@@ -126,6 +127,7 @@ __all__ = [
     "prepare_inputs",
     "save_figure",
     "show_audio_frames",
+    "show_bill",
     "show_attention",
     "show_budgets",
     "show_embedder_grid",

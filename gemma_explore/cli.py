@@ -26,11 +26,9 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+    pass
 
-    from .bill import Bill
-
-__all__ = ["app", "main", "serve_command", "serving_recipe", "show_bill"]
+__all__ = ["app", "main", "serve_command", "serving_recipe"]
 
 app = typer.Typer(
     name="gemma-explore",
@@ -141,31 +139,6 @@ def _short(path: str, width: int) -> str:
     return path if len(path) <= width else "…" + path[-(width - 1) :]
 
 
-def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
-    """A histogram of tokens per file, one series per budget.
-
-    (A visualiser: it belongs in ``gemma_explore/viz/``, which this change could not edit.)
-    """
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
-    else:
-        fig = ax.figure
-    for budget, counts in zip(bill.budgets, bill.histograms, strict=True):
-        if not counts:
-            continue
-        label = "fixed" if budget is None else f"budget {budget}"
-        values, weights = zip(*sorted(counts.items()), strict=True)
-        ax.hist(values, bins=30, weights=weights, alpha=0.6, label=label)
-    ax.set_xlabel("prompt tokens per file")
-    ax.set_ylabel("files")
-    ax.set_title(f"Token bill: {bill.billed_files} files ({bill.family})")
-    if any(bill.histograms):
-        ax.legend()
-    return fig
-
-
 @app.command(
     epilog="Example: gemma-explore bill ./dataset --family gemma4 --budget 70,280,1120 "
     "--recursive --out bill.csv --plot bill.png"
@@ -242,6 +215,8 @@ def bill(
     if out is not None:
         typer.echo(f"Rows written to {out}")
     if plot is not None:
+        from .viz.bill import show_bill
+
         fig = show_bill(result)
         fig.savefig(plot, dpi=120)
         typer.echo(f"Histogram saved to {plot}")

@@ -1,0 +1,39 @@
+"""The token bill of a dataset: a histogram of prompt tokens per file, per budget.
+
+>>> fig = show_bill(bill(Path("dataset"), family="gemma4"))   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ..bill import Bill
+
+__all__ = ["show_bill"]
+
+
+def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
+    """A histogram of tokens per file, one series per budget (a Figure; ``ax=`` to draw
+    into an existing axis)."""
+    from matplotlib.figure import Figure
+
+    if ax is None:
+        fig = Figure(figsize=(7, 3.5), layout="constrained")
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
+    for budget, counts in zip(bill.budgets, bill.histograms, strict=True):
+        if not counts:
+            continue
+        label = "fixed" if budget is None else f"budget {budget}"
+        values, weights = zip(*sorted(counts.items()), strict=True)
+        ax.hist(values, bins=30, weights=weights, alpha=0.6, label=label)
+    ax.set_xlabel("prompt tokens per file")
+    ax.set_ylabel("files")
+    ax.set_title(f"Token bill: {bill.billed_files} files ({bill.family})")
+    if any(bill.histograms):
+        ax.legend()
+    return fig
