@@ -41,9 +41,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     """Serve the demo (the CLI calls this too)."""
     args = parse_args(argv)
-    launch(
-        args.model, backend=args.backend, base_url=args.base_url, host=args.host, port=args.port
-    )
+    launch(args.model, backend=args.backend, base_url=args.base_url, host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ To add a tab: write ``def my_tab(ctx: Context) -> None`` that builds its control
 ['image_tab', 'audio_tab']
 """
 
-
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -292,8 +291,9 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
         model_box = gr.Dropdown(choices, value=model, label="Model", elem_id="model")
         loaded = model in h._BUNDLES.loaded
         notice = gr.Markdown(
-            h.model_notice(model) if loaded else f"⏳ Loading **{model}**… (the tabs answer "
-            "once it is ready)",
+            h.model_notice(model)
+            if loaded
+            else f"⏳ Loading **{model}**… (the tabs answer once it is ready)",
             elem_id="notice",
         )
         ctx = Context(model=model_box, samples=samples)

@@ -33,9 +33,7 @@ def test_image_endpoint(client):
 
 
 def test_audio_endpoint(client):
-    mel, counts, parity, _t = client.predict(
-        "tiny-gemma3n", handle_file(SPEECH), api_name="/audio"
-    )
+    mel, counts, parity, _t = client.predict("tiny-gemma3n", handle_file(SPEECH), api_name="/audio")
     assert mel and "| placeholders | 188 |" in counts and parity.startswith("✓")
 
 
