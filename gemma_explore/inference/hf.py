@@ -257,7 +257,7 @@ class HFEngine:
                 errors.append(exc)
                 streamer.end()
 
-        thread = threading.Thread(target=work, daemon=True)
+        thread = threading.Thread(target=work, daemon=True, name="gemma_explore generate")
 
         def pieces() -> Iterator[str]:
             thread.start()
