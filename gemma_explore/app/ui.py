@@ -307,9 +307,24 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
     return demo
 
 
+def _warm_figures() -> None:
+    """Import matplotlib and draw one small figure (fonts, glyph cache, the image
+    encoder), so the first request's figures cost what every later one does."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1))
+    ax = fig.subplots()
+    ax.imshow([[0.0, 1.0]], cmap="magma")
+    ax.set_title("warm-up 0123456789")
+    fig.savefig(io.BytesIO(), format="webp")
+
+
 def preload(model: str) -> threading.Thread:
-    """Load ``model`` in a background thread, so the page is served while torch and the
-    model load (the notice says so until the first request finds it ready)."""
+    """Load ``model`` and warm matplotlib in a background thread, so the page is served
+    while torch and the model load (the notice says so until the first request finds it
+    ready)."""
     from . import handlers as h
 
     def work() -> None:
@@ -317,6 +332,7 @@ def preload(model: str) -> threading.Thread:
             h.get_bundle(model)
         except Exception:  # noqa: BLE001 - the notice shows the error on the first request
             pass
+        _warm_figures()
 
     thread = threading.Thread(target=work, name=f"load {model}", daemon=True)
     thread.start()

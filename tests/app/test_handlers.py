@@ -127,11 +127,12 @@ def test_stop_ends_generation_at_the_next_token_and_counts_the_turn():
     import threading
 
     stop = threading.Event()
-    seen = []
-    for history, counts in h.chat_stream(
+    seen, counts = [], ""
+    for history, line in h.chat_stream(
         "tiny-gemma4", {"text": "Describe it.", "files": [PHOTO]}, [], 200, stop=stop
     ):
         seen.append(history[-1]["content"])
+        counts = line
         if len(seen) == 3:
             stop.set()
     assert "stopped" in seen[-1] and len(seen) < 10  # not the 200 tokens asked for
