@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the light environment for `make demo` and `make lab`: the package with its
-# demo and notebook extras, and NO vLLM (vLLM and its CUDA stack live only in .venv,
+# demo, notebooks and lab extras, and NO vLLM (vLLM and its CUDA stack live only in .venv,
 # which `make test` builds).
 #
 #   scripts/light_env.sh VENV PYTHON [TORCH_CPU_INDEX]
@@ -30,4 +30,4 @@ if [ "$(uname -s)" = Linux ] && [ -n "$CPU_INDEX" ]; then
     "$PY" -m pip uninstall -q -y torch torchvision 2>/dev/null || true
   fi
 fi
-"$PY" -m pip install -c "$constraints" -e '.[demo,notebooks]'
+"$PY" -m pip install -c "$constraints" -e '.[demo,notebooks,lab]'
