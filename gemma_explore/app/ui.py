@@ -243,10 +243,10 @@ def chat_tab(ctx: Context) -> None:
             max_tokens = gr.Slider(1, 256, value=32, step=1, label="Max new tokens",
                                    elem_id="chat_max_tokens")  # fmt: skip
             budget = _budget_box("chat_budget")
-        gr.Examples(
+        examples = gr.Examples(
             [[{"text": "What is in this picture?", "files": [ctx.samples["photo"]]}]],
             inputs=[chat_in],
-            label="Example question",
+            label="Example question (asks it at once)",
         )
 
         def respond(m, message, history, n, b, request: gr.Request):
@@ -254,17 +254,16 @@ def chat_tab(ctx: Context) -> None:
             for hist, line in h.chat_stream(m, message, history, n, b, stop=stop):
                 yield hist, None, line
 
-        event = chat_in.submit(
-            respond,
-            [ctx.model, chat_in, chatbot, max_tokens, budget],
-            [chatbot, chat_in, counts],
-            api_name="chat",
-        )
+        inputs = [ctx.model, chat_in, chatbot, max_tokens, budget]
+        outputs = [chatbot, chat_in, counts]
+        event = chat_in.submit(respond, inputs, outputs, api_name="chat")
+        # One click on the example fills the box and asks.
+        asked = examples.load_input_event.then(respond, inputs, outputs, api_visibility="private")
 
         def stop(request: gr.Request) -> None:
             _STOPS.stop(getattr(request, "session_hash", None) or "")
 
-        stop_btn.click(stop, None, None, cancels=[event], queue=False, api_name="chat_stop")
+        stop_btn.click(stop, None, None, cancels=[event, asked], queue=False, api_name="chat_stop")
 
 
 TABS: list[Callable[[Context], None]] = [image_tab, audio_tab, video_tab, layout_tab, chat_tab]
