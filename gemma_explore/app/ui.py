@@ -65,6 +65,11 @@ def _pick(result: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(result.get(k) for k in keys)
 
 
+def _empty(keys: tuple[str, ...]) -> tuple[Any, ...]:
+    """A tab with no input yet (or just cleared): every output blank, no error."""
+    return tuple(None if k.endswith("figure") else "" for k in keys)
+
+
 def image_tab(ctx: Context) -> None:
     import gradio as gr
 
@@ -88,6 +93,8 @@ def image_tab(ctx: Context) -> None:
         keys = ("patch_figure", "pooled_figure", "counts", "parity", "timings")
 
         def run(model: str, image: Any, b: Any) -> tuple[Any, ...]:
+            if image is None:
+                return _empty(keys)
             return _pick(h.image_tab(model, image, b), keys)
 
         gr.on(
@@ -120,7 +127,7 @@ def audio_tab(ctx: Context) -> None:
         keys = ("mel_figure", "counts", "parity", "timings")
         gr.on(
             [audio_in.change, ctx.model.change],
-            lambda m, a: _pick(h.audio_tab(m, a), keys),
+            lambda m, a: _empty(keys) if a is None else _pick(h.audio_tab(m, a), keys),
             [ctx.model, audio_in],
             [mel, counts, parity, timings],
             api_name="audio",
@@ -149,7 +156,7 @@ def video_tab(ctx: Context) -> None:
         keys = ("frames_figure", "counts", "parity", "timings")
         gr.on(
             [video_in.change, ctx.model.change],
-            lambda m, v: _pick(h.video_tab(m, v), keys),
+            lambda m, v: _empty(keys) if v is None else _pick(h.video_tab(m, v), keys),
             [ctx.model, video_in],
             [frames, counts, parity, timings],
             api_name="video",
