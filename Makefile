@@ -1,28 +1,35 @@
 # The two commands the README gives:  make demo   and   make test
-# Both create the environment (.venv) when it is missing or out of date, so they
-# work on a fresh machine; a re-run with an up-to-date environment starts at once.
+# Both create their environment when it is missing or out of date, so they work on a
+# fresh machine; a re-run with an up-to-date environment starts at once.
+#   make demo / make lab: the light environment .venv-demo (demo + notebooks, no vLLM,
+#                         CPU-only torch where PyTorch's CPU wheel index is reachable)
+#   make test:            .venv, everything (vLLM included)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+LIGHT_VENV ?= .venv-demo
+LIGHT_PY := $(LIGHT_VENV)/bin/python
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # The environment is rebuilt when any of these change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+LIGHT_STAMP := $(LIGHT_VENV)/.installed-$(shell cat pyproject.toml constraints.txt constraints-light.txt scripts/light_env.sh | sha1sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 
-.PHONY: demo test env lab lint format bench clean-env browser html gallery
+.PHONY: demo test env light-env lab lint format bench clean-env browser html gallery
 
-demo: $(STAMP)
-	$(PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
+demo: $(LIGHT_STAMP)
+	$(LIGHT_PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
 
 test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+lab: $(LIGHT_STAMP)
+	$(LIGHT_VENV)/bin/jupyter lab notebooks/
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -43,6 +50,8 @@ gallery: $(STAMP)
 
 env: $(STAMP)
 
+light-env: $(LIGHT_STAMP)
+
 # Debian's Chromium for the Playwright browser tests (Playwright never downloads one).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 browser:
@@ -58,5 +67,10 @@ $(STAMP): pyproject.toml constraints.txt
 	rm -f $(VENV)/.installed-*
 	touch $@
 
+$(LIGHT_STAMP): pyproject.toml constraints.txt constraints-light.txt scripts/light_env.sh
+	bash scripts/light_env.sh $(LIGHT_VENV) $(PYTHON) '$(TORCH_CPU_INDEX)'
+	rm -f $(LIGHT_VENV)/.installed-*
+	touch $@
+
 clean-env:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(LIGHT_VENV)

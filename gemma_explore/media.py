@@ -358,53 +358,93 @@ class Video:
         return self.frames[[where[i] for i in indices]]
 
 
+def _decode_at(cap: Any, wanted: list[int]) -> tuple[list[int], list[np.ndarray]]:
+    """Decode the frames at ``wanted`` (ascending); stop at the first that will not decode."""
+    import cv2
+
+    dense = bool(wanted) and wanted[-1] < 4 * len(wanted)  # short clip: stepping beats seeking
+    kept: list[int] = []
+    frames: list[np.ndarray] = []
+    position = 0
+    for index in wanted:
+        if dense:
+            while position < index and cap.grab():
+                position += 1
+        else:
+            cap.set(cv2.CAP_PROP_POS_FRAMES, index)
+        ok, frame = cap.read()
+        if not ok:
+            break  # past the real end: the container over-counted
+        position = index + 1
+        kept.append(index)
+        frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))  # (H, W, 3) uint8
+    return kept, frames
+
+
+def _count_frames(path: Path, start: int = 0) -> int:
+    """Frames that really decode, counted by grabbing from ``start`` on (nothing kept)."""
+    import cv2
+
+    cap = cv2.VideoCapture(str(path))
+    try:
+        count = 0
+        if start:
+            cap.set(cv2.CAP_PROP_POS_FRAMES, start)
+            count = start
+        while cap.grab():
+            count += 1
+        return count
+    finally:
+        cap.release()
+
+
 def _read_sampled(path: Path, max_frames: int) -> tuple[np.ndarray, float, int, tuple[int, ...]]:
     """Decode only the frames a model samples: seek to each one (container metadata gives
-    the frame count and fps). Memory holds one frame at a time plus those kept."""
+    the frame count and fps). Memory holds one frame at a time plus those kept.
+
+    A container may claim more frames than decode (a truncated or damaged file): then the
+    real count is found by grabbing past the last good frame, and the frames are sampled
+    again over it, as a model sampling the decodable video would."""
     try:
         import cv2
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise MediaError(
             "Reading video files needs OpenCV: pip install opencv-python-headless"
         ) from exc
+    undecodable = MediaError(
+        f"Could not decode any frame from {path.name}: corrupt or unsupported codec. "
+        "Re-encode it as H.264 MP4 (ffmpeg -i in -c:v libx264 out.mp4)."
+    )
     cap = cv2.VideoCapture(str(path))
     try:
         count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
         file_fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
-        if count <= 0:  # no count in the container: count by decoding, keeping nothing
-            while cap.grab():
-                count += 1
-            cap.release()
-            cap = cv2.VideoCapture(str(path))
-        if count <= 0:
-            raise MediaError(
-                f"Could not decode any frame from {path.name}: corrupt or unsupported codec. "
-                "Re-encode it as H.264 MP4 (ffmpeg -i in -c:v libx264 out.mp4)."
-            )
-        wanted = sample_frame_indices(count, max_frames=max_frames)
-        dense = count <= 4 * len(wanted)  # short clip: stepping through beats seeking
-        kept, frames, position = [], [], 0
-        for index in wanted:
-            if dense:
-                while position < index and cap.grab():
-                    position += 1
-            else:
-                cap.set(cv2.CAP_PROP_POS_FRAMES, index)
-            ok, frame = cap.read()
-            if not ok:
-                break  # the container over-counted: keep what decodes
-            position = index + 1
-            kept.append(index)
-            frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
     finally:
         cap.release()
-    if not frames:
+    if count <= 0:  # no count in the container: count by decoding, keeping nothing
+        count = _count_frames(path)
+    for _attempt in range(3):
+        if count <= 0:
+            raise undecodable
+        wanted = sample_frame_indices(count, max_frames=max_frames)
+        cap = cv2.VideoCapture(str(path))
+        try:
+            kept, frames = _decode_at(cap, wanted)
+        finally:
+            cap.release()
+        if len(kept) == len(wanted):
+            break
+        # Over-counted: the real end lies after the last frame that decoded. Sample again
+        # over the frames that exist (the count only ever shrinks).
+        real = _count_frames(path, kept[-1] + 1) if kept else _count_frames(path)
+        count = min(real, count - 1)
+    else:
         raise MediaError(
-            f"Could not decode any frame from {path.name}: corrupt or unsupported codec. "
-            "Re-encode it as H.264 MP4 (ffmpeg -i in -c:v libx264 out.mp4)."
+            f"{path.name}: frames do not decode where the container says they are (a damaged "
+            "index). Re-encode it as H.264 MP4 (ffmpeg -i in -c:v libx264 out.mp4)."
         )
-    if len(kept) < len(wanted):  # fewer frames than the header said: sample what exists
-        count = kept[-1] + 1
+    if not frames:
+        raise undecodable
     return np.stack(frames), file_fps, count, tuple(kept)
 
 

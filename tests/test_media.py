@@ -207,3 +207,34 @@ def test_a_long_video_file_keeps_only_its_sampled_frames(tmp_path):
     assert ge.load_video(path.read_bytes()).kept == video.kept
     with open(path, "rb") as fh:
         assert ge.plan_video(fh).timestamps == whole.timestamps
+
+
+def test_an_over_counted_container_is_sampled_over_the_frames_that_decode(tmp_path):
+    """A truncated AVI still claims its full frame count; the kept frames are sampled again
+    over the frames that really decode, exactly as a full decode would sample them."""
+    import cv2
+
+    from gemma_explore.media import sample_frame_indices
+
+    whole = tmp_path / "whole.avi"
+    writer = cv2.VideoWriter(str(whole), cv2.VideoWriter_fourcc(*"MJPG"), 10, (64, 48))
+    for i in range(100):
+        writer.write(np.full((48, 64, 3), (i * 2, 255 - i * 2, 90), np.uint8))
+    writer.release()
+    cut = tmp_path / "cut.avi"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    cap = cv2.VideoCapture(str(cut))
+    claimed, every = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        every.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
+    cap.release()
+    assert claimed == 100 and 10 < len(every) < 100  # the header over-states the count
+    video = ge.load_video(cut)
+    wanted = sample_frame_indices(len(every), max_frames=32)
+    assert video.num_frames == len(every) and list(video.kept) == wanted
+    assert np.array_equal(video.frames_at(wanted), np.stack(every)[wanted])
+    plan = ge.plan_video(cut)
+    assert plan.num_frames == len(every) and plan.frame_indices == tuple(wanted)

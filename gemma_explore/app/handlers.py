@@ -36,8 +36,11 @@ __all__ = [
     "TabResult",
     "answer_image_question",
     "audio_tab",
+    "chat_stream",
     "chat_turn",
     "error_text",
+    "model_notice",
+    "turn_counts",
     "get_bundle",
     "image_tab",
     "layout_tab",
@@ -105,8 +108,18 @@ def _notice(bundle: Bundle) -> str:
     return RANDOM_WEIGHTS_NOTICE if bundle.is_random_weights else ""
 
 
+def model_notice(name: str) -> str:
+    """The banner for ``name``: the random-weights warning, or why it did not load.
+
+    Tab errors never touch it, so a bad upload cannot hide that the answers are noise."""
+    try:
+        return _notice(get_bundle(name))
+    except Exception as exc:  # noqa: BLE001 - shown in the banner
+        return error_text(exc)
+
+
 def _table(rows: list[tuple[str, Any]]) -> str:
-    return Table((), tuple(rows)).markdown()
+    return Table(("quantity", "value"), tuple(rows)).markdown()
 
 
 def _badge(report: ParityReport) -> str:
@@ -139,10 +152,19 @@ class TabResult(dict):
     """What a tab handler returns, by name (``error`` is set when the input was bad)."""
 
 
-def _fail(exc: BaseException, keys: tuple[str, ...]) -> TabResult:
+def _fail(exc: BaseException, keys: tuple[str, ...], model_name: str | None = None) -> TabResult:
+    """Every output cleared (no stale figure or counts), the message in the counts' place,
+    and the model's notice kept."""
     out = TabResult({k: None for k in keys})
     out["error"] = error_text(exc)
     out["counts"] = out["error"]
+    if "parity" in out:
+        out["parity"] = ""
+    if "timings" in out:
+        out["timings"] = ""
+    if model_name is not None:
+        loaded = _BUNDLES.loaded.get(model_name)
+        out["notice"] = _notice(loaded) if loaded is not None else ""
     return out
 
 
@@ -214,7 +236,7 @@ def image_tab(model_name: str, image: Any, budget: Any = DEFAULT_BUDGET) -> TabR
             bundle, t, rows, report, plan, patch_figure=patch_fig, pooled_figure=pooled_fig
         )
     except Exception as exc:  # noqa: BLE001 - the UI shows every failure as text
-        return _fail(exc, _IMAGE_KEYS)
+        return _fail(exc, _IMAGE_KEYS, model_name)
 
 
 def audio_tab(model_name: str, audio: Any) -> TabResult:
@@ -258,7 +280,7 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
             rows.append(("note", "the clip is silent — it still costs tokens"))
         return _done(bundle, t, rows, report, plan, mel_figure=fig)
     except Exception as exc:  # noqa: BLE001
-        return _fail(exc, ("mel_figure", "counts", "parity", "timings", "notice"))
+        return _fail(exc, ("mel_figure", "counts", "parity", "timings", "notice"), model_name)
 
 
 def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResult:
@@ -291,7 +313,7 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResul
         ]
         return _done(bundle, t, rows, report, plan, frames_figure=fig)
     except Exception as exc:  # noqa: BLE001
-        return _fail(exc, ("frames_figure", "counts", "parity", "timings", "notice"))
+        return _fail(exc, ("frames_figure", "counts", "parity", "timings", "notice"), model_name)
 
 
 def layout_tab(
@@ -348,21 +370,50 @@ def layout_tab(
             error=None,
         )
     except Exception as exc:  # noqa: BLE001
-        return _fail(exc, ("layout_figure", "layout_html", "counts", "parity", "timings", "notice"))
+        keys = ("layout_figure", "layout_html", "counts", "parity", "timings", "notice")
+        return _fail(exc, keys, model_name)
 
 
-def chat_turn(
+def turn_counts(bundle: Bundle, input_ids: list[int]) -> dict[str, int]:
+    """Prompt tokens of one turn by kind: text (template and markers included) and each
+    modality's placeholders, read from the ids the model receives.
+
+    >>> turn_counts(get_bundle("tiny-gemma4"), [2, 105, 258880, 258880])  # doctest: +SKIP
+    {'text': 2, 'image': 2, 'audio': 0, 'video': 0}
+    """
+    spec = bundle.spec
+    out = {m: input_ids.count(spec.id_of(tok)) for m, tok in spec.placeholder_tokens.items()}
+    return {"text": len(input_ids) - sum(out.values()), **out}
+
+
+def _counts_line(counts: dict[str, int], generated: int | None, seconds: float | None) -> str:
+    parts = " · ".join(f"{k} {v}" for k, v in counts.items())
+    line = f"**This turn**: {sum(counts.values())} prompt tokens ({parts})"
+    if generated is not None:
+        line += f" · {generated} generated"
+    if seconds is not None:
+        line += f" · {seconds * 1000:.0f} ms"
+    return line
+
+
+def chat_stream(
     model_name: str,
     message: dict[str, Any] | str,
     history: list[dict] | None,
     max_new_tokens: int = 32,
     budget: Any = DEFAULT_BUDGET,
-) -> Iterator[list[dict]]:
-    """One multimodal chat turn, streamed: yields the history with the growing answer.
+    *,
+    stop: threading.Event | None = None,
+) -> Iterator[tuple[list[dict], str]]:
+    """One multimodal chat turn, streamed: yields (history with the growing answer,
+    the turn's token counts).
 
     ``message`` is gradio's MultimodalTextbox value ``{"text": ..., "files": [...]}``.
+    Setting ``stop`` (or closing this generator) ends generation at the next token.
     """
     history = list(history or [])
+    counts_md = ""
+    pieces = None
     try:
         bundle = get_bundle(model_name)
         text, files = _split_message(message)
@@ -380,24 +431,55 @@ def chat_turn(
         ]
         b = _budget(bundle, budget)
         start = time.perf_counter()
-        pieces = bundle.generate(
-            [{"role": "user", "content": content}],
-            stream=True,
-            max_new_tokens=int(max_new_tokens),
-            max_soft_tokens=b,
-        )
-        answer = ""
+        messages = [{"role": "user", "content": content}]
+        counts: dict[str, int] | None = None
+        if bundle.processor is not None:
+            prepared = prepare_inputs(bundle, messages, max_soft_tokens=b)
+            counts = turn_counts(bundle, prepared.input_ids)
+            counts_md = _counts_line(counts, None, None)
+            pieces = bundle.engine.stream(prepared, max_new_tokens=int(max_new_tokens), stop=stop)
+        else:  # a remote server: it tokenizes the turn itself
+            pieces = bundle.generate(
+                messages, stream=True, max_new_tokens=int(max_new_tokens), max_soft_tokens=b,
+                stop=stop,
+            )  # fmt: skip
+        if counts is not None:  # the turn's counts show before its first token
+            yield history, counts_md
+        answer, generated = "", 0
         for piece in pieces:
             answer += piece
+            generated += 1
             history[-1] = {"role": "assistant", "content": answer}
-            yield history
+            yield history, counts_md
         elapsed = time.perf_counter() - start
-        suffix = f"\n\n_({elapsed * 1000:.0f} ms"
+        stopped = stop is not None and stop.is_set()
+        suffix = "\n\n_(" + ("stopped, " if stopped else "") + f"{elapsed * 1000:.0f} ms"
         suffix += ", random weights: this text is noise)_" if bundle.is_random_weights else ")_"
         history[-1] = {"role": "assistant", "content": answer + suffix}
-        yield history
+        if counts is not None:
+            counts_md = _counts_line(counts, generated, elapsed)
+        yield history, counts_md
     except Exception as exc:  # noqa: BLE001
-        yield history + [{"role": "assistant", "content": error_text(exc)}]
+        yield history + [{"role": "assistant", "content": error_text(exc)}], ""
+    finally:
+        if pieces is not None and hasattr(pieces, "close"):
+            pieces.close()  # an abandoned turn stops its generation thread
+
+
+def chat_turn(
+    model_name: str,
+    message: dict[str, Any] | str,
+    history: list[dict] | None,
+    max_new_tokens: int = 32,
+    budget: Any = DEFAULT_BUDGET,
+    *,
+    stop: threading.Event | None = None,
+) -> Iterator[list[dict]]:
+    """:func:`chat_stream` without the counts: yields the history with the growing answer."""
+    for history_now, _counts in chat_stream(
+        model_name, message, history, max_new_tokens, budget, stop=stop
+    ):
+        yield history_now
 
 
 def _split_message(message: dict[str, Any] | str) -> tuple[str, list[str]]:

@@ -116,8 +116,27 @@ def encoder_free_video_inputs(model: Any, inputs: dict[str, Any]) -> dict[str, A
     return rest
 
 
+class _StopWhenSet:
+    """A transformers ``StoppingCriteria``: ends generation once ``event`` is set (the
+    demo's Stop button, or a stream whose reader went away), at the next token."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        # (batch,) bool: every sequence of the batch is done once the event is set.
+        return torch.full((input_ids.shape[0],), self.event.is_set(), device=input_ids.device)
+
+
 def _run(
-    engine: HFEngine, prepared: PreparedInputs, *, max_new_tokens: int, streamer: Any = None
+    engine: HFEngine,
+    prepared: PreparedInputs,
+    *,
+    max_new_tokens: int,
+    streamer: Any = None,
+    stop: threading.Event | None = None,
 ) -> Generation:
     import torch
 
@@ -153,6 +172,11 @@ def _run(
         from transformers import LogitsProcessorList
 
         extra["logits_processor"] = LogitsProcessorList([_ReadableOnly(_readable_ids(tokenizer))])
+    if stop is not None:
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        stopper = type("_StopWhenSetCriteria", (_StopWhenSet, StoppingCriteria), {})(stop)
+        extra["stopping_criteria"] = StoppingCriteriaList([stopper])
     with _encoder_timer(model) as enc, torch.inference_mode():
         start = time.perf_counter()
         if engine.spec.encoder_free:
@@ -246,29 +270,43 @@ class HFEngine:
         """The whole answer, with counts and preprocess/encoder/prefill/decode timings."""
         return _run(self, prepared, max_new_tokens=max_new_tokens)
 
-    def stream(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Iterator[str]:
+    def stream(
+        self,
+        prepared: PreparedInputs,
+        *,
+        max_new_tokens: int = 32,
+        stop: threading.Event | None = None,
+    ) -> Iterator[str]:
         """Yield the text of each generated token as it comes (generate()'s streamer hook).
 
         The input was validated and processed by the caller, so bad input raised there,
-        not inside the worker thread.
+        not inside the worker thread. Setting ``stop``, or closing the iterator (a reader
+        that goes away), ends ``model.generate`` at its next token: no abandoned thread
+        keeps generating.
         """
         streamer = _PieceStreamer(self.processor.tokenizer)
         errors: list[BaseException] = []
+        stop = stop if stop is not None else threading.Event()
 
         def work() -> None:
             try:
-                _run(self, prepared, max_new_tokens=max_new_tokens, streamer=streamer)
+                _run(self, prepared, max_new_tokens=max_new_tokens, streamer=streamer, stop=stop)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
                 errors.append(exc)
                 streamer.end()
 
-        thread = threading.Thread(target=work, daemon=True)
+        thread = threading.Thread(target=work, daemon=True, name="gemma_explore generate")
 
         def pieces() -> Iterator[str]:
             thread.start()
-            for piece in streamer:
-                if piece:
-                    yield piece
+            try:
+                for piece in streamer:
+                    if stop.is_set():
+                        break
+                    if piece:
+                        yield piece
+            finally:
+                stop.set()  # stopped, finished or abandoned: generate() ends at its next token
             thread.join()
             if errors:
                 raise errors[0]

@@ -197,11 +197,20 @@ class OpenAIEngine:
             timings={"request_s": elapsed},
         )
 
-    def stream(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Iterator[str]:
+    def stream(
+        self, prepared: PreparedInputs, *, max_new_tokens: int = 32, stop: Any = None
+    ) -> Iterator[str]:
+        """The server's streamed pieces; setting ``stop`` (a threading.Event) closes the
+        stream, which ends the request on the server."""
         chunks = self._create(prepared, max_new_tokens=max_new_tokens, stream=True)
-        for chunk in chunks:
-            if chunk.choices and chunk.choices[0].delta.content:
-                yield chunk.choices[0].delta.content
+        try:
+            for chunk in chunks:
+                if stop is not None and stop.is_set():
+                    break
+                if chunk.choices and chunk.choices[0].delta.content:
+                    yield chunk.choices[0].delta.content
+        finally:
+            getattr(chunks, "close", lambda: None)()
 
     def transcribe(
         self,

@@ -207,6 +207,8 @@ class VllmEngine:
             timings={"total_s": elapsed},
         )
 
-    def stream(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Iterator[str]:
-        """``vllm.LLM`` answers whole: one piece."""
+    def stream(
+        self, prepared: PreparedInputs, *, max_new_tokens: int = 32, stop: Any = None
+    ) -> Iterator[str]:
+        """``vllm.LLM`` answers whole: one piece (``stop`` cannot cut it short)."""
         yield self.generate(prepared, max_new_tokens=max_new_tokens).text

@@ -43,8 +43,10 @@ class Engine(Protocol):
         """The whole answer with its counts and timings."""
         ...
 
-    def stream(self, prepared: PreparedInputs, *, max_new_tokens: int) -> Iterator[str]:
-        """The answer's text, piece by piece as it is generated."""
+    def stream(
+        self, prepared: PreparedInputs, *, max_new_tokens: int, stop: Any = None
+    ) -> Iterator[str]:
+        """The answer's text, piece by piece as it is generated; a set ``stop`` event ends it."""
         ...
 
 
@@ -128,6 +130,7 @@ class Bundle:
         images: Any = (),
         audios: Any = (),
         videos: Any = (),
+        stop: Any = None,
         **processor_kwargs: Any,
     ) -> Generation | Iterator[str]:
         """Answer a chat turn (or plain text with attachments). ``stream=True`` yields text.
@@ -143,8 +146,10 @@ class Bundle:
             self, messages, images=images, audios=audios, videos=videos,
             max_soft_tokens=max_soft_tokens, **processor_kwargs,
         )  # fmt: skip
-        if stream:
-            return self.engine.stream(prepared, max_new_tokens=max_new_tokens)
+        if stream:  # stop: a threading.Event that ends the stream at its next token
+            if stop is None:
+                return self.engine.stream(prepared, max_new_tokens=max_new_tokens)
+            return self.engine.stream(prepared, max_new_tokens=max_new_tokens, stop=stop)
         return self.engine.generate(prepared, max_new_tokens=max_new_tokens)
 
     def transcribe(

@@ -7,11 +7,12 @@ register a PNG formatter for ``Figure`` with IPython when pyplot has not done so
 
 
 def _register_ipython_display() -> None:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency of the notebooks extra
+    import sys
+
+    ipython = sys.modules.get("IPython")  # a kernel has imported it; a script need not (0.3 s)
+    if ipython is None:
         return
-    shell = get_ipython()
+    shell = ipython.get_ipython()
     if shell is None:
         return
     from IPython.core.pylabtools import print_figure

@@ -1,13 +1,15 @@
 """The demo in a real browser: Debian's Chromium driven by Playwright, headless.
 
-`make test` installs Chromium with apt; Playwright never downloads a browser. The
-screenshots of every tab are written to artifacts/ (kept by CI as test artifacts).
+`make test` installs Chromium with apt; Playwright never downloads a browser. Every tab
+re-renders live (no buttons), so these tests only change inputs and wait for outputs.
+Screenshots at 1280×800 and at phone width land in artifacts/ (kept by CI).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
@@ -26,22 +28,38 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}  # an iPhone 12-14 in portrait
+TABS = ["Image", "Audio", "Video", "Prompt layout", "Chat"]
 
 
 @pytest.fixture(scope="module")
-def page(app_url, tmp_path_factory):
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        pg = context.new_page()
-        pg.set_default_timeout(60_000)
-        pg.goto(app_url)
-        pg.wait_for_selector("text=gemma_explore")
-        yield pg
-        context.close()
-        browser.close()
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+def _open(browser, app_url, viewport=DESKTOP):
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    page.set_default_timeout(90_000)
+    page.goto(app_url)
+    page.wait_for_selector("text=gemma_explore")
+    page.wait_for_function(  # the background load has finished: the notice says so
+        "() => document.querySelector('#notice').innerText.includes('random weights')"
+    )
+    return page
+
+
+@pytest.fixture
+def page(browser, app_url):
+    pg = _open(browser, app_url)
+    yield pg
+    pg.context.close()
 
 
 def _tab(page, name):
@@ -49,90 +67,136 @@ def _tab(page, name):
 
 
 def _click_example(page):
-    """Click the visible tab's first gr.Examples sample."""
+    """Click the visible tab's first gr.Examples sample (one click: nothing else)."""
     page.locator("button.gallery-item, .examples button, td[data-testid=dataset-cell-0-0]").filter(
         visible=True
     ).first.click()
 
 
-def _show(page, button, counts):
-    page.locator(button).click()
+def _wait_text(page, selector, *needles):
     page.wait_for_function(
-        "sel => { const el = document.querySelector(sel); return el && el.innerText.length > 20 }",
-        arg=counts,
+        """([sel, needles]) => {
+            const el = document.querySelector(sel);
+            return el && needles.every(n => el.innerText.includes(n));
+        }""",
+        arg=[selector, list(needles)],
     )
-    return page.locator(counts).inner_text()
+    return page.locator(selector).inner_text()
 
 
-def test_image_tab_example_grid_and_counts(page, artifacts_dir):
+def _plot_src(page, selector):
+    return page.evaluate(
+        """sel => { const img = document.querySelector(sel + ' img');
+                    return img ? img.getAttribute('src') : null }""",
+        selector,
+    )
+
+
+def test_an_example_fills_and_runs_in_one_click(page, artifacts_dir):
     _tab(page, "Image")
     _click_example(page)
-    counts = _show(page, "#image_btn", "#image_counts")
-    assert "soft tokens" in counts and "270" in counts  # the bundled photo at budget 280
-    page.wait_for_selector("#patch_plot img, #patch_plot svg, #patch_plot canvas")
-    assert "random weights" in page.locator("#notice").inner_text()
+    counts = _wait_text(page, "#image_counts", "soft tokens", "270")  # photo at budget 280
+    assert "quantity" in counts  # the table has headers
+    page.wait_for_selector("#patch_plot img")
     assert "Parity" in page.locator("#image_parity").inner_text()
-    page.screenshot(path=str(artifacts_dir / "tab_image.png"), full_page=True)
+    assert "random weights" in page.locator("#notice").inner_text()
+    page.screenshot(path=str(artifacts_dir / "desktop_1280x800_image.png"))
 
 
-def test_audio_tab(page, artifacts_dir):
-    _tab(page, "Audio")
-    _click_example(page)
-    counts = _show(page, "#audio_btn", "#audio_counts")
-    assert "placeholders" in counts and "ms per token" in counts
-    page.screenshot(path=str(artifacts_dir / "tab_audio.png"), full_page=True)
-
-
-def test_video_tab(page, artifacts_dir):
-    _tab(page, "Video")
-    _click_example(page)
-    counts = _show(page, "#video_btn", "#video_counts")
-    assert "sampled" in counts and "32" in counts
-    page.screenshot(path=str(artifacts_dir / "tab_video.png"), full_page=True)
-
-
-def test_layout_tab(page, artifacts_dir):
-    _tab(page, "Prompt layout")
-    _click_example(page)
-    counts = _show(page, "#layout_btn", "#layout_counts")
-    assert "image_soft" in counts and "audio_soft" in counts
-    page.screenshot(path=str(artifacts_dir / "tab_layout.png"), full_page=True)
-
-
-def test_chat_answer_streams_in(page, artifacts_dir):
-    _tab(page, "Chat")
-    slider_number = page.locator("input[type=number]").filter(visible=True).last
-    slider_number.fill("120")
-    slider_number.press("Enter")
-    _click_example(page)
-    # Count how many different texts the answer shows while it streams.
-    page.evaluate("""() => {
-        window.__seen = new Set();
-        const box = document.querySelector('#chatbot');
-        new MutationObserver(() => window.__seen.add(box.innerText.length))
-            .observe(box, {subtree: true, childList: true, characterData: true});
-    }""")
-    page.locator("#chat_in textarea").filter(visible=True).first.press("Enter")
-    page.wait_for_function(
-        "() => document.querySelector('#chatbot').innerText.includes('random weights')"
-    )
-    assert page.evaluate("() => window.__seen.size") >= 3
-    page.screenshot(path=str(artifacts_dir / "tab_chat.png"), full_page=True)
-
-
-def test_corrupt_upload_shows_an_error_and_the_next_request_works(page, tmp_path):
+def test_changing_the_budget_updates_the_patch_grid_without_a_click(page):
     _tab(page, "Image")
-    bad = tmp_path / "broken.png"
-    bad.write_bytes(b"\x89PNG\r\n\x1a\n this is not an image")
-    page.locator("#image_in button[aria-label*='Clear'], #image_in button[title*='Clear']").filter(
-        visible=True
-    ).first.click() if page.locator("#image_in button[aria-label*='Clear']").count() else None
-    page.locator("#image_in input[type=file]").set_input_files(str(bad))
-    page.locator("#image_btn").click()
-    page.wait_for_function("""() => {
-        const t = document.body.innerText;
-        return t.includes('Error') || t.includes('✗') || t.includes('not an image');
-    }""")
     _click_example(page)
-    counts = _show(page, "#image_btn", "#image_counts")
-    assert "270" in counts
+    _wait_text(page, "#image_counts", "270")
+    page.wait_for_selector("#patch_plot img")
+    before = _plot_src(page, "#patch_plot")
+    page.locator("#image_budget input").click()
+    page.get_by_role("option", name="70", exact=True).click()
+    page.wait_for_function(  # 270 soft tokens at budget 280 → 63 at 70
+        r"""() => { const t = document.querySelector('#image_counts').innerText;
+                   return /soft tokens\s+63\b/.test(t) && !t.includes('270') }"""
+    )
+    page.wait_for_function(
+        """([sel, before]) => { const img = document.querySelector(sel + ' img');
+                               return img && img.getAttribute('src') !== before }""",
+        arg=["#patch_plot", before],
+    )
+
+
+def test_a_renamed_text_file_shows_our_message_and_leaves_nothing_stale(page, tmp_path):
+    _tab(page, "Image")
+    _click_example(page)
+    _wait_text(page, "#image_counts", "270")
+    page.wait_for_selector("#patch_plot img")
+    page.locator("#image_in button[aria-label='Clear']").first.click()
+    bad = tmp_path / "notes.png"
+    bad.write_text("shopping list: eggs, milk")  # a text file renamed .png
+    page.locator("#image_in input[type=file]").set_input_files(str(bad))
+    counts = _wait_text(page, "#image_counts", "✗", "not an image")
+    assert "soft tokens" not in counts and "Traceback" not in counts and "/tmp" not in counts
+    assert page.locator("#patch_plot img").count() == 0  # the old figure is gone
+    assert page.locator("#pooled_plot img").count() == 0
+    assert page.locator("#image_parity").inner_text().strip() == ""
+    assert "random weights" in page.locator("#notice").inner_text()  # the notice stays
+    body = page.locator("body").inner_text()
+    assert "UnidentifiedImageError" not in body and "Could not preprocess" not in body
+
+
+def test_stop_ends_a_streaming_answer_within_a_second(page, artifacts_dir):
+    _tab(page, "Chat")
+    number = page.locator("#chat_max_tokens input[type=number]")
+    number.fill("256")
+    number.press("Enter")
+    _click_example(page)  # fills the box and asks: one click
+    counts = _wait_text(page, "#chat_counts", "prompt tokens", "image")
+    assert "text" in counts
+    page.wait_for_function(  # some of the answer has streamed in
+        "() => { const m = document.querySelectorAll('#chatbot .message');"
+        " return m.length >= 2 && m[m.length - 1].innerText.length > 10 }"
+    )
+    page.locator("#chat_stop").click()
+    clicked = time.monotonic()
+    answer = "() => { const m = document.querySelectorAll('#chatbot .message');"
+    answer += " return m[m.length - 1].innerText.length }"
+    settled, last = None, page.evaluate(answer)
+    while time.monotonic() - clicked < 3.0:
+        time.sleep(0.1)
+        now = page.evaluate(answer)
+        if now != last:
+            settled, last = None, now
+        elif settled is None:
+            settled = time.monotonic()
+    assert settled is not None and settled - clicked < 1.0, "the answer kept growing after Stop"
+    page.screenshot(path=str(artifacts_dir / "desktop_1280x800_chat.png"))
+
+
+def test_phone_width_shows_every_tab(browser, app_url, artifacts_dir):
+    page = _open(browser, app_url, PHONE)
+    try:
+        for name in TABS:
+            assert page.get_by_role("tab", name=name).is_visible(), f"{name} tab is hidden"
+        assert page.locator("#tabs .overflow-menu button").filter(visible=True).count() == 0
+        _tab(page, "Image")
+        _click_example(page)
+        _wait_text(page, "#image_counts", "270")
+        page.wait_for_selector("#patch_plot img")
+        page.screenshot(path=str(artifacts_dir / "phone_390x844_image.png"), full_page=True)
+        _tab(page, "Chat")
+        page.screenshot(path=str(artifacts_dir / "phone_390x844_chat.png"), full_page=True)
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize(
+    ("tab", "counts", "needles"),
+    [
+        ("Audio", "#audio_counts", ("placeholders", "ms per token")),
+        ("Video", "#video_counts", ("sampled", "32")),
+        ("Prompt layout", "#layout_counts", ("image_soft", "audio_soft")),
+    ],
+)
+def test_every_tab_renders_its_example(page, artifacts_dir, tab, counts, needles):
+    _tab(page, tab)
+    _click_example(page)
+    _wait_text(page, counts, *needles)
+    name = tab.lower().replace(" ", "_")
+    page.screenshot(path=str(artifacts_dir / f"desktop_1280x800_{name}.png"))

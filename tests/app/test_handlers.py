@@ -106,3 +106,67 @@ def test_a_served_model_uses_the_tiny_processor_for_analysis_and_reports_a_dead_
     finally:
         h._BUNDLES.options.pop(name, None)
         h._BUNDLES.loaded.pop(name, None)
+
+
+def _generating() -> int:
+    import threading
+
+    return sum(t.name == "gemma_explore generate" for t in threading.enumerate())
+
+
+def _wait_idle(seconds: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while _generating() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not _generating()
+
+
+def test_stop_ends_generation_at_the_next_token_and_counts_the_turn():
+    import threading
+
+    stop = threading.Event()
+    seen, counts = [], ""
+    for history, line in h.chat_stream(
+        "tiny-gemma4", {"text": "Describe it.", "files": [PHOTO]}, [], 200, stop=stop
+    ):
+        seen.append(history[-1]["content"])
+        counts = line
+        if len(seen) == 3:
+            stop.set()
+    assert "stopped" in seen[-1] and len(seen) < 10  # not the 200 tokens asked for
+    assert "image 270" in counts and "text" in counts and "generated" in counts
+    assert _wait_idle(1.0), "the generation thread outlived Stop"
+
+
+def test_an_abandoned_stream_stops_generating():
+    """A reader that goes away (a closed browser tab): closing the stream ends generate()
+    at its next token instead of running on to max_new_tokens in the background."""
+    bundle = h.get_bundle("tiny-gemma4")
+    steps = []
+    hook = bundle.model.register_forward_hook(lambda *_: steps.append(1))  # one per token
+    try:
+        pieces = bundle.generate("Tell me a story.", stream=True, max_new_tokens=256)
+        next(pieces)
+        pieces.close()
+        assert _wait_idle(5.0), "the generation thread outlived its reader"
+    finally:
+        hook.remove()
+    assert len(steps) < 20, f"{len(steps)} forward passes after the reader left"
+
+
+def test_turn_counts_split_text_from_placeholders():
+    from gemma_explore.prompting import prepare_inputs
+
+    bundle = h.get_bundle("tiny-gemma4")
+    turn = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "image": PHOTO}, {"type": "text", "text": "Hi"}],
+        }
+    ]
+    ids = prepare_inputs(bundle, turn, max_soft_tokens=280).input_ids
+    counts = h.turn_counts(bundle, ids)
+    assert counts["image"] == 270 and counts["audio"] == counts["video"] == 0
+    assert sum(counts.values()) == len(ids) and counts["text"] > 0

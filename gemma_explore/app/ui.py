@@ -1,0 +1,449 @@
+"""The demo's page, built with gradio: one small function per tab.
+
+Every tab re-renders through gradio's event listeners (``.change`` on its inputs and on
+the model), with the queue serialising the work and ``trigger_mode="always_last"``
+dropping superseded requests, so nothing waits for a button. Uploads arrive as file
+paths (``gr.File`` / ``type="filepath"``): gradio never decodes them, our handlers do,
+so every bad upload gets our one-line message and clears the tab's stale outputs.
+
+To add a tab: write ``def my_tab(ctx: Context) -> None`` that builds its controls inside
+``with gr.Tab(...)`` and wires its listeners, and append it to :data:`TABS`.
+
+>>> from gemma_explore.app.ui import TABS
+>>> [t.__name__ for t in TABS][:2]
+['image_tab', 'audio_tab']
+"""
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..families import GEMMA4
+
+__all__ = ["CONCURRENCY", "MAX_UPLOAD", "TABS", "Context", "build_app"]
+
+MAX_UPLOAD = "20mb"  # gradio refuses bigger uploads before they reach a handler
+CONCURRENCY = 2  # requests that may run the model at once
+BUDGETS = list(GEMMA4.image.budgets)  # Gemma 4's max_soft_tokens choices
+LIVE = {"trigger_mode": "always_last", "show_progress": "minimal"}  # a re-render per edit
+
+
+@dataclass
+class Context:
+    """What every tab builder needs: the shared model box and the bundled examples."""
+
+    model: Any  # the gr.Dropdown holding the model name
+    samples: dict[str, str]  # "photo" / "speech" / "video" → path of a bundled sample
+
+
+def _budget_box(elem_id: str) -> Any:
+    import gradio as gr
+
+    return gr.Dropdown(
+        BUDGETS,
+        value=GEMMA4.image.default_budget,
+        label="Gemma 4 image budget (max_soft_tokens; Gemma 3n has none)",
+        elem_id=elem_id,
+    )
+
+
+def _heading(text: str) -> None:
+    """A plot's title as text above it: gradio's label badge would cover the figure's."""
+    import gradio as gr
+
+    gr.Markdown(f"**{text}**")
+
+
+def _plot(elem_id: str) -> Any:
+    import gradio as gr
+
+    return gr.Plot(show_label=False, elem_id=elem_id)
+
+
+def _pick(result: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(result.get(k) for k in keys)
+
+
+def _empty(keys: tuple[str, ...]) -> tuple[Any, ...]:
+    """A tab with no input yet (or just cleared): every output blank, no error."""
+    return tuple(None if k.endswith("figure") else "" for k in keys)
+
+
+def image_tab(ctx: Context) -> None:
+    import gradio as gr
+
+    from . import handlers as h
+
+    with gr.Tab("Image", id="image"):
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                image_in = gr.File(label="Image (PNG, JPEG, WebP…)", type="filepath",
+                                   elem_id="image_in")  # fmt: skip
+                budget = _budget_box("image_budget")
+                gr.Examples([[ctx.samples["photo"]]], inputs=[image_in], label="Example image")
+                counts = gr.Markdown(elem_id="image_counts")
+                parity = gr.Markdown(elem_id="image_parity")
+                timings = gr.Markdown(elem_id="image_time")
+            with gr.Column(scale=2, min_width=300):
+                _heading("Patch grid: what the processor keeps, and its padding")
+                patch = _plot("patch_plot")
+                _heading("Pooled token mask (the real vision tower)")
+                pooled = _plot("pooled_plot")
+        keys = ("patch_figure", "pooled_figure", "counts", "parity", "timings")
+
+        def run(model: str, image: Any, b: Any) -> tuple[Any, ...]:
+            if image is None:
+                return _empty(keys)
+            return _pick(h.image_tab(model, image, b), keys)
+
+        gr.on(
+            [image_in.change, budget.change, ctx.model.change],
+            run,
+            [ctx.model, image_in, budget],
+            [patch, pooled, counts, parity, timings],
+            api_name="image",
+            **LIVE,
+        )
+
+
+def audio_tab(ctx: Context) -> None:
+    import gradio as gr
+
+    from . import handlers as h
+
+    with gr.Tab("Audio", id="audio"):
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                audio_in = gr.Audio(type="filepath", label="Clip (WAV, FLAC, MP3)",
+                                    elem_id="audio_in")  # fmt: skip
+                gr.Examples([[ctx.samples["speech"]]], inputs=[audio_in], label="Example clip")
+                counts = gr.Markdown(elem_id="audio_counts")
+                parity = gr.Markdown(elem_id="audio_parity")
+                timings = gr.Markdown(elem_id="audio_time")
+            with gr.Column(scale=2, min_width=300):
+                _heading("Waveform, mel frames and tokens")
+                mel = _plot("mel_plot")
+        keys = ("mel_figure", "counts", "parity", "timings")
+        gr.on(
+            [audio_in.change, ctx.model.change],
+            lambda m, a: _empty(keys) if a is None else _pick(h.audio_tab(m, a), keys),
+            [ctx.model, audio_in],
+            [mel, counts, parity, timings],
+            api_name="audio",
+            **LIVE,
+        )
+        transcribe_row(ctx, audio_in)
+
+
+def transcribe_row(ctx: Context, audio_in: Any) -> None:
+    """Gemma 3n speech-to-text with the fixed prompt vLLM's /v1/audio/transcriptions
+    sends (a button: generation is not a live re-render)."""
+    import gradio as gr
+
+    from .transcribe_tab import transcribe_tab
+
+    with gr.Row():
+        language = gr.Textbox(label="Language (ISO 639-1, optional)", elem_id="stt_lang")
+        to = gr.Textbox(label="Translate to (optional)", elem_id="stt_to")
+        button = gr.Button("Transcribe (Gemma 3n)", elem_id="transcribe_btn")
+    transcript = gr.Markdown(elem_id="transcript")
+    button.click(
+        lambda m, a, lang, dest: transcribe_tab(m, a, lang, dest)["text"],
+        [ctx.model, audio_in, language, to],
+        [transcript],
+        api_name="transcribe",
+    )
+
+
+def serving_tab(ctx: Context) -> None:
+    """What vLLM reserves at start-up for these engine arguments, re-planned live."""
+    import gradio as gr
+
+    from .serving_tab import serving_tab as plan_tab
+
+    with gr.Tab("Serving", id="serving"):
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                controls = [
+                    gr.Slider(256, 32768, value=8192, step=256, label="max_model_len"),
+                    gr.Slider(0, 16, value=4, step=1, label="limit_mm_per_prompt: image"),
+                    gr.Slider(0, 4, value=1, step=1, label="limit_mm_per_prompt: audio"),
+                    gr.Slider(0, 4, value=1, step=1, label="limit_mm_per_prompt: video"),
+                    gr.Slider(256, 32768, value=8192, step=256, label="max_num_batched_tokens"),
+                ]
+                budget = _budget_box("serving_budget")
+                table = gr.Markdown(elem_id="serving_table")
+            with gr.Column(scale=2, min_width=300):
+                _heading("What vLLM reserves: memory, and worst-case tokens per item")
+                plot = _plot("serving_plot")
+
+        def run(model: str, b: Any, *values: Any) -> tuple[Any, Any]:
+            out = plan_tab(model, *values, max_soft_tokens=b)
+            return out["figure"], out["table"]
+
+        gr.on(
+            [ctx.model.change, budget.change, *(c.change for c in controls)],
+            run,
+            [ctx.model, budget, *controls],
+            [plot, table],
+            api_name="serving",
+            **LIVE,
+        )
+
+
+def video_tab(ctx: Context) -> None:
+    import gradio as gr
+
+    from . import handlers as h
+
+    with gr.Tab("Video", id="video"):
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                # A file input: gr.Video would need ffmpeg to re-encode uploads.
+                video_in = gr.File(label="Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)",
+                                   type="filepath", elem_id="video_in")  # fmt: skip
+                gr.Examples([[ctx.samples["video"]]], inputs=[video_in], label="Example video")
+                counts = gr.Markdown(elem_id="video_counts")
+                parity = gr.Markdown(elem_id="video_parity")
+                timings = gr.Markdown(elem_id="video_time")
+            with gr.Column(scale=2, min_width=300):
+                _heading("Sampled frames, their timestamps and tokens")
+                frames = _plot("frames_plot")
+        keys = ("frames_figure", "counts", "parity", "timings")
+        gr.on(
+            [video_in.change, ctx.model.change],
+            lambda m, v: _empty(keys) if v is None else _pick(h.video_tab(m, v), keys),
+            [ctx.model, video_in],
+            [frames, counts, parity, timings],
+            api_name="video",
+            **LIVE,
+        )
+
+
+def layout_tab(ctx: Context) -> None:
+    import gradio as gr
+
+    from . import handlers as h
+
+    with gr.Tab("Prompt layout", id="layout"):
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                raw = gr.Checkbox(
+                    False,
+                    label="Raw prompt, as vLLM's LLM.generate takes it (no chat template; "
+                    "one <|image|> / <image_soft_token> per attachment)",
+                    elem_id="layout_raw",
+                )
+                text = gr.Textbox("What do you see and hear?", label="Text", lines=3,
+                                  elem_id="layout_text")  # fmt: skip
+                image = gr.File(label="Image (optional)", type="filepath", elem_id="layout_image")
+                audio = gr.Audio(type="filepath", label="Clip (optional)", elem_id="layout_audio")
+                budget = _budget_box("layout_budget")
+                gr.Examples(
+                    [["Describe this.", ctx.samples["photo"], ctx.samples["speech"]]],
+                    inputs=[text, image, audio],
+                    label="Example turn",
+                )
+                counts = gr.Markdown(elem_id="layout_counts")
+            with gr.Column(scale=2, min_width=300):
+                _heading("Expanded prompt")
+                plot = _plot("layout_plot")
+                page = gr.HTML(elem_id="layout_html")
+                checks = gr.Markdown(elem_id="layout_checks")
+                timings = gr.Markdown(elem_id="layout_time")
+        keys = ("layout_figure", "layout_html", "counts", "parity", "timings")
+        gr.on(
+            [text.change, image.change, audio.change, budget.change, raw.change,
+             ctx.model.change],
+            lambda m, t, i, a, b, r: _pick(h.layout_tab(m, t, i, a, b, r), keys),
+            [ctx.model, text, image, audio, budget, raw],
+            [plot, page, counts, checks, timings],
+            api_name="layout",
+            **LIVE,
+        )  # fmt: skip
+
+
+class _StopEvents:
+    """One threading.Event per browser session's running chat turn: Stop sets it, and the
+    transformers engine's StoppingCriteria ends generation at the next token."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def new(self, session: str) -> threading.Event:
+        with self._lock:
+            self._events[session] = event = threading.Event()
+            return event
+
+    def stop(self, session: str) -> None:
+        with self._lock:
+            event = self._events.get(session)
+        if event is not None:
+            event.set()
+
+
+_STOPS = _StopEvents()
+
+
+def chat_tab(ctx: Context) -> None:
+    import gradio as gr
+
+    from . import handlers as h
+
+    with gr.Tab("Chat", id="chat"):
+        chatbot = gr.Chatbot(label="Conversation", height=380, elem_id="chatbot")
+        counts = gr.Markdown(elem_id="chat_counts")
+        chat_in = gr.MultimodalTextbox(
+            file_types=["image", "audio", "video"],
+            file_count="multiple",
+            label="Message (attach an image, clip or video)",
+            placeholder="Ask about an image, a clip or a video…",
+            elem_id="chat_in",
+        )
+        with gr.Row():
+            stop_btn = gr.Button("Stop", variant="stop", elem_id="chat_stop", scale=0)
+            max_tokens = gr.Slider(1, 256, value=32, step=1, label="Max new tokens",
+                                   elem_id="chat_max_tokens")  # fmt: skip
+            budget = _budget_box("chat_budget")
+        examples = gr.Examples(
+            [[{"text": "What is in this picture?", "files": [ctx.samples["photo"]]}]],
+            inputs=[chat_in],
+            label="Example question (asks it at once)",
+        )
+
+        def respond(m, message, history, n, b, request: gr.Request):
+            stop = _STOPS.new(getattr(request, "session_hash", None) or "")
+            for hist, line in h.chat_stream(m, message, history, n, b, stop=stop):
+                yield hist, None, line
+
+        inputs = [ctx.model, chat_in, chatbot, max_tokens, budget]
+        outputs = [chatbot, chat_in, counts]
+        event = chat_in.submit(respond, inputs, outputs, api_name="chat")
+        # One click on the example fills the box and asks.
+        asked = examples.load_input_event.then(respond, inputs, outputs, api_visibility="private")
+
+        def stop(request: gr.Request) -> None:
+            _STOPS.stop(getattr(request, "session_hash", None) or "")
+
+        stop_btn.click(stop, None, None, cancels=[event, asked], queue=False, api_name="chat_stop")
+
+
+TABS: list[Callable[[Context], None]] = [
+    image_tab,
+    audio_tab,
+    video_tab,
+    layout_tab,
+    serving_tab,
+    chat_tab,
+]
+
+
+def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None]] | None = None):
+    """The demo's ``gr.Blocks``, queued; ``tabs`` defaults to :data:`TABS`."""
+    import gradio as gr
+
+    from ..samples import SAMPLES_DIR
+    from . import handlers as h
+
+    samples = {
+        "photo": str(SAMPLES_DIR / "photo.jpg"),
+        "speech": str(SAMPLES_DIR / "speech.wav"),
+        "video": str(SAMPLES_DIR / "video.mp4"),
+    }
+    from ..models.tiny import TINY_NAMES
+
+    choices = list(dict.fromkeys([model, *TINY_NAMES]))  # the three offline families
+    with gr.Blocks(title="gemma_explore", analytics_enabled=False) as demo:
+        gr.Markdown(
+            "# gemma_explore\nHow Gemma 3n, Gemma 4 and Gemma 4 Unified turn pictures, sound "
+            "and video "
+            "into tokens — computed by the real processors and encoders."
+        )
+        model_box = gr.Dropdown(choices, value=model, label="Model", elem_id="model")
+        loaded = model in h._BUNDLES.loaded
+        notice = gr.Markdown(
+            h.model_notice(model)
+            if loaded
+            else f"⏳ Loading **{model}**… (the tabs answer once it is ready)",
+            elem_id="notice",
+        )
+        ctx = Context(model=model_box, samples=samples)
+        # "wrap": at phone width every tab stays on screen (the default hides some behind ⋯).
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
+            for tab in tabs if tabs is not None else TABS:
+                tab(ctx)
+        model_box.change(h.model_notice, [model_box], [notice], api_name="model")
+        demo.load(h.model_notice, [model_box], [notice])
+    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
+    return demo
+
+
+def _warm_figures() -> None:
+    """Import matplotlib and draw one small figure (fonts, glyph cache, the image
+    encoder), so the first request's figures cost what every later one does."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1))
+    ax = fig.subplots()
+    ax.imshow([[0.0, 1.0]], cmap="magma")
+    ax.set_title("warm-up 0123456789")
+    fig.savefig(io.BytesIO(), format="webp")
+
+
+def preload(model: str) -> threading.Thread:
+    """Load ``model`` and warm matplotlib in a background thread, so the page is served
+    while torch and the model load (the notice says so until the first request finds it
+    ready)."""
+    from . import handlers as h
+
+    def work() -> None:
+        try:
+            h.get_bundle(model)
+        except Exception:  # noqa: BLE001 - the notice shows the error on the first request
+            pass
+        _warm_figures()
+
+    thread = threading.Thread(target=work, name=f"load {model}", daemon=True)
+    thread.start()
+    return thread
+
+
+def launch(
+    model: str = "tiny-gemma4",
+    *,
+    backend: str = "hf",
+    base_url: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    block: bool = True,
+    quiet: bool = False,
+):
+    """Serve the demo: on 127.0.0.1 unless told otherwise, never a share link, uploads
+    capped at :data:`MAX_UPLOAD`. The model loads in the background."""
+    from . import handlers as h
+
+    if backend != "hf":
+        options: dict[str, Any] = {"backend": backend}
+        if backend == "openai" and base_url:
+            options["base_url"] = base_url
+        h.configure(model, **options)
+    demo = build_app(model)
+    demo.launch(
+        server_name=host,
+        server_port=port,
+        share=False,
+        max_file_size=MAX_UPLOAD,
+        show_error=True,
+        prevent_thread_lock=True,
+        quiet=quiet,
+    )
+    # Only now import torch and load the model: started earlier, that thread would hold
+    # the interpreter while gradio imports, and the page would come later.
+    preload(model)
+    if block:
+        demo.block_thread()
+    return demo
