@@ -100,6 +100,9 @@ def compare_families(
 
     ``max_soft_tokens`` is the Gemma 4 / Unified budget (Gemma 3n has none).
     """
+    # A file object can be read once: keep its bytes, which every family's plan can read.
+    image = image.read() if hasattr(image, "read") else image
+    audio = audio.read() if hasattr(audio, "read") else audio
     rows = []
     image_plan = None
     audio_plan = None

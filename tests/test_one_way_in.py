@@ -110,6 +110,12 @@ MEDIA = {
         "audio": lambda x: ge.prepare_inputs(bundle(), _turn("audio")(x)),
         "video": lambda x: ge.prepare_inputs(bundle(), _turn("video")(x)),
     },
+    "show_embedder_grid": {"image": ge.show_embedder_grid},  # Unified's patch grid
+    "show_audio_frames": {"audio": ge.show_audio_frames},  # Unified's frame view
+    "compare_families": {
+        "image": lambda x: ge.compare_families(x, sizes=False),
+        "audio": lambda x: ge.compare_families((300, 500), x, sizes=False),
+    },
     "inspect_multimodal": {
         "image": lambda x: ge.inspect_multimodal(bundle(), _turn("image")(x)),
         "audio": lambda x: ge.inspect_multimodal(bundle(), _turn("audio")(x)),
@@ -122,6 +128,17 @@ NOT_MEDIA = {
     "show_layout": "takes a PromptLayout (layout_prompt takes the media)",
     "show_pooled_mask": "takes PooledTokens (vision_pooling takes the image)",
     "explore_prompt": "takes a Bundle; its attachments go through layout_prompt",
+    "show_three_way": "takes a FamilyComparison (compare_families takes the media)",
+    "plan_serving": "takes a model and engine arguments, no media",
+    "show_serving": "takes a ServingPlan",
+    "attention_mask": "takes a PromptLayout (layout_prompt takes the media)",
+    "show_attention": "takes AttentionMasks",
+    "bill_file": "reads a dataset file's header by design: it never decodes media",
+    "show_bill": "takes a Bill",
+    "transcription_prompt": "takes language codes; Bundle.transcribe takes the clip",
+    "check": "an exercise checker: takes a guess",
+    "answer_key": "an exercise answer key",
+    "size_label": "takes a (height, width) pair",
 }
 
 
@@ -145,6 +162,8 @@ def _summary(result):
         return "items", repr(result.items)[:2000]
     if hasattr(result, "mel"):
         return "mel", result.mel.shape
+    if hasattr(result, "table"):  # FamilyComparison
+        return result.table().text()
     return type(result).__name__
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from ..colors import PADDING, VALID
 from ..families import get_family
 from ..media import load_image
-from ..plans import AudioPlan, ImagePlan, plan_audio
+from ..plans import AudioPlan, ImagePlan, plan_audio, plan_image
 from ..vllm_rules import vllm_audio_tokens
 from .palette import cell_axes, padding_cells, real_cells
 
@@ -42,19 +42,30 @@ def _resized(plan: ImagePlan):
     return pil.resize((tw, th), resample=get_family(plan.family).image.resample)
 
 
-def show_embedder_grid(plan: ImagePlan, *, block: int | None = None, ax: Any = None):
+def show_embedder_grid(
+    plan: ImagePlan | Any,
+    *,
+    max_soft_tokens: int | None = None,
+    block: int | None = None,
+    ax: Any = None,
+):
     """Unified's image path: 48 px blocks of raw pixels, each its own soft token.
 
     Left: the resized image with one cell per soft token. Right: one block (``block``,
     default the middle one) enlarged, with its 16 px patches: these 48×48×3 = 6912
     values are the token's whole input. Bottom: pixel_values, ``budget`` rows, real
-    blocks then padding. With ``ax=`` only the grid is drawn.
+    blocks then padding. With ``ax=`` only the grid is drawn. ``plan`` may also be any
+    image input, planned first for Unified at ``max_soft_tokens``.
 
     >>> fig = show_embedder_grid(plan_image(photo, family="gemma4_unified"))   # doctest: +SKIP
     """
     from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
 
+    if not isinstance(plan, ImagePlan):
+        plan = plan_image(
+            load_image(plan), family="gemma4_unified", max_soft_tokens=max_soft_tokens
+        )
     spec = get_family(plan.family)
     if not spec.encoder_free:
         raise ValueError(
