@@ -170,3 +170,28 @@ def test_turn_counts_split_text_from_placeholders():
     counts = h.turn_counts(bundle, ids)
     assert counts["image"] == 270 and counts["audio"] == counts["video"] == 0
     assert sum(counts.values()) == len(ids) and counts["text"] > 0
+
+
+def test_every_tab_works_with_the_encoder_free_model():
+    """tiny-gemma4-unified in the demo: each tab answers, with Unified's own figures."""
+    from gemma_explore.app.serving_tab import serving_tab
+    from gemma_explore.app.transcribe_tab import transcribe_tab
+
+    m = "tiny-gemma4-unified"
+    image = h.image_tab(m, PHOTO, 280)
+    assert image["error"] is None and image["parity"].startswith("✓")
+    assert "6912 raw values" in image["patch_figure"].axes[1].get_title()  # no tower
+    audio = h.audio_tab(m, SPEECH)
+    assert audio["error"] is None and "no mel" in audio["mel_figure"].axes[0].get_title()
+    assert f"| placeholders | {audio['plan'].num_placeholders} |" in audio["counts"]
+    video = h.video_tab(m, VIDEO)
+    assert video["error"] is None and "| sampled | 32 |" in video["counts"]
+    layout = h.layout_tab(m, "Describe.", PHOTO, SPEECH)
+    assert layout["error"] is None and "<span" in layout["layout_html"]
+    serving = serving_tab(m, 8192, 2, 1, 1, 8192)
+    assert serving["error"] is None and serving["figure"] is not None
+    *_, (history, counts) = h.chat_stream(m, {"text": "What is this?", "files": [PHOTO]}, [], 4)
+    assert "random weights" in history[-1]["content"]
+    assert "image 270" in counts  # the photo's image placeholders at budget 280
+    stt = transcribe_tab(m, SPEECH)
+    assert stt["error"] and "Gemma 3n" in stt["error"]  # no transcription prompt for Gemma 4
