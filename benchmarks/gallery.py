@@ -41,6 +41,19 @@ def figures() -> dict:
         "layout_gemma3n": ge.show_layout(ge.layout_prompt(msgs, bundle=b3)),
         "prompt_explorer_gemma4": ge.explore_prompt(b4).figure,
         "image_explorer_gemma3n": _explored_image(photo),
+        # Gemma 4 Unified (no encoder), and the three families side by side.
+        "patch_grid_unified": ge.show_patch_grid(photo, family="gemma4_unified"),
+        "audio_frames_unified": ge.show_audio_frames(speech),
+        "three_way": ge.show_three_way(ge.compare_families(photo, speech)),
+        # Serving: what vLLM reserves, and the attention masks.
+        "serving_gemma4": ge.show_serving(ge.plan_serving(b4, max_model_len=8192)),
+        "attention_gemma4_vision": ge.show_attention(
+            ge.attention_mask(
+                b4,
+                ge.layout_prompt(msgs, bundle=b4, max_soft_tokens=70),
+                use_bidirectional_attention="vision",
+            )
+        ),
     }
 
 

@@ -21,6 +21,7 @@ from ..colors import PADDING, VALID
 from ..families import get_family
 from ..media import load_image
 from ..plans import AudioPlan, ImagePlan, plan_audio, plan_image
+from ..sizes import size_label
 from ..vllm_rules import vllm_audio_tokens
 from .palette import cell_axes, padding_cells, real_cells
 
@@ -99,8 +100,8 @@ def show_embedder_grid(
     )
     cell_axes(grid_ax, tw, th)
     grid_ax.set_title(
-        f"{tw}×{th} px (W×H) → {cols}×{rows} blocks of {cell}×{cell} px = "
-        f"{plan.num_soft_tokens} tokens",
+        f"{size_label((th, tw))} → {size_label((rows, cols), unit='blocks')} of {cell} px "
+        f"= {plan.num_soft_tokens} tokens",
         fontsize=10,
     )
     if zoom_ax is not None:
@@ -205,7 +206,7 @@ def show_three_way(comparison: Any, *, image: Any = None):
     from matplotlib.figure import Figure
 
     rows = comparison.rows
-    fig = Figure(figsize=(4.2 * len(rows), 6.4), layout="constrained")
+    fig = Figure(figsize=(3.9 * len(rows), 6.4), layout="constrained")
     axes = fig.subplots(2, len(rows), height_ratios=[3, 1.3], squeeze=False)
     for col, r in enumerate(rows):
         ax, tax = axes[0][col], axes[1][col]
@@ -222,7 +223,8 @@ def show_three_way(comparison: Any, *, image: Any = None):
         ax.add_collection(LineCollection(segs, colors=VALID, linewidths=0.6, gid="token_lines"))
         cell_axes(ax, tw, th)
         ax.set_title(
-            f"{r.display_name}\n{tw}×{th} px (W×H) → {r.image_tokens} image tokens", fontsize=10
+            f"{r.display_name}\n{size_label((th, tw))}\n→ {r.image_tokens} image tokens",
+            fontsize=10,
         )
         tax.axis("off")
         lines = [f"vision: {_wrap(r.image_encoder)}"]

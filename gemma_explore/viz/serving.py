@@ -71,7 +71,7 @@ def show_serving(
     mem_ax.set_xticks([])
     mem_ax.set_ylabel(unit)
     mem_ax.set_xlim(-0.6, 0.6)
-    mem_ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02))
+    mem_ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.02))
     if not mem_ax.get_title():
         mem_ax.set_title(
             f"{plan.model.name}: memory (weights {plan.dtype_bytes} B/param)", fontsize=10
@@ -85,7 +85,7 @@ def show_serving(
         for bar, m in zip(bars, mods, strict=True):
             tok_ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
                         f" {plan.max_items_per_prompt[m]} × {plan.max_tokens_per_item[m]}",
-                        va="center", fontsize=8)  # fmt: skip
+                        va="center", fontsize=9)  # fmt: skip
         tok_ax.axvline(plan.max_model_len, color="black", gid="max_model_len",
                        label=f"max_model_len {plan.max_model_len}")  # fmt: skip
         if plan.encoder_cache_size:
@@ -94,7 +94,7 @@ def show_serving(
                            label=f"encoder budget {plan.encoder_compute_budget}")  # fmt: skip
         tok_ax.set_xlabel("tokens (worst case per prompt: items × tokens per item)")
         tok_ax.set_title("what the profiler reserves per modality", fontsize=10)
-        tok_ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=2)
+        tok_ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=2)
         tok_ax.set_xlim(0, 1.2 * max([plan.max_model_len, plan.encoder_compute_budget, *totals]))
         if not mods:
             tok_ax.text(0.5, 0.5, "every modality has limit 0", transform=tok_ax.transAxes,
