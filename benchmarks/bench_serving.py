@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from timing import median_seconds  # noqa: E402
 
 import gemma_explore as ge  # noqa: E402
+from gemma_explore.models.tiny import tiny_name
 from gemma_explore.serving import plan_serving, serving_model  # noqa: E402
 
 ARGS = dict(
@@ -40,8 +41,8 @@ def _budget(folder: str):
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as root:
-        for family in ("gemma4", "gemma3n"):
-            folder = str(ge.load(f"tiny-{family}").save_pretrained(Path(root) / family))
+        for family in ("gemma4", "gemma3n", "gemma4_unified"):
+            folder = str(ge.load(tiny_name(family)).save_pretrained(Path(root) / family))
             model = serving_model(folder)  # reading the config: done once, like vLLM's
             _budget(folder)  # warm vLLM: imports, config parsing, processor
             ours = median_seconds(lambda m=model: plan_serving(m, max_num_seqs=128, **ARGS), 200)

@@ -21,18 +21,16 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["app", "main", "serve_command", "serving_recipe"]
 
 app = typer.Typer(
     name="gemma-explore",
-    help="See what Gemma 3n and Gemma 4 make of images, clips and videos, from the shell.",
+    help="See what Gemma 3n, Gemma 4 and Gemma 4 Unified make of images, clips and videos, "
+    "from the shell.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,  # plain click output: an error is one "Error: …" line
@@ -76,7 +74,7 @@ def _plain(value: Any) -> Any:
 )
 def plan(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Images, clips or videos.")],
-    family: Annotated[str, typer.Option(help="gemma4 or gemma3n.")] = "gemma4",
+    family: Annotated[str, typer.Option(help="gemma4, gemma3n or gemma4_unified.")] = "gemma4",
     budget: Annotated[
         int | None,
         typer.Option(help="Gemma 4 image budget: 70, 140, 280, 560 or 1120 (default 280)."),
@@ -145,7 +143,7 @@ def _short(path: str, width: int) -> str:
 )
 def bill(
     folder: Annotated[Path, typer.Argument(help="A dataset folder (or one file).")],
-    family: Annotated[str, typer.Option(help="gemma4 or gemma3n.")] = "gemma4",
+    family: Annotated[str, typer.Option(help="gemma4, gemma3n or gemma4_unified.")] = "gemma4",
     budget: Annotated[
         str | None,
         typer.Option(help="Gemma 4 budgets, comma-separated (default: 280). Not for Gemma 3n."),

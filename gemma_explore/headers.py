@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MediaError
+from .sizes import size_label
 
 __all__ = [
     "AUDIO_SUFFIXES",
@@ -96,7 +97,9 @@ def image_header(path: str | os.PathLike) -> tuple[int, int]:
     if orientation in _ROTATED:
         w, h = h, w
     if h <= 0 or w <= 0:
-        raise MediaError(f"The header says {w}×{h} px: no pixels.")
+        raise MediaError(
+            f"The header says {size_label((h, w))}: no pixels. Check the file, or export it again."
+        )
     return int(h), int(w)
 
 
@@ -129,9 +132,13 @@ def audio_header(path: str | os.PathLike) -> AudioHeader:
     except Exception:  # noqa: BLE001 - not a libsndfile format: ask audioread's metadata
         frames, rate, channels = _audio_metadata(path)
     if rate <= 0:
-        raise MediaError(f"{path.name}: the header gives no sampling rate.")
+        raise MediaError(
+            f"{path.name}: the header gives no sampling rate. Re-export the clip as WAV or FLAC."
+        )
     if frames <= 0:
-        raise MediaError(f"{path.name}: the header says the clip has no samples.")
+        raise MediaError(
+            f"{path.name}: the header says the clip has no samples. Record or export it again."
+        )
     return AudioHeader(frames=frames, sampling_rate=rate, channels=channels)
 
 
@@ -186,7 +193,13 @@ def video_header(path: str | os.PathLike) -> VideoHeader:
     if frames <= 0:
         raise MediaError("The container gives no frame count (re-mux it as MP4).")
     if fps <= 0:
-        raise MediaError("The container gives no frame rate.")
+        raise MediaError(
+            "The container gives no frame rate. Re-mux it (ffmpeg -i in -c copy out.mp4), or "
+            "plan it with plan_video(frames, fps=…)."
+        )
     if h <= 0 or w <= 0:
-        raise MediaError(f"The container says frames are {w}×{h} px.")
+        raise MediaError(
+            f"The container says frames are {size_label((h, w))}. Re-encode the video "
+            "(e.g. ffmpeg -i in.mp4 out.mp4)."
+        )
     return VideoHeader(frames=frames, fps=fps, size=(h, w))

@@ -102,7 +102,8 @@ def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
 
 
 def encode_audio(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
-    """Run the bundle's real audio tower on a prepared request's clips.
+    """Run the bundle's real audio tower (Unified: its frame embedder) on a prepared
+    request's clips.
 
     Gemma 4: the tower's mask marks real tokens; only those reach the prompt. Gemma 3n:
     the tower's tokens fill the first of the 188 fixed slots, and the model fills the
@@ -165,7 +166,8 @@ def vision_pooling(
     plan: ImagePlan | None = None,
     prepared: PreparedInputs | None = None,
 ) -> PooledTokens:
-    """Run the bundle's real vision tower on one image and read its pooler's output.
+    """Run the bundle's real vision tower on one image and read its pooler's output
+    (Unified, which has no tower: its embedder's rows, valid where the block is real).
 
     Pass ``plan=`` and ``prepared=`` when you already have them (the demo does), so the
     image is planned and processed once per request.

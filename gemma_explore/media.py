@@ -29,6 +29,7 @@ import numpy as np
 
 from .errors import MediaError
 from .families import AUDIO_SAMPLING_RATE, GEMMA4
+from .sizes import size_label
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -187,10 +188,12 @@ def load_image(image: Any) -> PILImage:
         )
     w, h = image.size
     if w == 0 or h == 0:
-        raise MediaError(f"The image has no pixels ({w}×{h}).")
+        raise MediaError(
+            f"The image has no pixels ({size_label((h, w))}). Check the file, or export it again."
+        )
     if w * h > MAX_IMAGE_PIXELS:
         raise MediaError(
-            f"The image is {w}×{h} = {w * h / 1e6:.0f} MP; the limit is "
+            f"The image is {size_label((h, w))} = {w * h / 1e6:.0f} MP; the limit is "
             f"{MAX_IMAGE_PIXELS / 1e6:.0f} MP. Downscale it first."
         )
     image = ImageOps.exif_transpose(image) if hasattr(image, "getexif") else image

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .families import FamilySpec, get_family
+from .families import FAMILIES, FamilySpec, get_family
 from .inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
 from .inspect import encode_audio, encode_images
 from .loading import load
 from .media import load_audio, load_image, load_video, sample_frame_indices
+from .models.tiny import tiny_name
 from .plans import (
     AudioPlan,
     ImagePlan,
@@ -138,11 +139,13 @@ class ParityReport:
 
 def _bundle_for(family: str | None, bundle: Bundle | None) -> tuple[FamilySpec, Bundle]:
     if bundle is None and family is None:
-        raise ValueError("Give family='gemma4' (or 'gemma3n'), or bundle=ge.load(...).")
+        raise ValueError(
+            f"Give family= (one of {', '.join(map(repr, FAMILIES))}), or bundle=ge.load(...)."
+        )
     spec = get_family(family or bundle.family)
     if bundle is not None and bundle.family != spec.name:
         raise ValueError(f"family={family!r} but the bundle is {bundle.family!r}; drop one.")
-    return spec, bundle if bundle is not None else load(f"tiny-{spec.name}")
+    return spec, bundle if bundle is not None else load(tiny_name(spec.name))
 
 
 def _hw(size: tuple[int, int]) -> str:

@@ -90,7 +90,7 @@ def conv_out(frames: int) -> int:
 class ImagePlan:
     """How one image becomes soft tokens. Sizes are (height, width) in pixels."""
 
-    family: str  # "gemma3n" or "gemma4"
+    family: str  # "gemma3n", "gemma4" or "gemma4_unified"
     original_size: tuple[int, int]  # what the user gave
     resized_size: tuple[int, int]  # what the vision tower sees (3n: always 768×768)
     patch_size: int  # px per patch side (3n: px per output cell of MobileNet-V5)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .families import FamilySpec, get_family
+from .sizes import size_label
 from .tables import Table
 from .vllm_rules import vllm_audio_tokens, vllm_image_tokens
 
@@ -378,7 +379,7 @@ class ServingPlan:
         limit = self.limits.get("image", 0)
         fits, why = (by_len, "max_model_len") if by_len <= limit else (limit, "limit_mm_per_prompt")
         steps = (
-            f"one {h}×{w} image costs {per} tokens (soft tokens + markers, vLLM's count at "
+            f"one {size_label((h, w))} image costs {per} tokens (soft tokens + markers, vLLM's count at "
             f"budget {self.max_soft_tokens or self.model.default_budget})",
             f"{self.max_model_len} − {text_tokens} text tokens = {room}; {room} // {per} = {by_len}",
             f"limit_mm_per_prompt allows {limit} → {fits} fit (limited by {why})",
@@ -406,7 +407,7 @@ class ServingPlan:
             enc += t - spec.markers_per_item
             prompt += t
             steps.append(
-                f"image {h}×{w}: {t - spec.markers_per_item} soft + {spec.markers_per_item} markers"
+                f"image {size_label((h, w))}: {t - spec.markers_per_item} soft + {spec.markers_per_item} markers"
             )
         for s in audio_seconds:
             if "audio" not in self.model.modalities:
@@ -503,7 +504,7 @@ def _per_item(
         if "image" in active:
             tokens["image"] = model.image_seq_length
             dummies["image"] = (
-                f"one {w}×{h} image (image_processor.size) → {tokens['image']} tokens"
+                f"one {size_label((h, w))} image (image_processor.size) → {tokens['image']} tokens"
             )
         if "audio" in active:
             tokens["audio"] = model.audio_seq_length

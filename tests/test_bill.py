@@ -300,3 +300,28 @@ def test_header_tokens_equal_the_loaded_image_plan(h, w, orientation, fmt, budge
         want = plan_image(upright, family="gemma4", max_soft_tokens=budget).total_tokens
         assert row.error is None and (row.height, row.width) == (upright.height, upright.width)
         assert row.tokens == (want,)
+
+
+def test_the_encoder_free_family_bills_raw_audio_frames_and_gemma4_images(tmp_path):
+    """Unified: images cost what Gemma 4's do (the same resize and budgets); a clip costs
+    ceil(samples / 640) + 2, the transformers count (vLLM's prompt may hold one fewer:
+    see check_audio_parity)."""
+    import math
+
+    import gemma_explore as ge
+    from gemma_explore.bill import bill_file
+
+    photo, clip = tmp_path / "p.png", tmp_path / "c.wav"
+    Image.new("RGB", (640, 480), (1, 2, 3)).save(photo)
+    sf.write(clip, np.full(38_560, 0.05, np.float32), 16_000)
+    for b in (70, 280):
+        u = bill_file(photo, family="gemma4_unified", budgets=(b,))
+        g = bill_file(photo, family="gemma4", budgets=(b,))
+        assert (
+            u.tokens
+            == g.tokens
+            == (ge.plan_image((480, 640), family="gemma4", max_soft_tokens=b).total_tokens,)
+        )
+    row = bill_file(clip, family="gemma4_unified", budgets=(280,))
+    assert row.tokens == (math.ceil(38_560 / 640) + 2,)
+    assert row.tokens == (ge.plan_audio(clip, family="gemma4_unified").total_tokens,)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -18,6 +15,7 @@ from gemma_explore.transcription import (
     transcription_prompt,
     transcription_request,
 )
+from tests.fake_server import fake_server, json_answer
 
 CODES = [None, *sorted(LANGUAGES)]
 
@@ -138,26 +136,8 @@ def test_layout_prompt_shows_the_transcription_prompt(tiny3n, tone):
 
 @pytest.fixture()
 def stt_server():
-    seen = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append({"path": self.path, "body": body})
-            data = json.dumps({"text": "bonjour"}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", seen
-    httpd.shutdown()
+    with fake_server(json_answer({"text": "bonjour"})) as (url, seen):
+        yield url, seen
 
 
 def _field(body: bytes, name: str) -> str | None:

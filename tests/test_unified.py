@@ -19,25 +19,10 @@ from gemma_explore.inference.vllm_processor import vllm_available, vllm_mm_data,
 from gemma_explore.plans import gemma4_resized_size
 from gemma_explore.vllm_rules import vllm_audio_tokens
 from tests.conftest import examples
-from tests.test_plans import BUDGETS, image_sizes
+from tests.test_plans import BUDGETS, _run_gemma4, image_sizes
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 CELL = 48 * 48 * 3  # raw values in one merged block
-
-
-def _run_image(processor, h, w, budget):
-    image = Image.new("RGB", (w, h), (10, 200, 30))
-    out = processor(
-        text=[processor.image_token],
-        images=[[image]],
-        images_kwargs={"max_soft_tokens": budget},
-        return_tensors="pt",
-    )
-    pos = out["image_position_ids"][0]  # (budget, 2): one merged 48 px block per row
-    real = (pos != -1).all(dim=-1)
-    grid = (int(pos[real][:, 1].max()) + 1, int(pos[real][:, 0].max()) + 1)
-    n_ids = int((out["input_ids"][0] == processor.image_token_id).sum())
-    return int(real.sum()), grid, n_ids, tuple(out["pixel_values"].shape)
 
 
 # ------------------------------------------------------------------------- the family
@@ -114,8 +99,9 @@ def test_hub_ids_and_names_find_the_family():
 def test_image_plan_equals_the_unified_processor(tinyu, budget, size):
     h, w = size
     plan = ge.plan_image(size, family="gemma4_unified", max_soft_tokens=budget)
-    real_rows, grid, n_ids, shape = _run_image(tinyu.processor, h, w, budget)
-    assert shape == (1, budget, CELL)  # merged blocks, padded to the budget
+    # test_plans' runner: here each position id counts one merged 48 px block (one row).
+    real_rows, grid, n_ids, rows = _run_gemma4(tinyu.processor, h, w, budget)
+    assert rows == budget  # merged blocks, padded to the budget
     assert plan.num_soft_tokens == real_rows == n_ids
     assert plan.pooled_grid == grid
     assert plan.num_padding_soft_tokens == budget - real_rows
@@ -156,6 +142,7 @@ def test_a_token_is_exactly_its_48px_block(tinyu):
     plan = ge.plan_image(image, family="gemma4_unified", max_soft_tokens=70)
     prepared = ge.prepare_inputs(tinyu, "", images=[image], max_soft_tokens=70)
     rows = prepared.batch["pixel_values"][0]  # (70, 6912)
+    assert rows.shape == (70, CELL)
     th, tw = plan.resized_size
     resized = np.asarray(
         Image.fromarray(image).resize((tw, th), resample=Image.Resampling.BICUBIC), np.float32
@@ -432,15 +419,20 @@ def test_figures_show_blocks_frames_and_what_vllm_drops(photo):
     assert "no mel" in figb.axes[0].get_title()
 
 
-def test_three_way_comparison(photo):
-    clip = (np.full(38_560, 0.05, np.float32), 16_000)
+def test_three_way_comparison(photo, tiny3n, tiny4, tinyu):
+    clip = (np.full(38_560, 0.05, np.float32), 16_000)  # 38 560 % 640 = 160: vLLM one short
     cmp = ge.compare_families(photo, clip)
     by = {r.family: r for r in cmp.rows}
-    assert by["gemma3n"].image_tokens == 256 and by["gemma3n"].audio_tokens == 188
-    assert by["gemma4"].image_tokens == by["gemma4_unified"].image_tokens == 252
-    assert by["gemma4_unified"].audio_tokens == 61 and by["gemma4_unified"].vllm_audio_tokens == 60
-    assert by["gemma4"].audio_tokens == by["gemma4"].vllm_audio_tokens == 60
-    # An embedder is much smaller than a tower.
+    for bundle in (tiny3n, tiny4, tinyu):  # each family's real processor on the same input
+        spec, row = bundle.spec, by[bundle.family]
+        ids = ge.prepare_inputs(bundle, "", images=[photo], audios=[clip]).input_ids
+        assert row.image_tokens == ids.count(spec.id_of(spec.image_token))
+        assert row.audio_tokens == ids.count(spec.id_of(spec.audio_token))
+        assert row.vllm_audio_tokens == vllm_audio_tokens(38_560, family=spec)
+    assert by["gemma4_unified"].vllm_audio_tokens == by["gemma4_unified"].audio_tokens - 1
+    assert by["gemma4"].vllm_audio_tokens == by["gemma4"].audio_tokens
+    # An embedder is much smaller than a tower (Unified's last projection assumes the
+    # 12B's published width, models/encoders.py UNIFIED_TEXT_HIDDEN; 2304 would be smaller).
     assert by["gemma4_unified"].sizes.vision_params < by["gemma4"].sizes.vision_params / 3
     assert by["gemma4_unified"].sizes.audio_params < by["gemma4"].sizes.audio_params / 100
     fig = ge.show_three_way(cmp)

@@ -94,7 +94,9 @@ def analysis_bundle(name: str) -> Bundle:
     bundle = get_bundle(name)
     if bundle.model is not None and bundle.processor is not None:
         return bundle
-    return get_bundle(f"tiny-{bundle.family}")
+    from ..models.tiny import tiny_name
+
+    return get_bundle(tiny_name(bundle.family))
 
 
 def error_text(exc: BaseException) -> str:
@@ -266,8 +268,14 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
         rows = [
             ("family", get_family(bundle.family).display_name),
             ("duration", f"{plan.duration_s:.2f} s" + (" (cut to 30 s)" if plan.truncated else "")),
-            ("mel frames (real)", f"{plan.num_mel_frames} ({plan.num_valid_frames})"),
-            ("encoder tokens", plan.num_encoder_tokens),
+            (
+                "640-sample frames (real)" if plan.frame_kind == "raw" else "mel frames (real)",
+                f"{plan.num_mel_frames} ({plan.num_valid_frames})",
+            ),
+            (
+                "embedder rows" if plan.frame_kind == "raw" else "encoder tokens",
+                plan.num_encoder_tokens,
+            ),
             ("placeholders", plan.num_placeholders),
             ("padding slots", plan.padding_slots),
             ("ms per token", f"{plan.ms_per_token:.0f}"),

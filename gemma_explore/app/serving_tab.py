@@ -91,8 +91,10 @@ def _table(plan: ServingPlan) -> str:
     fit = plan.images_that_fit((1080, 1920))
     rows.append(
         (
-            "1920×1080 images that fit",
+            "1920×1080 px (W×H) photos that fit",
             f"{fit.fits} ({fit.tokens_per_image} tokens each, {fit.limited_by})",
         )
     )
-    return Table((), tuple(rows), notes=plan.steps, notes_title="steps").markdown()
+    return Table(
+        ("quantity (vLLM's name)", "value"), tuple(rows), notes=plan.steps, notes_title="steps"
+    ).markdown()

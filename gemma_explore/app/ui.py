@@ -88,7 +88,7 @@ def image_tab(ctx: Context) -> None:
             with gr.Column(scale=2, min_width=300):
                 _heading("Patch grid: what the processor keeps, and its padding")
                 patch = _plot("patch_plot")
-                _heading("Pooled token mask (the real vision tower)")
+                _heading("Valid token mask (the real vision tower, or Unified's embedder)")
                 pooled = _plot("pooled_plot")
         keys = ("patch_figure", "pooled_figure", "counts", "parity", "timings")
 

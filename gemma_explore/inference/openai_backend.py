@@ -18,6 +18,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -149,25 +150,13 @@ class OpenAIEngine:
         key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # vllm serve takes any
         self.client = OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
 
-    def _create(self, prepared: PreparedInputs, *, max_new_tokens: int, stream: bool) -> Any:
+    @contextmanager
+    def _answering(self) -> Iterator[None]:
+        """Turn the SDK's connection and status errors into messages that say what to do."""
         import openai
 
-        if not prepared.template:
-            raise BackendError(
-                "A raw prompt (template=False) is what vLLM's LLM.generate takes; an "
-                "OpenAI-compatible server's chat API writes the placeholders itself. Send "
-                "messages (template=True) here, or use backend='vllm' for raw prompts."
-            )
-        extra = {"mm_processor_kwargs": prepared.request_kwargs} if prepared.request_kwargs else {}
         try:
-            return self.client.chat.completions.create(
-                model=self.model,
-                messages=chat_messages(prepared),
-                max_tokens=max_new_tokens,
-                temperature=0.0,
-                stream=stream,
-                extra_body=extra or None,
-            )
+            yield
         except openai.APIConnectionError as exc:
             raise ConnectionError(
                 f"No OpenAI-compatible server answered at {self.base_url} ({exc}). Start one "
@@ -178,6 +167,24 @@ class OpenAIEngine:
                 f"The server at {self.base_url} answered {exc.status_code}: "
                 f"{str(exc.message)[:300]}"
             ) from None
+
+    def _create(self, prepared: PreparedInputs, *, max_new_tokens: int, stream: bool) -> Any:
+        if not prepared.template:
+            raise BackendError(
+                "A raw prompt (template=False) is what vLLM's LLM.generate takes; an "
+                "OpenAI-compatible server's chat API writes the placeholders itself. Send "
+                "messages (template=True) here, or use backend='vllm' for raw prompts."
+            )
+        extra = {"mm_processor_kwargs": prepared.request_kwargs} if prepared.request_kwargs else {}
+        with self._answering():
+            return self.client.chat.completions.create(
+                model=self.model,
+                messages=chat_messages(prepared),
+                max_tokens=max_new_tokens,
+                temperature=0.0,
+                stream=stream,
+                extra_body=extra or None,
+            )
 
     def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
         start = time.perf_counter()
@@ -224,13 +231,12 @@ class OpenAIEngine:
     ) -> str:
         """Ask the server's ``/v1/audio/transcriptions`` (or ``/translations``) for a checked
         16 kHz clip; vLLM builds Gemma 3n's fixed prompt from ``language``/``to_language``."""
-        import openai
 
         clip = ("clip.wav", base64.b64decode(_wav_base64(wave, sampling_rate)), "audio/wav")
         extra: dict[str, Any] = {}
         if max_new_tokens is not None:
             extra["max_completion_tokens"] = max_new_tokens  # a vLLM extension of the form
-        try:
+        with self._answering():
             if task == "translate":
                 # OpenAI's translations API has no language fields; vLLM's takes both.
                 extra.update({k: v for k, v in (("language", language),
@@ -244,14 +250,4 @@ class OpenAIEngine:
                     model=self.model, file=clip, temperature=0.0, extra_body=extra or None,
                     **kwargs,
                 )  # fmt: skip
-        except openai.APIConnectionError as exc:
-            raise ConnectionError(
-                f"No OpenAI-compatible server answered at {self.base_url} ({exc}). Start one "
-                f"with `vllm serve {self.model}` or pass base_url=…."
-            ) from None
-        except openai.APIStatusError as exc:
-            raise BackendError(
-                f"The server at {self.base_url} answered {exc.status_code}: "
-                f"{str(exc.message)[:300]}"
-            ) from None
         return getattr(out, "text", out if isinstance(out, str) else "")

@@ -108,8 +108,9 @@ def family_from_config(config: Any, where: str) -> str:
         return model_type
     raise ModelLoadError(
         f"{where} holds a {model_type!r} model; gemma_explore explains "
-        f"{' and '.join(f.display_name for f in FAMILIES.values())} "
-        f"(model_type {' or '.join(map(repr, FAMILIES))})."
+        f"{', '.join(f.display_name for f in FAMILIES.values())} "
+        f"(model_type {', '.join(map(repr, FAMILIES))}). Load one of those checkpoints, or "
+        f"an offline default ({', '.join(TINY_NAMES)})."
     )
 
 
@@ -229,7 +230,7 @@ def load_parts(model: str | os.PathLike, *, device: str | None, dtype: Any) -> P
                 f"Could not load {name!r} ({type(exc).__name__}): this needs network access to "
                 "the Hugging Face Hub and, for Gemma, an accepted licence — accept it at "
                 f"https://huggingface.co/{name}, set HF_TOKEN to a token with read access, or "
-                "use the offline default load('tiny-gemma4') / load('tiny-gemma3n')."
+                "use an offline default: " + " / ".join(f"load({n!r})" for n in TINY_NAMES) + "."
             ) from None
         return Parts(
             name, family, processor, net, False, dev, dt, modalities_of(family, net.config)

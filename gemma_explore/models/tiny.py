@@ -29,6 +29,7 @@ from .tokenizer import build_stand_in_tokenizer
 
 __all__ = [
     "TINY_NAMES",
+    "tiny_name",
     "build_tiny_model",
     "build_tiny_processor",
     "register_tiny_mobilenet",
@@ -41,6 +42,18 @@ TINY_NAMES = {
     "tiny-gemma4-unified": "gemma4_unified",
 }
 TINY_MNV5 = "gemma_explore_mnv5_tiny_enc"
+
+
+def tiny_name(family: str) -> str:
+    """The offline tiny bundle of a family.
+
+    >>> tiny_name("gemma4_unified")
+    'tiny-gemma4-unified'
+    """
+    spec = get_family(family)
+    return next(name for name, fam in TINY_NAMES.items() if fam == spec.name)
+
+
 SEED = 1234  # tiny weights are deterministic
 
 _TINY_ARCH = [

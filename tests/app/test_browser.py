@@ -30,7 +30,7 @@ FLAGS = [
 ]
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}  # an iPhone 12-14 in portrait
-TABS = ["Image", "Audio", "Video", "Prompt layout", "Chat"]
+TABS = ["Image", "Audio", "Video", "Prompt layout", "Serving", "Chat"]
 
 
 @pytest.fixture(scope="module")

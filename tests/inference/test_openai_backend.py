@@ -3,8 +3,6 @@
 import base64
 import io
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -13,44 +11,31 @@ from PIL import Image
 
 import gemma_explore as ge
 from gemma_explore.inference.openai_backend import chat_request
+from tests.fake_server import fake_server
+
+
+def _chat_answer(_path: str, raw: bytes) -> tuple[str, bytes]:
+    """A streamed answer in three SSE chunks, or a whole one with usage counts."""
+    if json.loads(raw).get("stream"):
+        chunks = [{"choices": [{"delta": {"content": p}}]} for p in ["A ", "cat ", "sits."]]
+        sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        return "text/event-stream", sse.encode()
+    out = {
+        "choices": [{"message": {"content": "A cat sits."}}],
+        "usage": {"prompt_tokens": 300, "completion_tokens": 4},
+    }
+    return "application/json", json.dumps(out).encode()
 
 
 @pytest.fixture(scope="module")
 def server():
-    seen = []
+    with fake_server(_chat_answer) as (url, seen):
+        yield url, seen
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
 
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append({"path": self.path, "body": body, "auth": self.headers["Authorization"]})
-            if body.get("stream"):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for piece in ["A ", "cat ", "sits."]:
-                    chunk = {"choices": [{"delta": {"content": piece}}]}
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-                return
-            out = {
-                "choices": [{"message": {"content": "A cat sits."}}],
-                "usage": {"prompt_tokens": 300, "completion_tokens": 4},
-            }
-            data = json.dumps(out).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", seen
-    httpd.shutdown()
+def _last(seen: list) -> dict:
+    """The last request the server saw, its body parsed as JSON."""
+    return {**seen[-1], "body": json.loads(seen[-1]["body"])}
 
 
 def _msgs(photo, tone, frames=None):
@@ -81,13 +66,13 @@ def test_generate_and_stream_through_the_server(server, photo, tone):
     assert bundle.family == "gemma4" and bundle.backend == "openai"
     gen = bundle.generate(_msgs(photo, tone), max_new_tokens=4, max_soft_tokens=280)
     assert gen.text == "A cat sits." and gen.prompt_tokens == 300 and gen.generated_tokens == 4
-    assert seen[-1]["path"] == "/v1/chat/completions" and seen[-1]["auth"] == "Bearer k"
-    assert seen[-1]["body"]["mm_processor_kwargs"] == {"max_soft_tokens": 280}
+    assert _last(seen)["path"] == "/v1/chat/completions" and _last(seen)["auth"] == "Bearer k"
+    assert _last(seen)["body"]["mm_processor_kwargs"] == {"max_soft_tokens": 280}
     assert gen.multimodal_tokens is None and gen.encoder_s is None  # not reported: no sentinel
     pieces = list(bundle.generate(_msgs(photo, tone), stream=True))
-    assert pieces == ["A ", "cat ", "sits."] and seen[-1]["body"]["stream"] is True
+    assert pieces == ["A ", "cat ", "sits."] and _last(seen)["body"]["stream"] is True
     # No budget asked: the server's own start-up budget applies, so none is sent.
-    assert "mm_processor_kwargs" not in seen[-1]["body"]
+    assert "mm_processor_kwargs" not in _last(seen)["body"]
 
 
 def test_no_server_is_a_clear_error(photo, tone):
