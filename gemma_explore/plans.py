@@ -309,13 +309,16 @@ class AudioPlan:
     ms_per_token: float  # audio time one token stands for
     total_tokens: int  # prompt tokens incl. markers (+ 3n's "\n\n" wrappers)
     silent: bool = False  # every sample is 0: tokens are still spent
-    # "mel" (3n, 4: log-mel frames for a tower) or "raw" (Unified: 640-sample slices of
-    # the waveform itself, one token each; num_mel_frames then counts those slices).
-    frame_kind: str = "mel"
     steps: tuple[str, ...] = field(default=(), compare=False)
     # The mono 16 kHz waveform the plan was made from, kept for figures; None when
     # planned from a sample count.
     waveform: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def frame_kind(self) -> str:
+        """ "mel" (3n, 4: log-mel frames for a tower) or "raw" (Unified: 640-sample slices
+        of the waveform itself, one token each; num_mel_frames then counts those)."""
+        return "mel" if get_family(self.family).audio.has_mel else "raw"
 
     def _rows(self) -> list[tuple[str, Any]]:
         return [
@@ -429,7 +432,6 @@ def plan_audio(audio: Any, *, family: str, sampling_rate: int | None = None) -> 
             padding_slots=0,
             dropped_tokens=0,
             total_tokens=frames + spec.markers_per_item,
-            frame_kind="raw",
             steps=tuple(steps),
         )
 

@@ -454,7 +454,13 @@ class ServingPlan:
                 f"{self.weights_bytes / 2**30:,.2f} GiB ({self.model.num_parameters:,} parameters)",
             ),
         ]
-        return Table((), tuple(rows), title="serving plan", notes=self.steps, notes_title="steps")
+        return Table(
+            ("quantity (vLLM's name)", "value"),
+            tuple(rows),
+            title="serving plan",
+            notes=self.steps,
+            notes_title="steps",
+        )
 
     def _repr_html_(self) -> str:
         return self.table().html()

@@ -11,10 +11,10 @@ reason instead of breaking the demo.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..serving import ServingPlan, plan_serving
-from ..tables import Table
 from ..viz.serving import show_serving
 
 __all__ = ["SERVING_KEYS", "serving_tab"]
@@ -75,26 +75,11 @@ def serving_tab(
 
 
 def _table(plan: ServingPlan) -> str:
-    rows = [
-        ("max_tokens_per_item", plan.max_tokens_per_item),
-        ("max_items_per_prompt", plan.max_items_per_prompt),
-        ("max_items_per_batch", plan.max_items_per_batch),
-        ("encoder_compute_budget", plan.encoder_compute_budget),
-        ("encoder_cache_size", plan.encoder_cache_size),
-        (
-            "KV per token (full + sliding)",
-            f"{plan.kv_bytes_per_token_full:,} + {plan.kv_bytes_per_token_sliding:,} B",
-        ),
-        ("KV per request (vLLM)", f"{plan.vllm_kv_bytes_per_request / 2**20:,.2f} MiB"),
-        ("weights", f"{plan.weights_bytes / 2**30:,.2f} GiB"),
-    ]
+    """The plan's own table, plus the question people ask first: how many photos fit."""
+    table = plan.table()
     fit = plan.images_that_fit((1080, 1920))
-    rows.append(
-        (
-            "1920×1080 px (W×H) photos that fit",
-            f"{fit.fits} ({fit.tokens_per_image} tokens each, {fit.limited_by})",
-        )
+    photos = (
+        "1920×1080 px (W×H) photos that fit",
+        f"{fit.fits} ({fit.tokens_per_image} tokens each, {fit.limited_by})",
     )
-    return Table(
-        ("quantity (vLLM's name)", "value"), tuple(rows), notes=plan.steps, notes_title="steps"
-    ).markdown()
+    return dataclasses.replace(table, rows=(*table.rows, photos)).markdown()
