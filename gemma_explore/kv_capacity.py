@@ -705,11 +705,17 @@ def admit(plan: Any, request: Request | None = None, **items: Any) -> AdmitResul
         if not n:
             continue
         if modality == "audio" and "audio" not in model.modalities and spec.image.budgets:
+            # Gemma 4's processing info builds its audio parser with no sampling rate when
+            # there is no audio tower, so a clip that comes with its rate (as every served
+            # request's does) fails while it is parsed, before the count check.
+            steps.append(
+                "audio on a Gemma 4 checkpoint without an audio tower: vLLM's parser has no "
+                "target rate and cannot resample the clip (a bare array with no rate gets "
+                "'… does not have an audio tower' instead)"
+            )
             return refuse(
-                f"Audio input was provided but the model '{model.name}' does not have an audio "
-                "tower. Audio inference is only supported for Gemma4 models that include an "
-                "audio_config (i.e., models that include an audio_config).", "audio",
-            )  # fmt: skip
+                "Audio resampling is not supported when `target_sr` is not provided", "audio"
+            )
         limit = plan.limits.get(modality, 0)
         if n > limit:
             return refuse(f"At most {limit} {modality}(s) may be provided in one prompt.",
