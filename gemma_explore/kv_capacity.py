@@ -643,7 +643,9 @@ class Request:
     """One request as admission sees it. ``images`` are (height, width) sizes, ``audio_seconds``
     clip lengths; ``text_tokens`` are the prompt's other tokens (chat template, text, BOS);
     ``max_soft_tokens`` is this request's ``mm_processor_kwargs`` image budget (vLLM takes
-    it per request: every image of the request gets it)."""
+    it per request: every image of the request gets it). Items are counted as separated by
+    text: two Gemma 3n items side by side share one merged ``"\\n\\n\\n\\n"`` token, one
+    fewer than counted here."""
 
     images: tuple[tuple[int, int], ...] = ()
     audio_seconds: tuple[float, ...] = ()

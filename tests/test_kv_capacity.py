@@ -18,10 +18,13 @@ from gemma_explore.serving import ServingModel, kv_layers, plan_serving
 
 RELEASED = Path("/work/shared/released_configs.json")
 CHECKPOINTS = [
+    "google/gemma-3n-E2B-it",
     "google/gemma-3n-E4B-it",
     "google/gemma-4-E2B-it",
+    "google/gemma-4-E4B-it",
     "google/gemma-4-26B-A4B-it",
     "google/gemma-4-31B-it",
+    "google/gemma-4-12B-it (Gemma 4 Unified, encoder-free)",
 ]
 GiB = 1 << 30
 _TEXT_KEYS = (
@@ -188,7 +191,7 @@ def _check(vc, text, *, memory, tp, mml, mnbt=8192, hybrid=True, async_sched=Tru
 @pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 @pytest.mark.parametrize("model_id", CHECKPOINTS)
 def test_capacity_equals_vllms_start_up_arithmetic(vllm_config, model_id):
-    """4 checkpoints × 3 max_model_len × 2 KV memory sizes × TP 1 and 2, as on CUDA."""
+    """7 checkpoints × 3 max_model_len × 2 KV memory sizes × TP 1 and 2, as on CUDA."""
     text = released_text_config(model_id)
     outcomes = set()
     for mml in (4096, 32768, 131072):
