@@ -42,6 +42,7 @@ from .tables import Table
 from .vllm_rules import vllm_audio_tokens, vllm_image_tokens
 
 if TYPE_CHECKING:
+    from .kv_capacity import AdmitResult, KVCapacity, Request
     from .models.bundle import Bundle
 
 __all__ = [
@@ -355,6 +356,28 @@ class ServingPlan:
     def encoder_cache_bytes(self) -> int:
         """The encoder cache: ``encoder_cache_size`` embeddings at the text model's width."""
         return self.encoder_cache_size * self.model.hidden_size * self.dtype_bytes
+
+    # -- vLLM's start-up KV arithmetic and admission (kv_capacity.py) ----------------
+    def capacity(self, *, kv_cache_memory_bytes: int, **kwargs: Any) -> KVCapacity:
+        """vLLM's start-up "KV cache size: N tokens, Maximum concurrency … X x" for this plan
+        (:func:`gemma_explore.kv_capacity.capacity`: ``tensor_parallel_size``,
+        ``hybrid_kv_cache_manager``, ``async_scheduling``, ``block_size``, …).
+
+        >>> plan.capacity(kv_cache_memory_bytes=20 * 2**30).max_concurrency  # doctest: +SKIP
+        """
+        from .kv_capacity import capacity
+
+        return capacity(self, kv_cache_memory_bytes=kv_cache_memory_bytes, **kwargs)
+
+    def admit(self, request: Request | None = None, **items: Any) -> AdmitResult:
+        """Whether vLLM accepts one request on this engine, with vLLM's message if not
+        (:func:`gemma_explore.kv_capacity.admit`).
+
+        >>> plan.admit(images=[(1080, 1920)], max_soft_tokens=1120).accepted  # doctest: +SKIP
+        """
+        from .kv_capacity import admit
+
+        return admit(self, request, **items)
 
     # -- answers ---------------------------------------------------------------------
     def _image_tokens(self, height: int, width: int) -> int:

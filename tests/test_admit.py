@@ -1,0 +1,248 @@
+"""admit() returns vLLM's own InputProcessor verdict and message, request by request, on
+two checkpoints: the 31B's released shapes (a config-only folder: config.json from the
+facts and the tiny processor files, no weights) and the tiny Gemma 3n. Among them: an image
+at a per-request max_soft_tokens of 1120 on an engine started at 280, accepted when the
+encoder cache holds it and refused when it does not. The start-up defaults and the forced
+disable_chunked_mm_input are held to vLLM's EngineArgs and its ModelConfig."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.kv_capacity import Request, admit, start_settings
+from gemma_explore.serving import plan_serving
+
+from .test_kv_capacity import config_only_folder, released_text_config, text_plan
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.slow,
+    pytest.mark.skipif(not vllm_available(), reason="vllm is not installed"),
+]
+GiB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, tiny3n):
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    root = tmp_path_factory.mktemp("admit")
+    return {
+        "31B": config_only_folder(root / "g31", "google/gemma-4-31B-it"),
+        "3n": tiny3n.save_pretrained(root / "tiny-gemma3n"),
+    }
+
+
+def _engine(folder, *, max_model_len, mnbt, limits):
+    """vLLM's InputProcessor for these engine arguments, and our plan for the same."""
+    from vllm.config import DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
+    from vllm.v1.engine.input_processor import InputProcessor
+
+    mc = ModelConfig(model=str(folder), tokenizer=str(folder), dtype="bfloat16",
+                     max_model_len=max_model_len, limit_mm_per_prompt=limits)  # fmt: skip
+    sc = SchedulerConfig(max_model_len=max_model_len, is_encoder_decoder=False,
+                         max_num_batched_tokens=mnbt)  # fmt: skip
+    vc = VllmConfig(model_config=mc, scheduler_config=sc, device_config=DeviceConfig(device="cpu"))
+    plan = plan_serving(str(folder), max_model_len=max_model_len,
+                        limit_mm_per_prompt=limits, max_num_batched_tokens=mnbt)  # fmt: skip
+    return InputProcessor(vc), plan
+
+
+def _vllm_verdict(processor, request: Request, *, filler: int, placeholder: str):
+    """Send the request to vLLM as token ids: ``filler`` ordinary tokens, then one
+    placeholder per item (vLLM expands each). Returns (message or None, prompt length,
+    embeddings per item)."""
+    from vllm import SamplingParams
+    from vllm.exceptions import VLLMValidationError
+
+    tok = processor.get_tokenizer()
+    word = tok("hello", add_special_tokens=False)["input_ids"][:1]
+    data: dict = {}
+    marks: list[int] = []
+    if request.images:
+        marks += [tok.convert_tokens_to_ids(placeholder["image"])] * len(request.images)
+        rng = np.random.default_rng(0)
+        data["image"] = [Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8))
+                         for h, w in request.images]  # fmt: skip
+    if request.audio_seconds:
+        marks += [tok.convert_tokens_to_ids(placeholder["audio"])] * len(request.audio_seconds)
+        data["audio"] = [
+            (np.zeros(int(s * 16000), np.float32), 16000) for s in request.audio_seconds
+        ]
+    # One ordinary token between items (part of text_tokens): Gemma 3n's "\n\n" wrappers of
+    # two adjacent items would merge into one token.
+    ids = word * (filler - max(len(marks) - 1, 0))
+    for k, mark in enumerate(marks):
+        ids += ([] if k == 0 else word) + [mark]
+    prompt = {"prompt_token_ids": ids, "multi_modal_data": data}
+    if request.max_soft_tokens is not None:
+        prompt["mm_processor_kwargs"] = {"max_soft_tokens": request.max_soft_tokens}
+    try:
+        out = processor.process_inputs("r", prompt, SamplingParams(max_tokens=1),
+                                       supported_tasks=("generate",))  # fmt: skip
+    except (
+        ValueError,
+        RuntimeError,
+        VLLMValidationError,
+    ) as exc:  # VLLMValidationError's str() adds "(parameter=…)": take the message
+        return exc.args[0], None, None
+    embeds = [(f.modality, f.mm_position.get_num_embeds()) for f in out.mm_features]
+    return None, len(out.prompt_token_ids), embeds
+
+
+def _compare(processor, plan, request: Request, placeholder):
+    ours = admit(plan, request)
+    theirs, length, embeds = _vllm_verdict(
+        processor, request, filler=request.text_tokens, placeholder=placeholder
+    )
+    assert ours.message == theirs, request
+    assert ours.accepted == (theirs is None)
+    if theirs is None:
+        assert ours.prompt_tokens == length and list(ours.item_tokens) == embeds, request
+    return ours
+
+
+G4 = {"image": "<|image|>", "audio": "<|audio|>"}
+G3N = {"image": "<image_soft_token>", "audio": "<audio_soft_token>"}
+
+
+def test_31b_requests(folders):
+    """Engine started at the default budget (280) with max_num_batched_tokens 8192: the
+    encoder cache holds 8192 embeddings, so a 1120 image is accepted."""
+    ip, plan = _engine(
+        folders["31B"], max_model_len=4096, mnbt=8192, limits={"image": 2, "video": 0}
+    )
+    assert plan.max_tokens_per_item["image"] == 280 and plan.encoder_cache_size == 8192
+    big = _compare(
+        ip, plan, Request(images=((1000, 1000),), text_tokens=20, max_soft_tokens=1120), G4
+    )
+    assert big.accepted and big.item_tokens == (("image", 1089),)  # 1120 honoured, not 280
+    assert _compare(ip, plan, Request(images=((600, 800),) * 2, text_tokens=30), G4).accepted
+    limit = _compare(ip, plan, Request(images=((64, 64),) * 3, text_tokens=5), G4)
+    assert limit.reason == "limit_mm_per_prompt"
+    audio = _compare(ip, plan, Request(images=((64, 64),), audio_seconds=(1.0,)), G4)
+    assert audio.reason == "audio"  # the 31B has no audio tower: its parser cannot take a clip
+    long = _compare(
+        ip, plan, Request(images=((1000, 1000),), text_tokens=3100, max_soft_tokens=1120), G4
+    )
+    assert long.reason == "max_model_len" and "longer than the maximum" in long.message
+    # exactly max_model_len: no room for one output token
+    exact = Request(images=((1000, 1000),), text_tokens=4096 - 1091, max_soft_tokens=1120)
+    assert _compare(ip, plan, exact, G4).message.startswith("The decoder prompt (length 4096) plus")
+    bad = _compare(ip, plan, Request(images=((64, 64),), max_soft_tokens=100), G4)
+    assert bad.reason == "budget"
+
+
+def test_31b_small_batches_refuse_the_1120_image(folders):
+    """max_num_batched_tokens 512: the encoder cache is max(512, 280) = 512 embeddings; the
+    same 1120 request is refused with vLLM's encoder-cache message, the 280 one accepted."""
+    ip, plan = _engine(
+        folders["31B"], max_model_len=4096, mnbt=512, limits={"image": 2, "video": 0}
+    )
+    assert plan.encoder_cache_size == 512
+    refused = _compare(
+        ip, plan, Request(images=((1000, 1000),), text_tokens=20, max_soft_tokens=1120), G4
+    )
+    assert refused.reason == "encoder_cache_size"
+    assert (
+        "1089 embedding tokens, which exceeds the pre-allocated encoder cache size 512"
+        in refused.message
+    )
+    assert _compare(ip, plan, Request(images=((1000, 1000),), text_tokens=20), G4).accepted
+    mid = _compare(
+        ip, plan, Request(images=((1000, 1000),), text_tokens=20, max_soft_tokens=560), G4
+    )
+    assert mid.reason == "encoder_cache_size"
+
+
+def test_gemma3n_requests(folders):
+    ip, plan = _engine(folders["3n"], max_model_len=1024, mnbt=256, limits={"image": 1, "audio": 1})
+    both = _compare(
+        ip, plan, Request(images=((300, 500),), audio_seconds=(2.0,), text_tokens=12), G3N
+    )
+    assert both.accepted and both.item_tokens == (("image", 256), ("audio", 188))
+    assert _compare(ip, plan, Request(images=((64, 64),) * 2), G3N).reason == "limit_mm_per_prompt"
+    long = _compare(
+        ip, plan, Request(images=((64, 64),), audio_seconds=(1.0,), text_tokens=600), G3N
+    )
+    assert long.reason == "max_model_len"
+
+
+# ----------------------------------------------------------------------- start-up settings
+
+
+class _Gpu:
+    """What vLLM's platform reports about a GPU (the CUDA platform does not import on a
+    CPU-only machine, so get_batch_defaults reads these through this stand-in)."""
+
+    def __init__(self, memory: int, name: str) -> None:
+        self.memory, self.name = memory, name
+
+    def get_device_total_memory(self) -> int:
+        return self.memory
+
+    def get_device_name(self) -> str:
+        return self.name
+
+    def is_tpu(self) -> bool:
+        return False
+
+    def is_cpu(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(
+    "memory,name", [(24 * GiB, "NVIDIA L4"), (80 * GiB, "NVIDIA A100-SXM4-80GB"),
+                    (80 * GiB, "NVIDIA H100 80GB HBM3"), (141 * GiB, "NVIDIA H200"),
+                    (180 * GiB, "NVIDIA B200")],
+)  # fmt: skip
+def test_entry_point_defaults_equal_vllms(monkeypatch, folders, memory, name):
+    """vllm serve and LLM(...) defaults by GPU, then the 31B's raise to its largest item
+    (images attend both ways there), through vLLM's own EngineArgs."""
+    from vllm.config import ModelConfig, ParallelConfig
+    from vllm.engine import arg_utils
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.usage.usage_lib import UsageContext
+
+    monkeypatch.setattr(arg_utils, "current_platform", _Gpu(memory, name))
+    mc = ModelConfig(model=str(folders["31B"]), tokenizer=str(folders["31B"]), max_model_len=32768)
+    assert mc.is_mm_prefix_lm  # vLLM's reason for forcing disable_chunked_mm_input on CUDA
+    plan = plan_serving(str(folders["31B"]), max_model_len=32768)
+    for entry, usage in (
+        ("serve", UsageContext.OPENAI_API_SERVER),
+        ("LLM", UsageContext.LLM_CLASS),
+    ):
+        args = EngineArgs(model=str(folders["31B"]))
+        args._set_default_chunked_prefill_and_prefix_caching_args(mc)  # as create_engine_config
+        args._set_default_max_num_seqs_and_batched_tokens_args(usage, mc, ParallelConfig())
+        ours = start_settings(plan, entry_point=entry, gpu_memory_bytes=memory, gpu_name=name)
+        assert (ours.max_num_batched_tokens, ours.max_num_seqs) == (
+            args.max_num_batched_tokens, args.max_num_seqs), (entry, name)  # fmt: skip
+        assert ours.disable_chunked_mm_input
+
+
+def test_forced_chunked_mm_input_refuses_like_vllm(folders):
+    """An explicit max_num_batched_tokens below the largest item stops the engine: the same
+    words as vLLM's compute_mm_encoder_budget once the flag is on."""
+    from vllm.config import SchedulerConfig
+    from vllm.v1.core.encoder_cache_manager import compute_mm_encoder_budget
+
+    plan = plan_serving(str(folders["31B"]), max_model_len=8192, max_soft_tokens=1120)
+    with pytest.raises(ValueError) as ours:
+        start_settings(plan, max_num_batched_tokens=1024)
+    sc = SchedulerConfig(max_model_len=8192, is_encoder_decoder=False, max_num_batched_tokens=1024,
+                         disable_chunked_mm_input=True)  # fmt: skip
+    with pytest.raises(ValueError) as theirs:
+        compute_mm_encoder_budget(sc, plan.max_tokens_per_item)
+    assert str(ours.value) == str(theirs.value)
+    # Gemma 3n's images attend causally: nothing is forced.
+    assert not start_settings(plan_serving("tiny-gemma3n")).disable_chunked_mm_input
+
+
+def test_text_plan_helper_is_the_released_shape():
+    text = released_text_config("google/gemma-4-31B-it")
+    assert text_plan(text, max_model_len=4096).model.use_bidirectional_attention == "vision"
