@@ -268,6 +268,8 @@ class _Tally:
         if row.header_s or media:
             self.parts[f"{media[0]} headers" if media else "headers"] += row.header_s
         self.parts["token arithmetic"] += row.plan_s
+        if row.text_s:
+            self.parts["text tokenizer"] += row.text_s
         if row.error is not None:
             self.failures.append((row.path, row.error))
             return
@@ -279,7 +281,7 @@ class _Tally:
         for i, t in enumerate(row.tokens):
             self.totals[i] += t
             self.hist[i][t] += 1
-        item = (row.header_s + row.plan_s, row.path)
+        item = (row.header_s + row.plan_s + row.text_s, row.path)
         if len(self.slowest) < self.keep:
             heapq.heappush(self.slowest, item)
         else:
@@ -464,7 +466,7 @@ class BillWriter:
         tokens = list(row.tokens) or [None] * len(self.budgets)
         values = [
             row.path, row.kind, row.height, row.width, row.duration_s, row.frames, row.fps,
-            *tokens, row.text_tokens, row.error, round(row.header_s + row.plan_s, 6),
+            *tokens, row.text_tokens, row.error, round(row.header_s + row.plan_s + row.text_s, 6),
         ]  # fmt: skip
         if self.format == "csv":
             self._csv.writerow(values)

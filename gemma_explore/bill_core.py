@@ -116,10 +116,11 @@ class BillRow:
     fps: float | None = None
     error: str | None = None  # one line: why this sample cannot be billed
     header_s: float = 0.0  # seconds reading headers
-    plan_s: float = 0.0  # seconds in the plans' arithmetic (and the tokenizer)
+    plan_s: float = 0.0  # seconds in the plans' arithmetic
     # (kind, tokens per budget) for each item, captions as "text": the per-kind totals
     parts: tuple[tuple[str, tuple[int, ...]], ...] = field(default=(), repr=False)
     text_tokens: int | None = None  # the caption's tokens, when counted
+    text_s: float = 0.0  # seconds in the tokenizer (its first call loads it)
 
 
 # --------------------------------------------------------------------------- headers
@@ -249,8 +250,11 @@ def _bill_item(item: Item, family: str, budgets: tuple[int | None, ...], out: di
     """(kind, tokens per budget, header seconds) of one item; raises on a bad item."""
     kind, suffix = _item_kind(item)
     if kind is None:
-        where = suffix or ("bytes" if item.data is not None else "(no suffix)")
-        raise MediaError(f"unsupported file type {where} (not an image, clip or video)")
+        if item.data is not None and not suffix:
+            raise MediaError(f"not an image, clip or video (the bytes start {item.data[:8]!r})")
+        raise MediaError(
+            f"unsupported file type {suffix or '(no suffix)'} (not an image, clip or video)"
+        )
     spec = get_family(family)
     if kind == "video" and not spec.has_video:
         raise MediaError(f"{spec.display_name} has no video input")
@@ -301,7 +305,7 @@ def bill_sample(
 
     >>> bill_sample(Sample("row#0", (Item("image", data=b"junk"),)), family="gemma4",
     ...             budgets=(280,)).error
-    'unsupported file type bytes (not an image, clip or video)'
+    "image: not an image, clip or video (the bytes start b'junk')"
     """
     if sample.error is not None:
         return BillRow(sample.id, None, error=sample.error)
@@ -325,20 +329,20 @@ def bill_sample(
         header_s += seconds
         plan_s += time.perf_counter() - start - seconds
         parts.append((kind, tokens))
-    text_tokens = None
+    text_tokens, text_s = None, 0.0
     if text is not None and sample.text is not None:
         start = time.perf_counter()
         try:
             text_tokens = int(text(sample.text))
         except Exception as exc:  # noqa: BLE001
             return BillRow(sample.id, None, error=f"text: {_one_line(exc)}")
-        plan_s += time.perf_counter() - start
+        text_s = time.perf_counter() - start
         parts.append(("text", (text_tokens,) * len(budgets)))
     totals = tuple(sum(t[i] for _, t in parts) for i in range(len(budgets)))
     kind = "+".join(dict.fromkeys(k for k, _ in parts))
     return BillRow(
         sample.id, kind, tokens=totals, header_s=header_s, plan_s=plan_s, parts=tuple(parts),
-        text_tokens=text_tokens, **extra,
+        text_tokens=text_tokens, text_s=text_s, **extra,
     )  # fmt: skip
 
 

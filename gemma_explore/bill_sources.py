@@ -226,6 +226,20 @@ class Source:
                 chunk = []
         self.problems += walk.problems
         self.seconds += walk.seconds
+        if (
+            save_to_disk is None
+            and not self.recursive
+            and not chunk
+            and "files" not in self.formats
+        ):
+            # No media files at the top: a dataset's shards sit in sub-folders (data/…),
+            # so they are looked for there; media files below stay unbilled (--recursive).
+            deep = walk_files(self.root, recursive=True)
+            known = set(shards)
+            shards += [p for p in deep if SHARD_SUFFIXES.get(Path(p).suffix.lower())
+                       and p not in known]  # fmt: skip
+            self.problems += [p for p in deep.problems if p not in self.problems]
+            self.seconds += deep.seconds
         start = time.perf_counter()
         planned: list[Task] = []
         for shard in shards:

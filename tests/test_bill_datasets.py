@@ -202,6 +202,8 @@ def check(result, expected: Expected) -> None:
 def test_parquet_and_webdataset_totals_equal_the_plans(data):
     check(bill(data["hf"], budgets=BUDGETS, workers=2), data["parquet"])
     check(bill(data["wds"], budgets=BUDGETS, workers=2), data["wds_expected"])
+    # Without recursive=True, shards in a sub-folder (data/…) are still found.
+    check(bill(data["hf"], budgets=BUDGETS, recursive=False, workers=1), data["parquet"])
     one = bill(data["hf"] / "data" / "train-00001-of-00002.parquet", budgets=BUDGETS, workers=1)
     assert one.files == 6 and one.unit == "sample"
 
@@ -325,7 +327,7 @@ def test_text_tokens_with_the_stand_in_and_a_cached_tokenizer(data, tmp_path):
     tok = build_stand_in_tokenizer("gemma4")
     expected = data["wds_expected"]
     n_text = sum(len(tok(c, add_special_tokens=False)["input_ids"]) for c in expected.captions)
-    result = bill(data["wds"], budgets=BUDGETS, text=counter, workers=2)
+    result = bill(data["wds"], budgets=BUDGETS, text=counter, workers=1)
     assert result.totals_by_kind["text"] == (n_text,) * 3
     assert result.totals == tuple(t + n_text for t in expected.totals)
     assert result.text_tokenizer == counter.label and "stand-in" in result.text()
@@ -367,6 +369,9 @@ def test_parquet_output_summary_and_progress(data, tmp_path):
         assert line.kv_bytes_max == max(plan.kv_bytes(r.tokens[i]) for r in kept)
         assert line.tokens_per_sample == pytest.approx(result.totals[i] / 12)
     assert "tiny-gemma4" in summary.text() and "1120" in summary.text()
+    from gemma_explore.viz.bill import show_bill
+
+    assert show_bill(result).axes[0].get_xlabel() == "prompt tokens per sample"
 
 
 # --------------------------------------------------------------------------- ray engine
