@@ -60,9 +60,10 @@ def encoded_images(count: int, seed: int = 0) -> list[tuple[bytes, str]]:
     return out
 
 
-def write_shards(folder: Path, rows: int, images: list[tuple[bytes, str]], *, shards: int = 4,
-                 row_group: int = 2048) -> Path:  # fmt: skip
-    """Parquet shards in the Hugging Face layout: an ``Image`` struct and a caption."""
+def write_shards(folder: Path, rows: int, images: list[tuple[bytes, str]], *,
+                 shard_rows: int = 10_000, row_group: int = 2048) -> Path:  # fmt: skip
+    """Parquet shards in the Hugging Face layout (an ``Image`` struct and a caption), of
+    ``shard_rows`` rows each: the same shards at every size, so only their number grows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -71,7 +72,8 @@ def write_shards(folder: Path, rows: int, images: list[tuple[bytes, str]], *, sh
     meta = {b"huggingface": json.dumps(
         {"info": {"features": {"image": {"_type": "Image"}, "text": {"_type": "Value"}}}}
     ).encode()}  # fmt: skip
-    per = -(-rows // shards)
+    shards = -(-rows // shard_rows)
+    per = shard_rows
     for s in range(shards):
         lo, hi = s * per, min(rows, (s + 1) * per)
         if lo >= hi:
@@ -175,7 +177,7 @@ def main() -> None:
                 f"ray with 2 workers takes ×{r['ray2_s'] / local_s:.2f} the local engine's time"
             )
         small = run_probe(write_shards(tmp / "small", args.small, images))
-        large = run_probe(write_shards(tmp / "large", args.large, images, shards=8))
+        large = run_probe(write_shards(tmp / "large", args.large, images))
         for r in (small, large):
             print(f"  {r['rows']:>7,} rows: peak RSS main {r['main_mb']:.0f} MB, largest worker "
                   f"{r['worker_mb']:.0f} MB, {r['rows'] / r['s']:,.0f} rows/s")  # fmt: skip

@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .bill_sources import hf_cache_folder
 from .families import get_family
 
 if TYPE_CHECKING:
@@ -59,6 +60,16 @@ def _load(family: str, source: str, cache_dir: str | None) -> Any:
     return AutoTokenizer.from_pretrained(source, local_files_only=True, cache_dir=cache_dir)
 
 
+def _cached(source: str, cache_dir: str | None) -> bool:
+    """Whether a folder or the hub cache holds this tokenizer (a file lookup: cheap, and
+    no transformers import when nothing is there)."""
+    if os.path.isdir(source):
+        return any(os.path.isfile(os.path.join(source, f))
+                   for f in ("tokenizer.json", "tokenizer.model"))  # fmt: skip
+    folder = hf_cache_folder(source, cache=cache_dir, repo_type="models")
+    return folder is not None and _cached(str(folder), None)
+
+
 def text_counter(
     family: str, *, tokenizer: str | os.PathLike | None = None, cache_dir: str | None = None
 ) -> TextCounter:
@@ -71,6 +82,8 @@ def text_counter(
     spec = get_family(family)
     tried = [os.fspath(tokenizer)] if tokenizer is not None else list(spec.hub_ids)
     for source in tried:
+        if not _cached(source, cache_dir):
+            continue
         try:
             _load(spec.name, source, cache_dir)
         except Exception:  # noqa: BLE001 - not in the cache (or not a tokenizer): try the next

@@ -119,7 +119,8 @@ def ray_rows(
     items = [{**t.as_dict(), "_task": i} for i, t in enumerate(listed)]
     ds = ray.data.from_items(items, override_num_blocks=len(items))
     kwargs = {"family": family, "budgets": budgets, "text": text, "per_sample": per_sample}
-    mapped = ds.map_batches(_ray_batch, fn_kwargs=kwargs, batch_size=1, concurrency=workers)
+    compute = ray.data.TaskPoolStrategy(size=workers) if workers else None
+    mapped = ds.map_batches(_ray_batch, fn_kwargs=kwargs, batch_size=1, compute=compute)
     # batch_size=None: Ray's blocks as they are, one per task (never re-cut across tasks)
     for batch in mapped.iter_batches(batch_size=None, batch_format="numpy"):
         groups = itertools.groupby(zip(batch["_task"], batch["row"], strict=True),

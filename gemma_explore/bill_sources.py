@@ -314,22 +314,25 @@ def _save_to_disk_files(root: Path) -> tuple[list[str], str] | None:
     return [str(root / f["filename"]) for f in data_files], features
 
 
-def hf_cache_folder(name: str, *, cache: str | os.PathLike | None = None) -> Path | None:
-    """The local snapshot of a hub dataset (``org/name``) in the Hugging Face cache, or
-    None: no download is ever tried. Looks in ``$HF_HUB_CACHE`` (default
-    ``~/.cache/huggingface/hub``) for ``datasets--org--name/snapshots/<revision>``.
+def hf_cache_folder(
+    name: str, *, cache: str | os.PathLike | None = None, repo_type: str = "datasets"
+) -> Path | None:
+    """The local snapshot of a hub repo (``org/name``) in the Hugging Face cache, or
+    None: no download is ever tried. Looks in ``cache``, else ``$HF_HUB_CACHE`` (default
+    ``~/.cache/huggingface/hub``), for ``datasets--org--name/snapshots/<revision>``
+    (``models--…`` with ``repo_type="models"``), the revision ``refs/main`` names.
 
     >>> hf_cache_folder("nobody/nothing", cache="/no/such/cache") is None
     True
     """
-    if "/" not in name or name.startswith((".", "/", "~")):
+    if name.count("/") != 1 or name.startswith((".", "/", "~")):
         return None
     hub = Path(
         cache
         or os.environ.get("HF_HUB_CACHE")
         or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
     )
-    repo = hub / ("datasets--" + name.replace("/", "--"))
+    repo = hub / (f"{repo_type}--" + name.replace("/", "--"))
     snapshots = repo / "snapshots"
     if not snapshots.is_dir():
         return None
@@ -681,6 +684,9 @@ def task_samples(task: Task) -> Iterator[Sample]:
             yield from _tar_samples(task)
         else:
             yield from _table_samples(task)
+    except ImportError:
+        yield Sample(task.path, error=f"reading {task.format} shards needs pyarrow: "
+                     "pip install gemma-explore[parquet]")  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - a corrupt shard is a row, never a crash
         reason = " ".join(str(exc).split()) or type(exc).__name__
         yield Sample(task.path, error=f"cannot read this {task.format} shard: {reason}")

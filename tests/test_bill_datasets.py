@@ -317,6 +317,11 @@ def test_column_picks_one_and_path_columns_are_relative_to_the_shard(data, tmp_p
     pq.write_table(pa.table({"file": names, "n": [1, 2, 3, 4]}), tmp_path / "paths.parquet")
     result = bill(tmp_path / "paths.parquet", budgets=BUDGETS, workers=1)
     assert result.totals == tuple(want) and result.failures == ()
+    # An HF Image struct that holds only a path (bytes null), as datasets writes for files.
+    struct_ = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    only_paths = pa.array([{"bytes": None, "path": n} for n in names], struct_)
+    pq.write_table(pa.table({"image": only_paths}), tmp_path / "structs.parquet")
+    assert bill(tmp_path / "structs.parquet", budgets=BUDGETS, workers=1).totals == tuple(want)
 
 
 def test_text_tokens_with_the_stand_in_and_a_cached_tokenizer(data, tmp_path):
