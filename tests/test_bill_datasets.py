@@ -324,6 +324,7 @@ def test_column_picks_one_and_path_columns_are_relative_to_the_shard(data, tmp_p
     assert bill(tmp_path / "structs.parquet", budgets=BUDGETS, workers=1).totals == tuple(want)
 
 
+@pytest.mark.slow
 def test_text_tokens_with_the_stand_in_and_a_cached_tokenizer(data, tmp_path):
     counter = text_counter("gemma4", cache_dir=str(tmp_path / "empty-cache"))
     assert counter.source == STAND_IN and "stand-in" in counter.label
