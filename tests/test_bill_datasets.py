@@ -424,6 +424,30 @@ def test_ray_engine_equals_the_plans_and_the_local_engine(data, ray_cluster, tmp
     assert pq.read_table(out).num_rows == data["wds_expected"].samples
 
 
+def test_videos_and_binary_columns_from_bytes(tmp_path):
+    """A video member of a tar, and WAV / MP4 bytes in plain binary columns (told apart by
+    their magic numbers), bill as plan_video / plan_audio on the same bytes."""
+    import cv2
+
+    from gemma_explore.plans import plan_video
+
+    path = tmp_path / "v.mp4"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 12.0, (160, 90))
+    for i in range(36):
+        writer.write(np.full((90, 160, 3), i * 7, np.uint8))
+    writer.release()
+    video, clip = path.read_bytes(), wav_bytes(24_000, 16_000, 1)
+    want_video = plan_video(path, family="gemma4").total_tokens
+    with tarfile.open(tmp_path / "v.tar", "w") as tar:
+        add_member(tar, "k.mp4", video)
+        add_member(tar, "k.txt", b"a clip")
+    result = bill(tmp_path / "v.tar", budgets=(280,), workers=1)
+    assert result.failures == () and result.totals == (want_video,)
+    pq.write_table(pa.table({"media": [video, clip]}), tmp_path / "bin.parquet")
+    result = bill(tmp_path / "bin.parquet", budgets=(280,), workers=1)
+    assert result.totals_by_kind == {"video": (want_video,), "audio": ref_audio(clip)[:1]}
+
+
 def test_unknown_engine_is_one_clear_line(data):
     with pytest.raises(ValueError, match="--engine must be one of local, ray"):
         bill(data["hf"], engine="dask")
