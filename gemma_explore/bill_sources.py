@@ -11,8 +11,8 @@ columns; tar members are streamed and grouped by key.
 
 Media columns are found from the schema: a Hugging Face ``Image`` / ``Audio`` / ``Video``
 struct ``{bytes, path}`` (the ``huggingface`` schema metadata says which, else the bytes'
-magic number), a binary column, or a string column of paths (relative to the shard's
-folder). ``column=`` picks one. A ``datasets.Dataset.save_to_disk`` folder is arrow IPC
+magic number) or a list of them, a binary column, or a string column of paths (relative
+to the shard's folder). ``column=`` picks one. A ``datasets.Dataset.save_to_disk`` folder is arrow IPC
 *stream* files listed in ``state.json`` (features in ``dataset_info.json``); it is read
 with pyarrow alone, so ``datasets`` need not be installed.
 
@@ -435,18 +435,34 @@ def media_columns(schema: Any, features_json: str = "", sample_row: dict | None 
     features = _hf_features(schema, features_json)
     out = []
     for f in schema:
-        feature = features.get(f.name)
-        hf_kind = _HF_KINDS.get(feature.get("_type")) if isinstance(feature, dict) else None
-        if _is_struct_media(f.type):
+        hf_kind = _feature_kind(features.get(f.name))
+        t = f.type
+        if pa.types.is_list(t) or pa.types.is_large_list(t):  # Sequence(Image()) and kin
+            inner = t.value_type
+            if _is_struct_media(inner) or pa.types.is_binary(inner):
+                out.append(MediaColumn(f.name, "list", hf_kind))
+        elif _is_struct_media(t):
             out.append(MediaColumn(f.name, "struct", hf_kind))
-        elif pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):
+        elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
             out.append(MediaColumn(f.name, "binary", hf_kind))
-        elif (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)) and (
+        elif (pa.types.is_string(t) or pa.types.is_large_string(t)) and (
             hf_kind is not None
             or (sample_row is not None and kind_of(str(sample_row.get(f.name) or "")))
         ):
             out.append(MediaColumn(f.name, "path", hf_kind))
     return out
+
+
+def _feature_kind(feature: Any) -> str | None:
+    """ "image" / "audio" / "video" from a ``datasets`` feature, looking inside lists
+    (``[{"_type": "Image"}]``, ``{"_type": "Sequence", "feature": …}``)."""
+    if isinstance(feature, list) and feature:
+        return _feature_kind(feature[0])
+    if not isinstance(feature, dict):
+        return None
+    if "feature" in feature:
+        return _feature_kind(feature["feature"])
+    return _HF_KINDS.get(feature.get("_type"))
 
 
 def _type_name(t: Any) -> str:
@@ -508,6 +524,25 @@ def _choose(
     return columns, text, None
 
 
+def _item(name: str, value: Any, column: MediaColumn, folder: str) -> Item | str:
+    """One cell as an item, or why it cannot be one (a struct, bytes, or a path)."""
+    if isinstance(value, dict):  # an HF struct {bytes, path}, alone or in a list
+        raw, path = value.get("bytes"), value.get("path")
+        if raw is None and not path:
+            return f"{name}: no bytes and no path in this row"
+        if raw is None:
+            path = path if os.path.isabs(path) else os.path.join(folder, path)
+        return Item(name, data=raw, path=path, kind=column.kind)
+    if isinstance(value, bytes):
+        return Item(name, data=value, kind=column.kind)
+    if value is None:
+        return f"{name}: empty (null) in this row"
+    if column.how == "path" and isinstance(value, str) and value:
+        path = value if os.path.isabs(value) else os.path.join(folder, value)
+        return Item(name, path=path, kind=column.kind)
+    return f"{name}: no path in this row"
+
+
 def _row_samples(batch: Any, columns: list[MediaColumn], text: str | None, shard: str,
                  first_row: int) -> Iterator[Sample]:  # fmt: skip
     """Samples of one record batch: only the chosen columns are converted to Python."""
@@ -520,26 +555,18 @@ def _row_samples(batch: Any, columns: list[MediaColumn], text: str | None, shard
         error = None
         for c in columns:
             value = data[c.name][i]
-            if c.how == "struct":
-                value = value or {}
-                raw, path = value.get("bytes"), value.get("path")
-                if raw is None and not path:
-                    error = f"{c.name}: no bytes and no path in this row"
-                    break
-                if raw is None:
-                    path = path if os.path.isabs(path) else os.path.join(folder, path)
-                items.append(Item(c.name, data=raw, path=path, kind=c.kind))
-            elif c.how == "binary":
-                if value is None:
-                    error = f"{c.name}: empty (null) in this row"
-                    break
-                items.append(Item(c.name, data=value, kind=c.kind))
+            if c.how == "list":
+                values = [(f"{c.name}[{j}]", v) for j, v in enumerate(value or [])]
             else:
-                if not value:
-                    error = f"{c.name}: no path in this row"
+                values = [(c.name, value)]
+            for name, v in values:
+                item = _item(name, v, c, folder)
+                if isinstance(item, str):
+                    error = item
                     break
-                path = value if os.path.isabs(value) else os.path.join(folder, value)
-                items.append(Item(c.name, path=path, kind=c.kind))
+                items.append(item)
+            if error is not None:
+                break
         caption = texts[i] if texts is not None else None
         yield Sample(sid, tuple(items), text=caption, error=error)
 

@@ -322,6 +322,21 @@ def test_column_picks_one_and_path_columns_are_relative_to_the_shard(data, tmp_p
     only_paths = pa.array([{"bytes": None, "path": n} for n in names], struct_)
     pq.write_table(pa.table({"image": only_paths}), tmp_path / "structs.parquet")
     assert bill(tmp_path / "structs.parquet", budgets=BUDGETS, workers=1).totals == tuple(want)
+    # A list of images per row (datasets' Sequence(Image()), as in multi-image chat sets).
+    pics = [image_bytes(h, w, fmt, 7) for h, w, fmt in IMAGES[:6]]
+    cells = [[{"bytes": b, "path": None} for b in pics[:3]], [{"bytes": pics[3], "path": None}],
+             [{"bytes": b, "path": None} for b in pics[4:]], []]  # fmt: skip
+    table = pa.table({"images": pa.array(cells, pa.list_(struct_)), "text": ["a", "b", "c", "d"]})
+    meta = {"info": {"features": {"images": [{"_type": "Image"}], "text": {"_type": "Value"}}}}
+    table = table.replace_schema_metadata({b"huggingface": json.dumps(meta).encode()})
+    (tmp_path / "lists").mkdir()
+    pq.write_table(table, tmp_path / "lists" / "multi.parquet")
+    many = [0, 0, 0]
+    for b in pics:
+        _add(many, ref_image(b))
+    result = bill(tmp_path / "lists", budgets=BUDGETS, workers=1)
+    assert result.totals == tuple(many) and result.billed == {"image": 3}
+    assert [r for _, r in result.failures] == ["no media item and no text in this sample"]
 
 
 @pytest.mark.slow
