@@ -594,7 +594,9 @@ def _table_samples(task: Task) -> Iterator[Sample]:
             yield Sample(f"{task.path} ({task.rows} rows)", error=error)
             return
         wanted = [c.name for c in columns] + ([text] if text else [])
-        batches: Iterable[Any] = pf.iter_batches(BATCH_ROWS, row_groups=groups, columns=wanted)
+        batches: Iterable[Any] = pf.iter_batches(
+            BATCH_ROWS, row_groups=groups, columns=wanted, use_threads=False
+        )  # one thread per worker: the engine already runs one worker per core
     else:
         schema, it = _arrow_batches(task.path)
         first_row = 0
