@@ -57,8 +57,13 @@ def local_rows(
         return
     import multiprocessing
 
-    with multiprocessing.get_context().Pool(workers) as pool:
+    pool = multiprocessing.get_context().Pool(workers)
+    try:
         yield from pool.imap(job, tasks)
+        pool.close()  # done: workers exit on their own (no SIGTERM to a Ray-forked handler)
+    finally:
+        pool.terminate()  # a no-op after close(); stops the workers when the caller stops early
+        pool.join()
 
 
 def _task_with_rows(task: Task, **kwargs) -> tuple[Task, list[BillRow]]:
