@@ -1,268 +1,126 @@
-"""A token bill for a whole dataset: what every file will cost, at each budget, from headers.
+"""A token bill for a whole dataset: what every sample will cost, at each budget, from headers.
 
-Before spending a GPU-day on 50 000 images or an archive of clips, one wants the total:
-how many prompt tokens at budget 70, 280 or 1120, which files will not load, and how the
-cost spreads. :func:`bill_file` answers for one file, reading only its header
-(:mod:`gemma_explore.headers`) and running the plans' arithmetic on the sizes it finds;
-it is a pure function of its arguments, so it runs unchanged in a process pool here or
-under Dask or Ray for a dataset that outgrows one machine. :func:`bill` walks a folder
-(reporting symlink loops and unreadable folders instead of following them), bills the
-files across cores in chunks, and aggregates on the fly: memory holds counters, never the
-rows, however large the dataset.
+Before spending a GPU-day on 50 000 images, an archive of clips or a hub dataset's parquet
+shards, one wants the total: how many prompt tokens at budget 70, 280 or 1120, which
+samples will not load, and how the cost spreads. The work is split in four parts:
 
->>> row = bill_file(SAMPLES_DIR / "photo.jpg", family="gemma4", budgets=(70, 280))  # doctest: +SKIP
->>> row.kind, row.tokens                                                             # doctest: +SKIP
-('image', (66, 266))
+* :mod:`gemma_explore.bill_core`: the pure per-sample function (headers → plans'
+  arithmetic → a :class:`BillRow`);
+* :mod:`gemma_explore.bill_sources`: folders, parquet shards, WebDataset tars,
+  ``save_to_disk`` folders and the local hub cache, cut into picklable tasks;
+* :mod:`gemma_explore.bill_engines`: the process pool (``engine="local"``) and Ray Data
+  (``engine="ray"``), which map that one function;
+* this module: :func:`bill` ties them together and aggregates on the fly (memory holds
+  counters, never the rows, however large the dataset), :class:`Bill` is the result,
+  :meth:`Bill.summary` the cost per budget with a checkpoint's KV bytes, and
+  :class:`BillWriter` streams rows to CSV or parquet.
+
+>>> b = bill("dataset/", family="gemma4", budgets=[70, 280, 1120])   # doctest: +SKIP
+>>> b.totals                                                         # doctest: +SKIP
+(71_280, 268_800, 1_075_200)
 """
 
 from __future__ import annotations
 
 import csv
-import functools
 import heapq
-import itertools
 import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .bill_core import (
+    BillRow,
+    Item,
+    Sample,
+    bill_file,
+    bill_sample,
+    budget_label,
+    resolve_budgets,
+)
+from .bill_engines import ENGINES, local_rows, ray_rows
+from .bill_sources import Source, Walk, scan, walk_files
 from .families import get_family
-from .headers import audio_header, image_header, kind_of, video_header
-from .plans import check_budget, plan_audio, plan_image, plan_video
+
+if TYPE_CHECKING:
+    from .serving import ServingPlan
 
 __all__ = [
     "Bill",
     "BillRow",
+    "BillSummary",
     "BillWriter",
+    "BudgetCost",
+    "Item",
+    "Progress",
+    "Sample",
+    "Walk",
     "bill",
     "bill_file",
-    "bill_rows",
+    "bill_sample",
+    "budget_label",
     "resolve_budgets",
     "walk_files",
 ]
 
-CHUNK = 256  # files per task sent to a worker: amortises the pickling round trip
 
-
-def resolve_budgets(family: str, budgets: Iterable[int] | None = None) -> tuple[int | None, ...]:
-    """The budgets to bill at: Gemma 4's allowed ones (default: its default budget);
-    ``(None,)`` for Gemma 3n, whose images always cost 256 soft tokens.
-
-    >>> resolve_budgets("gemma4", [70, 280, 1120]), resolve_budgets("gemma3n")
-    ((70, 280, 1120), (None,))
-    """
-    spec = get_family(family)
-    given = [b for b in (budgets or ()) if b is not None]
-    if not spec.image.budgets:
-        if given:
-            raise ValueError(
-                f"{spec.display_name} has no image budget (every image is "
-                f"{spec.image.fixed_soft_tokens} soft tokens): drop --budget."
-            )
-        return (None,)
-    if not given:
-        return (spec.image.default_budget,)
-    return tuple(dict.fromkeys(check_budget(spec, int(b)) for b in given))
-
-
-def budget_label(budget: int | None) -> str:
-    """Column name of a budget: ``tokens@280``, or ``tokens`` for a family without one."""
-    return "tokens" if budget is None else f"tokens@{budget}"
-
-
-# --------------------------------------------------------------------------- one file
+# --------------------------------------------------------------------------- results
 
 
 @dataclass(frozen=True)
-class BillRow:
-    """What one file costs. Small on purpose: thousands travel between processes."""
+class BudgetCost:
+    """One budget's line of the summary."""
 
-    path: str
-    kind: str | None  # "image", "audio", "video", or None for an unsupported file
-    tokens: tuple[int, ...] = ()  # prompt tokens at each budget (empty when it failed)
-    height: int | None = None  # image or frame size, upright
-    width: int | None = None
-    duration_s: float | None = None  # clips and videos
-    frames: int | None = None  # video frames in the container
-    fps: float | None = None
-    error: str | None = None  # one line: why this file cannot be billed
-    header_s: float = 0.0  # seconds reading the header
-    plan_s: float = 0.0  # seconds in the plans' arithmetic
+    budget: int | None  # None: a family without image budgets
+    total_tokens: int  # every billed sample's prompt tokens
+    tokens_per_sample: float  # mean over billed samples
+    max_tokens: int  # the largest sample
+    kv_bytes_per_sample: float | None  # mean KV bytes of one sample's prompt (None: no model)
+    kv_bytes_max: int | None  # the largest sample's KV bytes
+    kv_bytes_total: int | None  # summed over the samples (each prompt's own cache)
 
 
-def bill_file(path: str | os.PathLike, *, family: str, budgets: tuple[int | None, ...]) -> BillRow:
-    """Bill one file from its header: a pure function, safe to map with any executor.
+@dataclass(frozen=True)
+class BillSummary:
+    """The bill keyed by budget, with what the tokens cost in KV on one checkpoint."""
 
-    Never raises for a bad file: the row's ``error`` says what is wrong.
+    checkpoint: str | None  # the model the KV bytes are for
+    samples: int  # billed samples
+    lines: tuple[BudgetCost, ...]
+    steps: tuple[str, ...] = field(default=(), compare=False)
 
-    >>> bill_file("notes.txt", family="gemma4", budgets=(280,)).error
-    'unsupported file type .txt (not an image, clip or video)'
-    """
-    name = os.fspath(path)
-    kind = kind_of(name)
-    if kind is None:
-        suffix = Path(name).suffix.lower() or "(no suffix)"
-        return BillRow(
-            name, None, error=f"unsupported file type {suffix} (not an image, clip or video)"
-        )
-    start = time.perf_counter()
-    try:
-        spec = get_family(family)
-        if kind == "video" and not spec.has_video:
-            raise ValueError(f"{spec.display_name} has no video input")
-        if kind == "image":
-            h, w = image_header(name)
-            header = time.perf_counter()
-            tokens = tuple(_image_tokens(h, w, family, b) for b in budgets)
-            extra: dict[str, Any] = {"height": h, "width": w}
-        elif kind == "audio":
-            a = audio_header(name)
-            header = time.perf_counter()
-            n = plan_audio(a.frames, family=family, sampling_rate=a.sampling_rate).total_tokens
-            tokens = (n,) * len(budgets)  # a clip's tokens do not depend on the image budget
-            extra = {"duration_s": a.duration_s}
-        else:
-            v = video_header(name)
-            header = time.perf_counter()
-            n = plan_video(v.frames, fps=v.fps, frame_size=v.size, family=family).total_tokens
-            tokens = (n,) * len(budgets)  # frames always use the video budget (70)
-            extra = {
-                "height": v.size[0],
-                "width": v.size[1],
-                "frames": v.frames,
-                "fps": v.fps,
-                "duration_s": v.frames / v.fps,
-            }
-    except Exception as exc:  # noqa: BLE001 - one bad file never stops the walk
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        return BillRow(name, kind, error=reason, header_s=time.perf_counter() - start)
-    end = time.perf_counter()
-    return BillRow(name, kind, tokens=tokens, header_s=header - start, plan_s=end - header, **extra)
+    def text(self) -> str:
+        """A table: one line per budget."""
+        head = f"{'budget':>8} {'total tokens':>15} {'per sample':>11} {'largest':>8}"
+        if self.checkpoint is not None:
+            head += f" {'KV/sample':>11} {'KV largest':>11} {'KV, all samples':>16}"
+        out = [head]
+        for c in self.lines:
+            label = "fixed" if c.budget is None else str(c.budget)
+            line = (f"{label:>8} {c.total_tokens:>15,} {c.tokens_per_sample:>11,.1f} "
+                    f"{c.max_tokens:>8,}")  # fmt: skip
+            if c.kv_bytes_per_sample is not None:
+                line += (f" {_mib(c.kv_bytes_per_sample):>11} {_mib(c.kv_bytes_max):>11} "
+                         f"{_mib(c.kv_bytes_total):>16}")  # fmt: skip
+            out.append(line)
+        if self.checkpoint is not None:
+            out.append(f"KV bytes on {self.checkpoint}: " + "; ".join(self.steps))
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return self.text()
 
 
-@functools.lru_cache(maxsize=16_384)  # datasets repeat sizes (every phone photo is 3000×4000)
-def _image_tokens(height: int, width: int, family: str, budget: int | None) -> int:
-    return plan_image((height, width), family=family, max_soft_tokens=budget).total_tokens
-
-
-def _bill_chunk(paths: list[str], *, family: str, budgets: tuple[int | None, ...]) -> list[BillRow]:
-    return [bill_file(p, family=family, budgets=budgets) for p in paths]
-
-
-# --------------------------------------------------------------------------- walking
-
-
-@dataclass
-class Walk:
-    """Files under a folder, found lazily; what could not be walked lands in ``problems``."""
-
-    root: Path
-    recursive: bool = True
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
-    seconds: float = 0.0  # time spent listing folders
-
-    def __iter__(self) -> Iterator[str]:
-        root = self.root
-        if root.is_file():
-            yield str(root)
-            return
-        if not root.is_dir():
-            self.problems.append((str(root), "no such file or folder"))
-            return
-        visited: set[tuple[int, int]] = set()  # (device, inode) of every folder listed
-        stack = [root]
-        while stack:
-            folder = stack.pop()
-            folders: list[Path] = []
-            yield from self._files(folder, visited, folders)
-            stack.extend(sorted(folders, reverse=True))  # depth first, in name order
-
-    def _files(
-        self, folder: Path, visited: set[tuple[int, int]], folders: list[Path]
-    ) -> Iterator[str]:
-        """Files of one folder as the OS lists them (never all held at once); sub-folders
-        go to ``folders``."""
-        start = time.perf_counter()
-        try:
-            st = folder.stat()
-        except OSError as exc:
-            self.problems.append((str(folder), f"cannot stat folder: {exc.strerror or exc}"))
-            return
-        key = (st.st_dev, st.st_ino)
-        if key in visited:
-            target = folder.resolve()
-            if target == folder.parent.resolve() or target in folder.parent.resolve().parents:
-                reason = f"symlink loop (points back to {target}); not followed"
-            else:
-                reason = f"links to a folder already billed ({target}); not counted twice"
-            self.problems.append((str(folder), reason))
-            return
-        visited.add(key)
-        try:
-            it = os.scandir(folder)
-        except OSError as exc:  # PermissionError included
-            self.problems.append((str(folder), f"unreadable folder: {exc.strerror or exc}"))
-            return
-        with it:
-            for entry in it:
-                try:
-                    if entry.is_dir():  # follows symlinks; loops are caught by `visited`
-                        if self.recursive:
-                            folders.append(Path(entry.path))
-                        continue
-                    is_file = entry.is_file()
-                    if not is_file and entry.is_symlink():
-                        self.problems.append((entry.path, "broken symbolic link"))
-                except OSError as exc:  # e.g. ELOOP: a link that points at itself
-                    self.problems.append((entry.path, f"cannot follow: {exc.strerror or exc}"))
-                    continue
-                if is_file:
-                    self.seconds += time.perf_counter() - start
-                    yield entry.path
-                    start = time.perf_counter()
-        self.seconds += time.perf_counter() - start
-
-
-def walk_files(root: str | os.PathLike, *, recursive: bool = True) -> Walk:
-    """The files under ``root`` (or ``root`` itself), lazily; see :class:`Walk`.
-
-    >>> walk = walk_files("/no/such/folder")
-    >>> list(walk), walk.problems
-    ([], [('/no/such/folder', 'no such file or folder')])
-    """
-    return Walk(Path(root), recursive=recursive)
-
-
-# --------------------------------------------------------------------------- many files
-
-
-def _chunks(items: Iterable[str], size: int) -> Iterator[list[str]]:
-    it = iter(items)
-    while chunk := list(itertools.islice(it, size)):
-        yield chunk
-
-
-def bill_rows(
-    paths: Iterable[str], *, family: str, budgets: tuple[int | None, ...], workers: int | None = None,
-    chunksize: int = CHUNK,
-) -> Iterator[BillRow]:  # fmt: skip
-    """Bill files across ``workers`` processes (default: every core), streaming rows back
-    in the order of ``paths``. Paths are consumed lazily and sent in chunks, so memory stays flat."""
-    workers = (os.cpu_count() or 1) if workers is None else max(1, int(workers))
-    task = functools.partial(_bill_chunk, family=family, budgets=budgets)
-    if workers == 1:
-        for chunk in _chunks(paths, chunksize):
-            yield from task(chunk)
-        return
-    import multiprocessing
-
-    with multiprocessing.get_context().Pool(workers) as pool:
-        for rows in pool.imap(task, _chunks(paths, chunksize)):
-            yield from rows
+def _mib(n: float | None) -> str:
+    if n is None:
+        return "—"
+    if n >= 1024**3:
+        return f"{n / 1024**3:,.2f} GiB"
+    return f"{n / 1024**2:,.2f} MiB"
 
 
 @dataclass(frozen=True)
@@ -271,16 +129,19 @@ class Bill:
 
     family: str
     budgets: tuple[int | None, ...]
-    files: int  # files seen
-    billed: dict[str, int]  # kind → files billed
-    totals: tuple[int, ...]  # prompt tokens over all billed files, per budget
-    totals_by_kind: dict[str, tuple[int, ...]]  # kind → totals per budget
-    failures: tuple[tuple[str, str], ...]  # (path, reason) for files that could not be billed
+    files: int  # samples seen (files, for a folder of files)
+    billed: dict[str, int]  # sample kind ("image", "image+text", …) → samples billed
+    totals: tuple[int, ...]  # prompt tokens over all billed samples, per budget
+    totals_by_kind: dict[str, tuple[int, ...]]  # item kind (and "text") → totals per budget
+    failures: tuple[tuple[str, str], ...]  # (sample, reason) for samples not billed
     walk_problems: tuple[tuple[str, str], ...]  # (path, reason): loops, unreadable folders
-    slowest_files: tuple[tuple[str, float], ...]  # (path, seconds), slowest first
+    slowest_files: tuple[tuple[str, float], ...]  # (sample, seconds), slowest first
     part_seconds: dict[str, float]  # where the time went: walking, headers by kind, arithmetic
-    histograms: tuple[dict[int, int], ...]  # per budget: tokens per file → number of files
+    histograms: tuple[dict[int, int], ...]  # per budget: tokens per sample → samples
     wall_s: float  # seconds from start to end
+    unit: str = "file"  # "file" for a folder of files, "sample" for shards
+    engine: str = "local"  # which engine ran the per-sample function
+    text_tokenizer: str | None = None  # what counted the captions (None: not counted)
 
     @property
     def billed_files(self) -> int:
@@ -292,11 +153,11 @@ class Bill:
         return max(self.part_seconds.items(), key=lambda kv: kv[1], default=("nothing", 0.0))
 
     def histogram_text(self, budget: int | None = None, *, bins: int = 10, width: int = 40) -> str:
-        """A text histogram of tokens per file at one budget (default: the first)."""
+        """A text histogram of tokens per sample at one budget (default: the first)."""
         i = self.budgets.index(budget) if budget in self.budgets else 0
         counts = self.histograms[i]
         if not counts:
-            return "(no files billed)"
+            return f"(no {self.unit}s billed)"
         lo, hi = min(counts), max(counts)
         step = max(1, math.ceil((hi - lo + 1) / bins))
         binned = Counter()
@@ -311,21 +172,60 @@ class Bill:
             lines.append(f"{a:>7}–{a + step - 1:<7} {bar} {n}")
         return "\n".join(lines)
 
+    def summary(self, serving: ServingPlan | None = None) -> BillSummary:
+        """Total tokens, tokens per sample and, given a :func:`~gemma_explore.plan_serving`
+        plan, the KV bytes each sample's prompt holds on that checkpoint (exact per sample:
+        the histogram keeps every distinct token count).
+
+        >>> b = bill("dataset/", budgets=[280, 1120])                        # doctest: +SKIP
+        >>> b.summary(plan_serving("tiny-gemma4")).lines[0].kv_bytes_total    # doctest: +SKIP
+        """
+        n = self.billed_files
+        lines = []
+        for budget, hist, total in zip(self.budgets, self.histograms, self.totals, strict=True):
+            kv_mean = kv_max = kv_total = None
+            if serving is not None and hist:
+                kv_total = sum(count * serving.kv_bytes(t) for t, count in hist.items())
+                kv_max = serving.kv_bytes(max(hist))
+                kv_mean = kv_total / n
+            lines.append(BudgetCost(
+                budget, total, total / n if n else 0.0, max(hist, default=0), kv_mean, kv_max,
+                kv_total,
+            ))  # fmt: skip
+        steps: tuple[str, ...] = ()
+        name = None
+        if serving is not None:
+            name = serving.model.name
+            steps = (
+                f"{serving.kv_bytes_per_token_full:,} B per token on full-attention layers + "
+                f"{serving.kv_bytes_per_token_sliding:,} B on sliding layers until their window "
+                f"fills ({serving.kv_dtype_bytes} B per element)",
+                "each sample is its own prompt: KV, all samples = Σ over samples of the KV "
+                "its prompt holds (what a batch job's cache sees, one sample at a time)",
+            )
+        return BillSummary(name, n, tuple(lines), steps)
+
     def text(self) -> str:
         """The bill as the command line prints it."""
         spec = get_family(self.family)
+        unit, units = self.unit, f"{self.unit}s"
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.billed.items())) or "none"
-        out = [
-            f"Token bill — {spec.display_name}: {self.files} files, {self.billed_files} billed "
-            f"({kinds}), {len(self.failures)} failed, in {self.wall_s:.2f} s",
-        ]
+        head = (
+            f"Token bill — {spec.display_name}: {self.files} {units}, {self.billed_files} billed "
+            f"({kinds}), {len(self.failures)} failed, in {self.wall_s:.2f} s"
+        )
+        if self.engine != "local":
+            head += f" on {self.engine}"
+        out = [head]
+        if self.text_tokenizer is not None:
+            out.append(f"  text counted with {self.text_tokenizer}")
         for i, b in enumerate(self.budgets):
             label = "fixed (no budget)" if b is None else f"budget {b}"
             per = self.totals[i] / self.billed_files if self.billed_files else 0.0
             by = ", ".join(f"{k} {t[i]:,}" for k, t in sorted(self.totals_by_kind.items()))
-            out.append(f"  {label:>18}: {self.totals[i]:>12,} tokens ({per:,.1f} per file; {by})")
+            out.append(f"  {label:>18}: {self.totals[i]:>12,} tokens ({per:,.1f} per {unit}; {by})")
         if self.failures:
-            out.append(f"Files that fail ({len(self.failures)}):")
+            out.append(f"{units.capitalize()} that fail ({len(self.failures)}):")
             out += [f"  {p}: {r}" for p, r in self.failures]
         if self.walk_problems:
             out.append(f"Not walked ({len(self.walk_problems)}):")
@@ -335,11 +235,11 @@ class Bill:
         parts = ", ".join(f"{k} {v:.3f} s" for k, v in self.part_seconds.items())
         out.append(f"Slowest part: {part} ({secs:.3f} s, {secs / total:.0%} of the work; {parts})")
         if self.slowest_files:
-            out.append("Slowest files: " + ", ".join(f"{Path(p).name} {s * 1000:.1f} ms"
-                                                     for p, s in self.slowest_files))  # fmt: skip
+            out.append(f"Slowest {units}: " + ", ".join(f"{Path(p).name} {s * 1000:.1f} ms"
+                                                        for p, s in self.slowest_files))  # fmt: skip
         first = self.budgets[0]
         title = "fixed" if first is None else f"budget {first}"
-        out.append(f"Tokens per file ({title}):")
+        out.append(f"Tokens per {unit} ({title}):")
         out.append(self.histogram_text(first))
         return "\n".join(out)
 
@@ -357,30 +257,89 @@ class _Tally:
         self.totals = [0] * len(budgets)
         self.by_kind: dict[str, list[int]] = {}
         self.failures: list[tuple[str, str]] = []
-        self.slowest: list[tuple[float, str]] = []  # a min-heap of the slowest files
+        self.slowest: list[tuple[float, str]] = []  # a min-heap of the slowest samples
         self.keep = keep_slowest
         self.parts: Counter[str] = Counter()
         self.hist = [Counter() for _ in budgets]
 
     def add(self, row: BillRow) -> None:
         self.files += 1
-        if row.kind is not None:
-            self.parts[f"{row.kind} headers"] += row.header_s
+        media = [k for k in (row.kind or "").split("+") if k and k != "text"]
+        if row.header_s or media:
+            self.parts[f"{media[0]} headers" if media else "headers"] += row.header_s
         self.parts["token arithmetic"] += row.plan_s
+        if row.text_s:
+            self.parts["text tokenizer"] += row.text_s
         if row.error is not None:
             self.failures.append((row.path, row.error))
             return
         self.billed[row.kind] += 1
-        kind_totals = self.by_kind.setdefault(row.kind, [0] * len(self.budgets))
+        for kind, tokens in row.parts:
+            kind_totals = self.by_kind.setdefault(kind, [0] * len(self.budgets))
+            for i, t in enumerate(tokens):
+                kind_totals[i] += t
         for i, t in enumerate(row.tokens):
             self.totals[i] += t
-            kind_totals[i] += t
             self.hist[i][t] += 1
-        item = (row.header_s + row.plan_s, row.path)
+        item = (row.header_s + row.plan_s + row.text_s, row.path)
         if len(self.slowest) < self.keep:
             heapq.heappush(self.slowest, item)
         else:
             heapq.heappushpop(self.slowest, item)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a running bill is: rows done, the rate, and an ETA from the shards' metadata."""
+
+    rows: int  # samples billed so far (failures included)
+    rows_total: int | None  # what parquet footers / arrow batches / the walk announce
+    bytes_done: int  # tar bytes read so far
+    bytes_total: int  # tar bytes in the source
+    seconds: float  # since the start
+    final_total: bool  # False while the walk still finds files (rows_total may grow)
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def fraction(self) -> float | None:
+        """Share of the work done: rows and tar bytes weighted by what each source holds."""
+        parts = []
+        if self.rows_total:
+            parts.append((min(1.0, self.rows / self.rows_total), self.rows_total))
+        if self.bytes_total:
+            # tars hold an unknown number of rows: weigh them by their share of the bytes
+            parts.append((min(1.0, self.bytes_done / self.bytes_total), self.bytes_total))
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0][0]
+        return (parts[0][0] + parts[1][0]) / 2
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate so far (None until the metadata makes it knowable)."""
+        f = self.fraction
+        if f is None or f <= 0 or not self.final_total:
+            return None
+        return self.seconds * (1 - f) / f
+
+    def text(self) -> str:
+        """``"1,024 / 100,000 rows, 5,210 rows/s, ETA 19 s"``."""
+        total = f" / {self.rows_total:,}" if self.rows_total and not self.bytes_total else ""
+        eta = self.eta_s
+        tail = f", ETA {eta:,.0f} s" if eta is not None else ""
+        if self.bytes_total:
+            tail += f", tars {self.bytes_done / 1e6:,.1f} / {self.bytes_total / 1e6:,.1f} MB"
+        return f"{self.rows:,}{total} rows, {self.rows_per_s:,.0f} rows/s{tail}"
+
+
+# --------------------------------------------------------------------------- the bill
 
 
 def bill(
@@ -390,28 +349,54 @@ def bill(
     budgets: Iterable[int] | None = None,
     recursive: bool = True,
     workers: int | None = None,
+    engine: str = "local",
+    column: str | None = None,
+    text_column: str | None = None,
+    text: Callable[[str], int] | None = None,
     on_row: Callable[[BillRow], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
     keep_slowest: int = 5,
 ) -> Bill:
-    """Walk ``root`` and bill every file at each budget, in parallel, from headers.
+    """Bill every sample of ``root`` at each budget, from headers, on ``engine``.
 
-    ``on_row`` sees every row as it arrives (a progress bar, a CSV writer); nothing else
-    keeps them. ``workers`` defaults to every core; 1 runs in this process.
+    ``root``: a media file or folder, one ``.parquet`` / ``.tar`` shard or a folder of them,
+    a ``save_to_disk`` folder, or a hub dataset name (``org/name``) found in the local
+    cache. ``column`` picks the media column of parquet / arrow shards. ``text`` counts a
+    caption's tokens (``gemma_explore.bill_cost.text_counter(family)``; its ``label`` says
+    which tokenizer). ``engine``: ``"local"`` (a process pool; ``workers`` defaults to
+    every core, 1 runs here) or ``"ray"`` (Ray Data; joins a running cluster, else starts
+    a local one). ``on_row`` sees every row as it arrives (a CSV writer); ``on_progress``
+    the rate and ETA after each task; nothing else keeps them.
 
-    >>> b = bill("dataset/", family="gemma4", budgets=[70, 280, 1120])   # doctest: +SKIP
-    >>> b.totals                                                         # doctest: +SKIP
-    (71_280, 268_800, 1_075_200)
+    >>> bill("/no/such/folder").walk_problems
+    (('/no/such/folder', 'no such file or folder'),)
     """
     start = time.perf_counter()
     spec = get_family(family)
     chosen = resolve_budgets(spec.name, budgets)
-    walk = walk_files(root, recursive=recursive)
+    if engine not in ENGINES:
+        raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+    source: Source = scan(root, recursive=recursive, column=column, text_column=text_column)
     tally = _Tally(chosen, keep_slowest)
-    for row in bill_rows(walk, family=spec.name, budgets=chosen, workers=workers):
-        tally.add(row)
-        if on_row is not None:
-            on_row(row)
-    parts = {"walking folders": walk.seconds, **dict(tally.parts)}
+    run = local_rows if engine == "local" else ray_rows
+    done_rows = done_bytes = 0
+    seen: set[int] = set()  # tar tasks already counted (Ray may split a task's rows)
+    for task, rows in run(source.tasks(), family=spec.name, budgets=chosen, text=text,
+                          workers=workers):  # fmt: skip
+        for row in rows:
+            tally.add(row)
+            if on_row is not None:
+                on_row(row)
+        done_rows += len(rows)
+        if task.format == "tar" and id(task) not in seen:
+            seen.add(id(task))
+            done_bytes += task.nbytes
+        if on_progress is not None:
+            on_progress(Progress(
+                done_rows, source.expected_rows or None, done_bytes, source.expected_bytes,
+                time.perf_counter() - start, source.scanned,
+            ))  # fmt: skip
+    parts = {"walking folders and shard metadata": source.seconds, **dict(tally.parts)}
     return Bill(
         family=spec.name,
         budgets=chosen,
@@ -420,11 +405,14 @@ def bill(
         totals=tuple(tally.totals),
         totals_by_kind={k: tuple(v) for k, v in tally.by_kind.items()},
         failures=tuple(sorted(tally.failures)),
-        walk_problems=tuple(sorted(walk.problems)),
+        walk_problems=tuple(sorted(source.problems)),
         slowest_files=tuple((p, s) for s, p in sorted(tally.slowest, reverse=True)),
         part_seconds={k: v for k, v in parts.items() if v > 0},
         histograms=tuple(dict(h) for h in tally.hist),
         wall_s=time.perf_counter() - start,
+        unit=source.unit,
+        engine=engine,
+        text_tokenizer=getattr(text, "label", None if text is None else repr(text)),
     )
 
 
@@ -432,7 +420,7 @@ def bill(
 
 
 class BillWriter:
-    """Rows to ``.csv`` (streamed) or ``.parquet`` (batches; needs pyarrow), as they come.
+    """Rows to ``.csv`` (streamed) or ``.parquet`` (row groups of 10 000), as they come.
 
     >>> BillWriter.check("bill.xlsx")
     Traceback (most recent call last):
@@ -445,9 +433,10 @@ class BillWriter:
     def __init__(self, path: str | os.PathLike, budgets: tuple[int | None, ...]) -> None:
         self.path = Path(path)
         self.format = self.check(self.path)
+        self.budgets = budgets
         self.columns = [
             "path", "kind", "height", "width", "duration_s", "frames", "fps",
-            *(budget_label(b) for b in budgets), "error", "seconds",
+            *(budget_label(b) for b in budgets), "text_tokens", "error", "seconds",
         ]  # fmt: skip
         self._batch: list[list[Any]] = []
         self._parquet: Any = None
@@ -468,16 +457,16 @@ class BillWriter:
             except ImportError:
                 raise ValueError(
                     "Writing .parquet needs pyarrow, which is not installed: "
-                    "pip install pyarrow, or use --out bill.csv."
+                    "pip install gemma-explore[parquet], or use --out bill.csv."
                 ) from None
             return "parquet"
         raise ValueError(f"--out must end in .csv or .parquet, got {str(path)!r}.")
 
     def write(self, row: BillRow) -> None:
-        tokens = list(row.tokens) or [None] * (len(self.columns) - 9)
+        tokens = list(row.tokens) or [None] * len(self.budgets)
         values = [
             row.path, row.kind, row.height, row.width, row.duration_s, row.frames, row.fps,
-            *tokens, row.error, round(row.header_s + row.plan_s, 6),
+            *tokens, row.text_tokens, row.error, round(row.header_s + row.plan_s + row.text_s, 6),
         ]  # fmt: skip
         if self.format == "csv":
             self._csv.writerow(values)
@@ -490,7 +479,7 @@ class BillWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if not self._batch:
+        if not self._batch and self._parquet is not None:
             return
         types = {"path": pa.string(), "kind": pa.string(), "error": pa.string()}
         floats = {"duration_s", "fps", "seconds"}
@@ -508,9 +497,8 @@ class BillWriter:
         if self.format == "csv":
             self._fh.close()
             return
-        self._flush()
-        if self._parquet is not None:
-            self._parquet.close()
+        self._flush()  # an empty bill still writes a file with the columns
+        self._parquet.close()
 
     def __enter__(self) -> BillWriter:
         return self

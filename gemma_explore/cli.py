@@ -6,6 +6,7 @@ second shows a progress bar on stderr (tqdm; hidden when stderr is not a termina
 
     gemma-explore plan photo.jpg talk.wav --family gemma4 --budget 280
     gemma-explore bill ./dataset --budget 70,280,1120 --recursive --out bill.csv --plot bill.png
+    gemma-explore bill ./shards --budget 280,1120 --text --checkpoint tiny-gemma4 --engine ray
     gemma-explore serve-args google/gemma-4-E4B-it --budget 560
     gemma-explore demo --model tiny-gemma3n --port 7861
     gemma-explore transcribe clip.wav --language fr --translate-to en
@@ -138,11 +139,18 @@ def _short(path: str, width: int) -> str:
 
 
 @app.command(
-    epilog="Example: gemma-explore bill ./dataset --family gemma4 --budget 70,280,1120 "
-    "--recursive --out bill.csv --plot bill.png"
+    epilog="Example: gemma-explore bill ./shards --budget 280,1120 --text --checkpoint "
+    "tiny-gemma4 --engine ray --out bill.parquet"
 )
 def bill(
-    folder: Annotated[Path, typer.Argument(help="A dataset folder (or one file).")],
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            metavar="SOURCE",
+            help="A folder of media files, .parquet or WebDataset .tar shards (or one shard), "
+            "a save_to_disk folder, or a hub dataset name in the local cache (org/name).",
+        ),
+    ],
     family: Annotated[str, typer.Option(help="gemma4, gemma3n or gemma4_unified.")] = "gemma4",
     budget: Annotated[
         str | None,
@@ -151,6 +159,36 @@ def bill(
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Walk sub-folders too.")
     ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="local (a process pool) or ray (Ray Data; joins a running "
+            "cluster, else starts a local one)."
+        ),  # fmt: skip
+    ] = "local",
+    column: Annotated[
+        str | None, typer.Option(help="The media column of parquet shards (default: detected).")
+    ] = None,
+    text: Annotated[
+        bool, typer.Option("--text", help="Count captions too (.json/.txt members, text columns).")
+    ] = False,
+    text_column: Annotated[
+        str | None, typer.Option(help="The text column (default: text, caption, prompt, …).")
+    ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            help="Tokenizer for --text: a hub id in the local cache or a folder "
+            "(default: the family's, else the stand-in)."
+        ),  # fmt: skip
+    ] = None,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="Show the KV bytes per budget on this checkpoint (a tiny name, a "
+            "folder, or a hub id whose config is cached)."
+        ),  # fmt: skip
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="Write every row to a .csv or .parquet file.")
     ] = None,
@@ -158,15 +196,17 @@ def bill(
         Path | None, typer.Option(help="Save a histogram of tokens per file (.png).")
     ] = None,
     workers: Annotated[
-        int | None, typer.Option(min=1, help="Processes (default: every core).")
+        int | None, typer.Option(min=1, help="Processes or Ray tasks (default: every core).")
     ] = None,
     per_file: Annotated[
         int, typer.Option(min=0, help="Print this many files' tokens (all rows: --out).")
     ] = 20,
 ) -> None:
-    """Total the tokens a dataset costs at each budget, reading file headers only."""
+    """Total the tokens a dataset costs at each budget, reading headers only."""
     from .bill import BillWriter, budget_label, resolve_budgets
     from .bill import bill as run_bill
+    from .bill_engines import ENGINES
+    from .bill_sources import hf_cache_folder
     from .families import get_family
 
     try:
@@ -176,13 +216,34 @@ def bill(
             BillWriter.check(out)
     except ValueError as exc:
         _fail(str(exc))
-    if not folder.exists():
-        _fail(f"No file or folder at {folder}. Check the path.")
+    if engine not in ENGINES:
+        _fail(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+    if engine == "ray" and importlib.util.find_spec("ray") is None:
+        _fail("--engine ray needs Ray Data: pip install gemma-explore[ray], or use --engine local.")
+    if not folder.exists() and hf_cache_folder(str(folder)) is None:
+        _fail(f"No file or folder at {folder}, and no such dataset in the local Hugging Face "
+              "cache. Check the path.")  # fmt: skip
     if plot is not None and plot.suffix.lower() != ".png":
         _fail(f"--plot saves a PNG: give a name ending in .png, got {str(plot)!r}.")
+    serving = None
+    if checkpoint is not None:
+        from .serving import plan_serving
+
+        try:
+            serving = plan_serving(checkpoint)
+        except (ValueError, OSError) as exc:
+            _fail(f"--checkpoint {checkpoint}: {exc}")
+    counter = None
+    if text or tokenizer is not None:
+        from .bill_cost import text_counter
+
+        counter = text_counter(spec.name, tokenizer=tokenizer)
+        if tokenizer is not None and counter.source != tokenizer:
+            _fail(f"--tokenizer {tokenizer}: no tokenizer there or in the local Hugging Face "
+                  "cache (nothing is downloaded). Give a folder, or drop --tokenizer.")  # fmt: skip
     writer = BillWriter(out, budgets) if out is not None else None
     try:
-        with _progress(desc="billing", unit="file") as bar:
+        with _progress(desc="billing", unit="row") as bar:
             shown: list[Any] = []  # the first --per-file rows only: memory stays flat
 
             def on_row(row: Any) -> None:
@@ -192,24 +253,35 @@ def bill(
                 if len(shown) < per_file and row.error is None:
                     shown.append(row)
 
+            def on_progress(p: Any) -> None:
+                if p.final_total and p.rows_total and not p.bytes_total:
+                    bar.total = p.rows_total  # tqdm's own ETA from the shards' row counts
+                bar.set_postfix_str(p.text(), refresh=False)
+
             result = run_bill(
                 folder, family=spec.name, budgets=budgets, recursive=recursive, workers=workers,
-                on_row=on_row,
+                engine=engine, column=column, text_column=text_column, text=counter,
+                on_row=on_row, on_progress=on_progress,
             )  # fmt: skip
     finally:
         if writer is not None:
             writer.close()
+    unit = result.unit
     if shown:
         labels = "  ".join(f"{budget_label(b):>13}" for b in budgets)
-        typer.echo(f"{'file':<40} {'kind':<6} {labels}")
+        width = max(40, min(80, max(len(r.path) for r in shown)))
+        typer.echo(f"{unit:<{width}} {'kind':<10} {labels}")
         for row in shown:
             tokens = "  ".join(f"{t:>13,}" for t in row.tokens)
-            typer.echo(f"{_short(row.path, 40):<40} {row.kind:<6} {tokens}")
+            typer.echo(f"{_short(row.path, width):<{width}} {row.kind:<10} {tokens}")
         if result.billed_files > len(shown):
             more = result.billed_files - len(shown)
-            typer.echo(f"… and {more} more billed files (--out bill.csv writes every row)")
+            typer.echo(f"… and {more} more billed {unit}s (--out bill.csv writes every row)")
         typer.echo("")
     typer.echo(result.text())
+    typer.echo("")
+    typer.echo(f"Cost per budget ({result.billed_files} billed {unit}s):")
+    typer.echo(result.summary(serving).text())
     if out is not None:
         typer.echo(f"Rows written to {out}")
     if plot is not None:

@@ -16,7 +16,7 @@ __all__ = ["show_bill"]
 
 
 def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
-    """A histogram of tokens per file, one series per budget (a Figure; ``ax=`` to draw
+    """A histogram of tokens per file (or sample), one series per budget (a Figure; ``ax=`` to draw
     into an existing axis)."""
     from matplotlib.figure import Figure
 
@@ -31,9 +31,10 @@ def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
         label = "fixed" if budget is None else f"budget {budget}"
         values, weights = zip(*sorted(counts.items()), strict=True)
         ax.hist(values, bins=30, weights=weights, alpha=0.6, label=label)
-    ax.set_xlabel("prompt tokens per file")
-    ax.set_ylabel("files")
-    ax.set_title(f"Token bill: {bill.billed_files} files ({bill.family})")
+    unit = bill.unit  # "sample" for parquet, tar and arrow shards
+    ax.set_xlabel(f"prompt tokens per {unit}")
+    ax.set_ylabel(f"{unit}s")
+    ax.set_title(f"Token bill: {bill.billed_files} {unit}s ({bill.family})")
     if any(bill.histograms):
         ax.legend()
     return fig
