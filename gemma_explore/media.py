@@ -451,6 +451,28 @@ def _read_sampled(path: Path, max_frames: int) -> tuple[np.ndarray, float, int, 
     return np.stack(frames), file_fps, count, tuple(kept)
 
 
+# Leading bytes of still-image formats: OpenCV would read such a file as a one-frame
+# "video" at a made-up 25 fps.
+_IMAGE_MAGIC = {
+    b"\xff\xd8\xff": "JPEG",
+    b"\x89PNG\r\n\x1a\n": "PNG",
+    b"GIF87a": "GIF",
+    b"GIF89a": "GIF",
+    b"BM": "BMP",
+    b"II*\x00": "TIFF",
+    b"MM\x00*": "TIFF",
+}
+
+
+def _still_image_kind(path: Path) -> str | None:
+    """The still-image format ``path`` holds ("JPEG", "PNG", …), None for anything else."""
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WebP"
+    return next((kind for magic, kind in _IMAGE_MAGIC.items() if head.startswith(magic)), None)
+
+
 def _video_file(
     path: Path,
     fps: float | None,
@@ -459,6 +481,10 @@ def _video_file(
     source: str | None = None,
     data: bytes | None = None,
 ) -> Video:
+    kind = _still_image_kind(path)
+    if kind is not None:
+        name = "The file" if data is not None else path.name
+        raise MediaError(f"{name} is a {kind} image, not a video: give it as an image instead.")
     frames, file_fps, count, kept = _read_sampled(path, limit)
     rate = fps or file_fps
     if not rate or rate <= 0:
