@@ -18,9 +18,9 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from gemma_explore.app.ui import CONCURRENCY, MAX_UPLOAD, build_app, launch  # noqa: E402
+from gemma_explore.app.ui import CONCURRENCY, CSS, MAX_UPLOAD, build_app, launch  # noqa: E402
 
-__all__ = ["CONCURRENCY", "MAX_UPLOAD", "build_app", "launch", "main", "parse_args"]
+__all__ = ["CONCURRENCY", "CSS", "MAX_UPLOAD", "build_app", "launch", "main", "parse_args"]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

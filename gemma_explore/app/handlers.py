@@ -38,6 +38,7 @@ __all__ = [
     "TabResult",
     "answer_image_question",
     "audio_tab",
+    "chat_preview",
     "chat_stream",
     "chat_turn",
     "error_text",
@@ -302,7 +303,7 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
         prepared = prepare_inputs(bundle, "", audios=[(wave, rate)])
         t.lap("load + plan + processor")
         fig = show_mel(audio_features(family=bundle.family, plan=plan, prepared=prepared))
-        t.lap("mel figure")
+        t.lap("frames figure" if plan.frame_kind == "raw" else "mel figure")
         report = check_audio_parity(
             wave, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
         )
@@ -566,6 +567,33 @@ def chat_stream(
     finally:
         if pieces is not None and hasattr(pieces, "close"):
             pieces.close()  # an abandoned turn stops its generation thread
+
+
+def chat_preview(
+    model_name: str, message: dict[str, Any] | str, budget: Any = DEFAULT_BUDGET
+) -> str:
+    """The token counts of the turn waiting in the chat box, before anything is asked
+    (the Chat tab's result on page load). A message, never an exception.
+
+    >>> chat_preview("tiny-gemma4", "Hi")                          # doctest: +SKIP
+    '**Waiting to be asked** (press Enter): 12 prompt tokens (text 12 · image 0 · …)'
+    """
+    try:
+        bundle = get_bundle(model_name)
+        if bundle.processor is None:
+            return ""  # a remote server tokenizes the turn itself
+        text, files = _split_message(message)
+        content = [_attachment(path, bundle) for path in files]
+        if text:
+            content.append({"type": "text", "text": text})
+        if not content:
+            return ""
+        messages = [{"role": "user", "content": content}]
+        prepared = prepare_inputs(bundle, messages, max_soft_tokens=_budget(bundle, budget))
+        line = _counts_line(turn_counts(bundle, prepared.input_ids), None, None)
+        return line.replace("**This turn**", "**Waiting to be asked** (press Enter)")
+    except Exception as exc:  # noqa: BLE001 - the box's own problem, as a line
+        return error_text(exc)
 
 
 def _file_name(path: Any) -> str:

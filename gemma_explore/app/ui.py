@@ -21,12 +21,29 @@ from typing import Any
 
 from ..families import GEMMA4
 
-__all__ = ["CONCURRENCY", "MAX_UPLOAD", "TABS", "Context", "build_app"]
+__all__ = ["CONCURRENCY", "CSS", "MAX_UPLOAD", "TABS", "Context", "build_app"]
 
 MAX_UPLOAD = "20mb"  # gradio refuses bigger uploads before they reach a handler
 CONCURRENCY = 2  # requests that may run the model at once
 BUDGETS = list(GEMMA4.image.budgets)  # Gemma 4's max_soft_tokens choices
 LIVE = {"trigger_mode": "always_last", "show_progress": "minimal"}  # a re-render per edit
+# The page's style (gradio takes it in launch()):
+# * figures show at the size they were drawn (100 dpi: 9 pt text = 12.5 px), in a box
+#   that scrolls sideways when the column is narrower, so their text never shrinks
+#   below 9 px (a 1200 px figure squeezed to a 390 px phone would show 4 px text);
+# * tables keep vLLM's names whole (no break inside max_num_batched_tokens) and scroll
+#   sideways instead;
+# * gr.Examples' headers wrap instead of being cut.
+CSS = """
+[id$="_plot"] .matplotlib { display: block !important; overflow-x: auto !important;
+                            width: 100% !important; }
+[id$="_plot"] img { display: block; max-width: none !important; width: auto !important;
+                    height: auto !important; }
+.prose table { display: block; overflow-x: auto; }
+.prose td, .prose th { word-break: keep-all; overflow-wrap: normal; hyphens: none; }
+.gallery th, .examples th, table.examples-table th { white-space: normal !important;
+    overflow: visible !important; text-overflow: clip !important; }
+"""
 
 
 @dataclass
@@ -114,8 +131,7 @@ def image_tab(ctx: Context) -> None:
             with gr.Column(scale=2, min_width=300):
                 _heading("Patch grid: what the processor keeps, and its padding")
                 patch = _plot("patch_plot")
-                _heading("Which soft tokens are real: the vision pooler's mask (Gemma 3n, "
-                         "Gemma 4) or Unified's 48 px blocks")  # fmt: skip
+                _heading("Which soft tokens are real, and which are padding")
                 pooled = _plot("pooled_plot")
         keys = ("patch_figure", "pooled_figure", "counts", "parity", "timings")
 
@@ -149,7 +165,7 @@ def audio_tab(ctx: Context) -> None:
                 parity = gr.Markdown(elem_id="audio_parity")
                 timings = gr.Markdown(elem_id="audio_time")
             with gr.Column(scale=2, min_width=300):
-                _heading("Waveform, mel frames and tokens")
+                _heading("Waveform, its frames and their tokens")
                 mel = _plot("mel_plot")
         keys = ("mel_figure", "counts", "parity", "timings")
         gr.on(
@@ -334,7 +350,9 @@ def chat_tab(ctx: Context) -> None:
     with gr.Tab("Chat", id="chat"):
         chatbot = gr.Chatbot(label="Conversation", height=380, elem_id="chatbot")
         counts = gr.Markdown(elem_id="chat_counts")
+        example = {"text": "What is in this picture?", "files": [ctx.samples["photo"]]}
         chat_in = gr.MultimodalTextbox(
+            example,  # the example waits in the box: Enter asks it
             file_types=["image", "audio", "video"],
             file_count="multiple",
             label="Message (attach an image, clip or video)",
@@ -347,7 +365,7 @@ def chat_tab(ctx: Context) -> None:
                                    elem_id="chat_max_tokens")  # fmt: skip
             budget = _budget_box("chat_budget", ctx)
         examples = gr.Examples(
-            [[{"text": "What is in this picture?", "files": [ctx.samples["photo"]]}]],
+            [[example]],
             inputs=[chat_in],
             label="Example question (asks it at once)",
         )
@@ -362,14 +380,25 @@ def chat_tab(ctx: Context) -> None:
 
         inputs = [ctx.model, chat_in, chatbot, max_tokens, budget]
         outputs = [chatbot, chat_in, counts]
-        event = chat_in.submit(respond, inputs, outputs, api_name="chat")
+        chat_in.submit(respond, inputs, outputs, api_name="chat")
         # One click on the example fills the box and asks.
-        asked = examples.load_input_event.then(respond, inputs, outputs, api_visibility="private")
+        examples.load_input_event.then(respond, inputs, outputs, api_visibility="private")
+
+        gr.on(
+            [ctx.model.change, budget.change, *ctx.on_open()],
+            h.chat_preview,
+            [ctx.model, chat_in, budget],
+            [counts],
+            api_visibility="private",
+            **LIVE,
+        )
 
         def stop(request: gr.Request) -> None:
             _STOPS.stop(getattr(request, "session_hash", None) or "")
 
-        stop_btn.click(stop, None, None, cancels=[event, asked], queue=False, api_name="chat_stop")
+        # No cancels=: the turn ends at its next token and says "stopped by you" (a
+        # cancelled event would never show its last update).
+        stop_btn.click(stop, None, None, queue=False, api_name="chat_stop")
 
 
 TABS: list[Callable[[Context], None]] = [
@@ -411,20 +440,25 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
             else f"Loading **{model}**… (the tabs answer once it is ready)",
             elem_id="notice",
         )
-        ctx = Context(model=model_box, samples=samples, load=demo.load)
+        # Fires once the page has opened and the model has loaded (the notice first): the
+        # tabs then render their examples, never racing the model's first import.
+        ready = gr.State(0)
+        ctx = Context(model=model_box, samples=samples, load=ready.change)
         # "wrap": at phone width every tab stays on screen (the default hides some behind ⋯).
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
             for tab in tabs if tabs is not None else TABS:
                 tab(ctx)
         model_box.change(h.model_notice, [model_box], [notice], api_name="model")
-        demo.load(h.model_notice, [model_box], [notice])
+        demo.load(h.model_notice, [model_box], [notice]).then(
+            lambda n: n + 1, [ready], [ready], api_visibility="private"
+        )
         if ctx.budgets:
 
             def budgets(m: str) -> list[Any]:
                 on = budget_enabled(m)
                 return [gr.update(interactive=on)] * len(ctx.budgets)
 
-            gr.on([model_box.change, demo.load], budgets, [model_box], ctx.budgets,
+            gr.on([model_box.change, ready.change], budgets, [model_box], ctx.budgets,
                   api_visibility="private")  # fmt: skip
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     return demo
@@ -489,6 +523,7 @@ def launch(
         max_file_size=MAX_UPLOAD,
         show_error=True,
         prevent_thread_lock=True,
+        css=CSS,
         quiet=True,  # gradio's own lines suggest share=True, which this demo never uses
     )
     if not quiet:
