@@ -84,6 +84,7 @@ def plan(
     """Print how each file becomes tokens, with the steps of the derivation."""
     from .families import get_family
     from .headers import kind_of
+    from .media import load_image
     from .plans import plan_audio, plan_image, plan_video
 
     try:
@@ -95,8 +96,10 @@ def plan(
         for path in files:
             kind = kind_of(path)
             try:
-                if kind == "image":
-                    result: Any = plan_image(path, family=spec.name, max_soft_tokens=budget)
+                if kind == "image":  # decoded, as the demo does: a truncated file is refused
+                    result: Any = plan_image(
+                        load_image(path), family=spec.name, max_soft_tokens=budget
+                    )
                 elif kind == "audio":
                     result = plan_audio(path, family=spec.name)
                 elif kind == "video":

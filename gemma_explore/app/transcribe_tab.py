@@ -52,7 +52,7 @@ def transcribe_tab(
                 f"{bundle.spec.display_name} has no speech-to-text interface (vLLM serves "
                 "/v1/audio/transcriptions for Gemma 3n only). Pick a Gemma 3n model in "
                 "Model, or ask in the Chat tab: attach the clip and type "
-                "\"Transcribe this audio.\""
+                '"Transcribe this audio."'
             ) from None
         task = "translate" if translate_to else "transcribe"
         result = bundle.transcribe(
