@@ -53,6 +53,30 @@ def _progress(**kwargs: Any) -> Any:
 # --------------------------------------------------------------------------- plan
 
 
+def _family(name: str, budgets: list[int] | None = None, flag: str = "--budget") -> Any:
+    """The spec for ``--family NAME``, with ``budgets`` checked against it: every
+    problem said in this command line's own flags."""
+    from .families import FAMILIES, get_family
+
+    try:
+        spec = get_family(name)
+    except ValueError:
+        _fail(f"--family {name!r} is not a family: use {', '.join(FAMILIES)}.")
+    allowed = spec.image.budgets
+    for b in budgets or []:
+        if not allowed:
+            _fail(
+                f"{spec.display_name} has no image budget (every image is "
+                f"{spec.image.fixed_soft_tokens} soft tokens): drop {flag}."
+            )
+        if b not in allowed:
+            _fail(
+                f"{flag} {b} is not a {spec.display_name} budget: use "
+                f"{', '.join(map(str, allowed))} (default {spec.image.default_budget})."
+            )
+    return spec
+
+
 def _plain(value: Any) -> Any:
     """A plan as JSON-ready data: dataclasses as dicts, tuples as lists, no pixel arrays."""
     if dataclasses.is_dataclass(value):
@@ -82,15 +106,11 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file.")] = False,
 ) -> None:
     """Print how each file becomes tokens, with the steps of the derivation."""
-    from .families import get_family
     from .headers import kind_of
     from .media import load_image
     from .plans import plan_audio, plan_image, plan_video
 
-    try:
-        spec = get_family(family)
-    except ValueError as exc:
-        _fail(str(exc))
+    spec = _family(family, [budget] if budget is not None else None)
     errors = []
     with _progress(total=len(files), desc="planning", unit="file") as bar:
         for path in files:
@@ -170,10 +190,9 @@ def bill(
     """Total the tokens a dataset costs at each budget, reading file headers only."""
     from .bill import BillWriter, budget_label, resolve_budgets
     from .bill import bill as run_bill
-    from .families import get_family
 
+    spec = _family(family, _budgets(budget))
     try:
-        spec = get_family(family)
         budgets = resolve_budgets(spec.name, _budgets(budget))
         if out is not None:
             BillWriter.check(out)
@@ -436,7 +455,13 @@ def transcribe(
                 max_new_tokens=max_new_tokens,
             )  # fmt: skip
             bar.update()
-        except (ValueError, RuntimeError, ConnectionError) as exc:
+        except ConnectionError:
+            url = base_url or "the default address (http://127.0.0.1:8000/v1)"
+            _fail(
+                f"No server answered at {url}: start one with `vllm serve {model}`, or give "
+                "its address with --base-url http://HOST:PORT/v1."
+            )
+        except (ValueError, RuntimeError) as exc:
             _fail(str(exc))
     if show_prompt:
         typer.echo(f"prompt: {result.prompt!r}")

@@ -210,11 +210,14 @@ def test_mutated_samples_plan_or_say_why(baseline_rss, tmp_path_factory):
     from gemma_explore.headers import kind_of
 
     folder = tmp_path_factory.mktemp("fuzz")
+    wanted = examples(1.0, at_least=300 if os.environ.get("CI") else 10)
+    tried: list[str] = []
 
-    @settings(max_examples=examples(1.0, at_least=300 if os.environ.get("CI") else 10))
+    @settings(max_examples=wanted)
     @given(mutated_files())
     def check(case: tuple[str, str, bytes]) -> None:
         description, suffix, data = case
+        tried.append(description)
         path = folder / f"upload{suffix}"
         path.write_bytes(data)
         for name, entry in _entry_points(kind_of(path)):
@@ -241,6 +244,8 @@ def test_mutated_samples_plan_or_say_why(baseline_rss, tmp_path_factory):
         assert peak - baseline_rss < PEAK_LIMIT, f"{description}: peak {peak / 1e9:.1f} GB"
 
     check()
+    print(f"{len(tried)} mutated files tried")
+    assert len(set(tried)) > 20  # every kind of mutation met several sources
 
 
 def test_a_truncated_jpeg_is_refused_by_plan_as_by_the_demo(tmp_path):

@@ -125,7 +125,13 @@ def analysis_bundle(name: str) -> Bundle:
 
 def error_text(exc: BaseException) -> str:
     """A one-paragraph message for the UI."""
-    if isinstance(exc, MediaError | ModelLoadError | ValueError | ConnectionError):
+    if isinstance(exc, ConnectionError):  # the library's text names base_url=; ours the flag
+        where = str(exc).split(" (")[0]
+        return (
+            f"✗ {md(where)}. Start the server (`vllm serve MODEL`), or relaunch the demo with "
+            "--backend openai --base-url http://HOST:PORT/v1."
+        )
+    if isinstance(exc, MediaError | ModelLoadError | ValueError):
         return f"✗ {md(exc)}"
     return f"✗ Something went wrong ({type(exc).__name__}: {md(exc)}). Try another input."
 
@@ -343,8 +349,8 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResul
         spec = get_family(bundle.family)
         if not spec.has_video:
             raise MediaError(
-                f"{spec.display_name} has no video input: pick a Gemma 4 model, or "
-                "send a few frames as images."
+                f"{spec.display_name} has no video input: pick a Gemma 4 model in Model, "
+                "or send a few frames on the Image tab."
             )
         if video is None:
             raise MediaError("Upload a video first (MP4), or click an example.")
