@@ -38,6 +38,18 @@ app = typer.Typer(
 )
 
 
+def _plain_metavars() -> None:
+    """Help writes ``FILE`` and ``--family FAMILY``, not typer 0.29's Python type labels
+    (``FILE <list[Path]>``, ``--family <str>``)."""
+    from typer import core
+
+    core.TyperArgument.display_type_rich = lambda self, ctx: None  # the name says it
+    core.TyperOption.display_type_rich = lambda self, ctx: self.metavar or self.name.upper()
+
+
+_plain_metavars()
+
+
 def _fail(message: str) -> NoReturn:
     """One line on stderr saying what to fix, and exit code 2 (bad input)."""
     typer.echo(f"gemma-explore: error: {' '.join(str(message).split())}", err=True)
@@ -383,9 +395,7 @@ def demo_main() -> Any:
 )
 def demo(ctx: typer.Context) -> None:
     """Start the web demo on 127.0.0.1 (the same flags as `python demo_app.py`)."""
-    argv = list(ctx.args)
-    if "-h" in argv or "--help" in argv:
-        typer.echo("Example: gemma-explore demo --model tiny-gemma3n --port 7861\n")
+    argv = list(ctx.args)  # demo_app's --help prints its usage, options, then an example
     program, sys.argv[0] = sys.argv[0], "gemma-explore demo"  # argparse's usage line
     try:
         demo_main()(argv)  # argparse: --help exits 0, a bad flag exits 2 with its reason
