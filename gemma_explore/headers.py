@@ -26,6 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MediaError
+
+# FFmpeg reads its log level once, when OpenCV opens its first capture in this process
+# (whoever opens it: us, or transformers' video loader): set it at import, so a damaged
+# file gets our one line and never FFmpeg's "moov atom not found" on stderr.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
+os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
 from .sizes import size_label
 from .wavfile import wav_shortfall
 
@@ -193,10 +199,7 @@ def video_header(path: str | os.PathLike) -> VideoHeader:
     >>> video_header(SAMPLES_DIR / "video.mp4").fps     # doctest: +SKIP
     24.0
     """
-    # FFmpeg's own complaints ("moov atom not found") would reach stderr: ours says it.
-    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
-    os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
-    import cv2
+    import cv2  # FFmpeg's logging is off: see the top of this module
 
     path = Path(path)
     _check_file(path, "video")

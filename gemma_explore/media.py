@@ -28,6 +28,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import MediaError
+
+# FFmpeg reads its log level once, when OpenCV opens its first capture in this process
+# (whoever opens it: us, or transformers' video loader): set it at import, so a damaged
+# file gets our one line and never FFmpeg's "moov atom not found" on stderr.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
+os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
 from .families import AUDIO_SAMPLING_RATE, GEMMA4
 from .sizes import size_label
 from .wavfile import wav_shortfall
@@ -86,10 +92,7 @@ def is_image_size(value: Any) -> bool:
 
 
 def _cv2() -> Any:
-    """OpenCV, with FFmpeg's and OpenCV's own logging off: a damaged file gets our one
-    line, not FFmpeg's ``moov atom not found`` on stderr."""
-    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
-    os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
+    """OpenCV (its and FFmpeg's logging are switched off at this module's import)."""
     try:
         import cv2
     except ImportError as exc:  # pragma: no cover - a declared dependency
