@@ -244,6 +244,10 @@ def bill(
             typer.echo(f"… and {more} more billed files (--out bill.csv writes every row)")
         typer.echo("")
     typer.echo(result.text())
+    typer.echo(
+        "(Read from headers only, for speed: damaged pixels or frames go unnoticed here; "
+        "`gemma-explore plan FILE` decodes a file, as the demo does.)"
+    )
     if out is not None:
         typer.echo(f"Rows written to {out}")
     if plot is not None:
