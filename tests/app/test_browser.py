@@ -261,6 +261,8 @@ def test_raw_prompt_messages_show_their_token_names(page):
     page.get_by_role("option", name="tiny-gemma3n", exact=True).click()
     text = _wait_text(page, "#layout_counts", "✗", "<image_soft_token>")
     assert "The raw prompt has 0 <image_soft_token> for 1 image" in text
+    # Gemma 3n has no image budget: its dropdowns are disabled (no re-run for nothing).
+    page.wait_for_function("() => document.querySelector('#layout_budget input').disabled")
 
 
 def test_chat_turns_finished_failed_and_kept(page, tmp_path):

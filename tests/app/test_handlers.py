@@ -246,3 +246,11 @@ def test_every_tab_works_with_the_encoder_free_model():
     assert "image 270" in counts  # the photo's image placeholders at budget 280
     stt = transcribe_tab(m, SPEECH)
     assert stt["error"] and "Gemma 3n" in stt["error"]  # no transcription prompt for Gemma 4
+
+
+def test_the_budget_dropdown_is_enabled_only_where_the_family_has_budgets():
+    from gemma_explore.app.ui import budget_enabled
+
+    for name in ("tiny-gemma3n", "tiny-gemma4", "tiny-gemma4-unified"):
+        assert budget_enabled(name) == bool(h.get_bundle(name).spec.image.budgets)
+    assert not budget_enabled("tiny-gemma3n")
