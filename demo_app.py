@@ -18,23 +18,48 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from gemma_explore.app.ui import CONCURRENCY, MAX_UPLOAD, build_app, launch  # noqa: E402
+from gemma_explore.app.ui import CONCURRENCY, CSS, MAX_UPLOAD, build_app, launch  # noqa: E402
 
-__all__ = ["CONCURRENCY", "MAX_UPLOAD", "build_app", "launch", "main", "parse_args"]
+__all__ = ["CONCURRENCY", "CSS", "MAX_UPLOAD", "build_app", "launch", "main", "parse_args"]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options; host and port fall back to GEMMA_EXPLORE_HOST / _PORT."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=os.environ.get("GEMMA_EXPLORE_MODEL", "tiny-gemma4"))
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Example: gemma-explore demo --model tiny-gemma3n --port 7861",
+    )
+    parser.add_argument(
+        "--model",
+        metavar="NAME",
+        default=os.environ.get("GEMMA_EXPLORE_MODEL", "tiny-gemma4"),
+        help="tiny-gemma4, tiny-gemma3n or tiny-gemma4-unified (offline, random weights), a "
+        "checkpoint folder or a hub id (default: %(default)s)",
+    )
     parser.add_argument(
         "--backend",
         default=os.environ.get("GEMMA_EXPLORE_BACKEND", "hf"),
         choices=["hf", "vllm", "openai"],
+        help="who generates answers: transformers (hf), vLLM in this process, or a running "
+        "vllm serve (openai) (default: %(default)s)",
     )
-    parser.add_argument("--base-url", default=None, help="for --backend openai: the vllm serve URL")
-    parser.add_argument("--host", default=os.environ.get("GEMMA_EXPLORE_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GEMMA_EXPLORE_PORT", 7860)))
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        default=None,
+        help="for --backend openai: the server, e.g. http://127.0.0.1:8000/v1",
+    )
+    parser.add_argument(
+        "--host",
+        default=os.environ.get("GEMMA_EXPLORE_HOST", "127.0.0.1"),
+        help="address to listen on; 0.0.0.0 opens it to your network (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("GEMMA_EXPLORE_PORT", 7860)),
+        help="port to listen on (default: %(default)s)",
+    )
     return parser.parse_args(argv)
 
 

@@ -39,6 +39,18 @@ app = typer.Typer(
 )
 
 
+def _plain_metavars() -> None:
+    """Help writes ``FILE`` and ``--family FAMILY``, not typer 0.29's Python type labels
+    (``FILE <list[Path]>``, ``--family <str>``)."""
+    from typer import core
+
+    core.TyperArgument.display_type_rich = lambda self, ctx: None  # the name says it
+    core.TyperOption.display_type_rich = lambda self, ctx: self.metavar or self.name.upper()
+
+
+_plain_metavars()
+
+
 def _fail(message: str) -> NoReturn:
     """One line on stderr saying what to fix, and exit code 2 (bad input)."""
     typer.echo(f"gemma-explore: error: {' '.join(str(message).split())}", err=True)
@@ -52,6 +64,30 @@ def _progress(**kwargs: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- plan
+
+
+def _family(name: str, budgets: list[int] | None = None, flag: str = "--budget") -> Any:
+    """The spec for ``--family NAME``, with ``budgets`` checked against it: every
+    problem said in this command line's own flags."""
+    from .families import FAMILIES, get_family
+
+    try:
+        spec = get_family(name)
+    except ValueError:
+        _fail(f"--family {name!r} is not a family: use {', '.join(FAMILIES)}.")
+    allowed = spec.image.budgets
+    for b in budgets or []:
+        if not allowed:
+            _fail(
+                f"{spec.display_name} has no image budget (every image is "
+                f"{spec.image.fixed_soft_tokens} soft tokens): drop {flag}."
+            )
+        if b not in allowed:
+            _fail(
+                f"{flag} {b} is not a {spec.display_name} budget: use "
+                f"{', '.join(map(str, allowed))} (default {spec.image.default_budget})."
+            )
+    return spec
 
 
 def _plain(value: Any) -> Any:
@@ -83,21 +119,20 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file.")] = False,
 ) -> None:
     """Print how each file becomes tokens, with the steps of the derivation."""
-    from .families import get_family
     from .headers import kind_of
+    from .media import load_image
     from .plans import plan_audio, plan_image, plan_video
 
-    try:
-        spec = get_family(family)
-    except ValueError as exc:
-        _fail(str(exc))
+    spec = _family(family, [budget] if budget is not None else None)
     errors = []
     with _progress(total=len(files), desc="planning", unit="file") as bar:
         for path in files:
             kind = kind_of(path)
             try:
-                if kind == "image":
-                    result: Any = plan_image(path, family=spec.name, max_soft_tokens=budget)
+                if kind == "image":  # decoded, as the demo does: a truncated file is refused
+                    result: Any = plan_image(
+                        load_image(path), family=spec.name, max_soft_tokens=budget
+                    )
                 elif kind == "audio":
                     result = plan_audio(path, family=spec.name)
                 elif kind == "video":
@@ -207,10 +242,9 @@ def bill(
     from .bill import bill as run_bill
     from .bill_engines import ENGINES
     from .bill_sources import hf_cache_folder
-    from .families import get_family
 
+    spec = _family(family, _budgets(budget))
     try:
-        spec = get_family(family)
         budgets = resolve_budgets(spec.name, _budgets(budget))
         if out is not None:
             BillWriter.check(out)
@@ -282,6 +316,10 @@ def bill(
     typer.echo("")
     typer.echo(f"Cost per budget ({result.billed_files} billed {unit}s):")
     typer.echo(result.summary(serving).text())
+    typer.echo(
+        "(Read from headers only, for speed: damaged pixels or frames go unnoticed here; "
+        "`gemma-explore plan FILE` decodes a file, as the demo does.)"
+    )
     if out is not None:
         typer.echo(f"Rows written to {out}")
     if plot is not None:
@@ -433,9 +471,7 @@ def demo_main() -> Any:
 )
 def demo(ctx: typer.Context) -> None:
     """Start the web demo on 127.0.0.1 (the same flags as `python demo_app.py`)."""
-    argv = list(ctx.args)
-    if "-h" in argv or "--help" in argv:
-        typer.echo("Example: gemma-explore demo --model tiny-gemma3n --port 7861\n")
+    argv = list(ctx.args)  # demo_app's --help prints its usage, options, then an example
     program, sys.argv[0] = sys.argv[0], "gemma-explore demo"  # argparse's usage line
     try:
         demo_main()(argv)  # argparse: --help exits 0, a bad flag exits 2 with its reason
@@ -505,7 +541,13 @@ def transcribe(
                 max_new_tokens=max_new_tokens,
             )  # fmt: skip
             bar.update()
-        except (ValueError, RuntimeError, ConnectionError) as exc:
+        except ConnectionError:
+            url = base_url or "the default address (http://127.0.0.1:8000/v1)"
+            _fail(
+                f"No server answered at {url}: start one with `vllm serve {model}`, or give "
+                "its address with --base-url http://HOST:PORT/v1."
+            )
+        except (ValueError, RuntimeError) as exc:
             _fail(str(exc))
     if show_prompt:
         typer.echo(f"prompt: {result.prompt!r}")

@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MediaError
+
+# FFmpeg reads its log level once, when OpenCV opens its first capture in this process
+# (whoever opens it: us, or transformers' video loader): set it at import, so a damaged
+# file gets our one line and never FFmpeg's "moov atom not found" on stderr.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
+os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
 from .sizes import size_label
+from .wavfile import wav_shortfall
 
 __all__ = [
     "AUDIO_SUFFIXES",
@@ -89,11 +96,20 @@ def image_header(path: str | os.PathLike) -> tuple[int, int]:
                 orientation = pil.getexif().get(0x0112, 1)
             else:
                 orientation = 1
-    except (UnidentifiedImageError, SyntaxError, OSError) as exc:
+    except Image.DecompressionBombError:
+        raise MediaError(
+            f"{Path(path).name}: the header claims more pixels than PIL will open (over "
+            f"{2 * Image.MAX_IMAGE_PIXELS / 1e6:.0f} MP): a damaged header, or a picture to "
+            "downscale first."
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - PIL raises OSError, SyntaxError, ValueError, …
         _check_file(Path(path), "image")  # a missing or empty file says so
-        if isinstance(exc, UnidentifiedImageError | SyntaxError):
-            raise MediaError(f"Not an image PIL can read (corrupt or unsupported): {exc}") from None
-        raise MediaError(f"Cannot read the image header: {exc}") from None
+        # PIL's own text names the file's full (often temporary) path: say it our way.
+        why = "corrupt or unsupported" if isinstance(exc, UnidentifiedImageError) else "damaged"
+        raise MediaError(
+            f"{Path(path).name} is not an image PIL can read ({why} header). "
+            "Save it again as PNG or JPEG."
+        ) from None
     if orientation in _ROTATED:
         w, h = h, w
     if h <= 0 or w <= 0:
@@ -139,6 +155,13 @@ def audio_header(path: str | os.PathLike) -> AudioHeader:
         raise MediaError(
             f"{path.name}: the header says the clip has no samples. Record or export it again."
         )
+    with open(path, "rb") as f:  # libsndfile clamps a short WAV to what is there: say so
+        short = wav_shortfall(f.read(65536), total_size=os.path.getsize(path))
+    if short is not None:
+        raise MediaError(
+            f"{path.name} is cut short: its header promises {short[0]:.2f} s, the file holds "
+            f"{short[1]:.2f} s. Export or copy it again."
+        )
     return AudioHeader(frames=frames, sampling_rate=rate, channels=channels)
 
 
@@ -153,10 +176,10 @@ def _audio_metadata(path: Path) -> tuple[int, int, int]:
             warnings.simplefilter("ignore")  # librosa warns when it falls back to audioread
             rate = int(librosa.get_samplerate(str(path)))
             seconds = float(librosa.get_duration(path=str(path)))
-    except Exception as exc:  # noqa: BLE001
+    except Exception:  # noqa: BLE001
         raise MediaError(
-            f"Not audio that soundfile or audioread can read (corrupt or unsupported): "
-            f"{type(exc).__name__}."
+            f"{path.name} is not audio that soundfile or audioread can read (corrupt, or a "
+            "format they do not know). Save it as WAV or FLAC."
         ) from None
     return int(round(seconds * rate)), rate, 0  # 0: the metadata does not say
 
@@ -176,14 +199,17 @@ def video_header(path: str | os.PathLike) -> VideoHeader:
     >>> video_header(SAMPLES_DIR / "video.mp4").fps     # doctest: +SKIP
     24.0
     """
-    import cv2
+    import cv2  # FFmpeg's logging is off: see the top of this module
 
     path = Path(path)
     _check_file(path, "video")
     cap = cv2.VideoCapture(str(path))
     try:
         if not cap.isOpened():
-            raise MediaError("Not a video OpenCV can open (corrupt or unsupported codec).")
+            raise MediaError(
+                f"{path.name} is not a video OpenCV can open (corrupt, or an unsupported "
+                "codec). Re-encode it as H.264 MP4 (ffmpeg -i in -c:v libx264 out.mp4)."
+            )
         frames = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
         fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
         w = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0)

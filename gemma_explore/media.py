@@ -28,8 +28,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import MediaError
+
+# FFmpeg reads its log level once, when OpenCV opens its first capture in this process
+# (whoever opens it: us, or transformers' video loader): set it at import, so a damaged
+# file gets our one line and never FFmpeg's "moov atom not found" on stderr.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
+os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
 from .families import AUDIO_SAMPLING_RATE, GEMMA4
 from .sizes import size_label
+from .wavfile import wav_shortfall
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -84,12 +91,28 @@ def is_image_size(value: Any) -> bool:
     )
 
 
+def _cv2() -> Any:
+    """OpenCV (its and FFmpeg's logging are switched off at this module's import)."""
+    try:
+        import cv2
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise MediaError(
+            "Reading video files needs OpenCV: pip install opencv-python-headless"
+        ) from exc
+    return cv2
+
+
 def _open_image(data: bytes) -> PILImage:
     from PIL import Image, UnidentifiedImageError
 
     try:
         return Image.open(io.BytesIO(data))
-    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+    except Image.DecompressionBombError:
+        raise MediaError(
+            f"The image header claims more than {MAX_IMAGE_PIXELS / 1e6:.0f} MP (the limit): "
+            "a damaged header, or a picture to downscale first."
+        ) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise MediaError(
             "This file is not an image PIL can read (corrupt or unsupported format). "
             "Save it as PNG or JPEG and try again."
@@ -112,7 +135,11 @@ def image_size(image: Any) -> tuple[int, int]:
         if data is not None:
             pil = _open_image(data)  # lazy: reads the header, not the pixels
             w, h = pil.size
-            if pil.getexif().get(0x0112, 1) in (5, 6, 7, 8):  # rotated 90° / 270°
+            try:
+                orientation = pil.getexif().get(0x0112, 1)
+            except Exception:  # noqa: BLE001 - a damaged EXIF block: read as upright
+                orientation = 1
+            if orientation in (5, 6, 7, 8):  # rotated 90° / 270°
                 w, h = h, w
         elif hasattr(image, "size") and hasattr(image, "mode") and hasattr(image, "getbands"):
             w, h = image.size  # PIL reports (width, height)
@@ -157,9 +184,15 @@ def load_image(image: Any) -> PILImage:
     data = _read_source(image, "image")
     if data is not None:
         image = _open_image(data)
+        w, h = image.size
+        if w * h > MAX_IMAGE_PIXELS:  # before decoding: a lying header must not allocate
+            raise MediaError(
+                f"The image is {size_label((h, w))} = {w * h / 1e6:.0f} MP; the limit is "
+                f"{MAX_IMAGE_PIXELS / 1e6:.0f} MP. Downscale it first."
+            )
         try:
             image.load()
-        except (OSError, SyntaxError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - PIL raises OSError, SyntaxError, ValueError, …
             raise MediaError(
                 "This image file is truncated or corrupt. Save it again as PNG or JPEG."
             ) from exc
@@ -196,7 +229,10 @@ def load_image(image: Any) -> PILImage:
             f"The image is {size_label((h, w))} = {w * h / 1e6:.0f} MP; the limit is "
             f"{MAX_IMAGE_PIXELS / 1e6:.0f} MP. Downscale it first."
         )
-    image = ImageOps.exif_transpose(image) if hasattr(image, "getexif") else image
+    try:
+        image = ImageOps.exif_transpose(image) if hasattr(image, "getexif") else image
+    except Exception:  # noqa: BLE001 - a damaged EXIF block: keep the picture as stored
+        pass
     if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
         rgba = image.convert("RGBA")
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
@@ -297,6 +333,13 @@ def prepare_waveform(
 def _decode_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
+    short = wav_shortfall(data[:65536], total_size=len(data))
+    if short is not None:
+        raise MediaError(
+            f"The WAV file is cut short: its header promises {short[0]:.2f} s, the file holds "
+            f"{short[1]:.2f} s. Export or copy it again."
+        )
+
     try:
         wav, sr = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
         return wav.T, int(sr)  # (channels, samples)
@@ -363,7 +406,7 @@ class Video:
 
 def _decode_at(cap: Any, wanted: list[int]) -> tuple[list[int], list[np.ndarray]]:
     """Decode the frames at ``wanted`` (ascending); stop at the first that will not decode."""
-    import cv2
+    cv2 = _cv2()
 
     dense = bool(wanted) and wanted[-1] < 4 * len(wanted)  # short clip: stepping beats seeking
     kept: list[int] = []
@@ -386,7 +429,7 @@ def _decode_at(cap: Any, wanted: list[int]) -> tuple[list[int], list[np.ndarray]
 
 def _count_frames(path: Path, start: int = 0) -> int:
     """Frames that really decode, counted by grabbing from ``start`` on (nothing kept)."""
-    import cv2
+    cv2 = _cv2()
 
     cap = cv2.VideoCapture(str(path))
     try:
@@ -408,12 +451,7 @@ def _read_sampled(path: Path, max_frames: int) -> tuple[np.ndarray, float, int, 
     A container may claim more frames than decode (a truncated or damaged file): then the
     real count is found by grabbing past the last good frame, and the frames are sampled
     again over it, as a model sampling the decodable video would."""
-    try:
-        import cv2
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise MediaError(
-            "Reading video files needs OpenCV: pip install opencv-python-headless"
-        ) from exc
+    cv2 = _cv2()
     undecodable = MediaError(
         f"Could not decode any frame from {path.name}: corrupt or unsupported codec. "
         "Re-encode it as H.264 MP4 (ffmpeg -i in -c:v libx264 out.mp4)."
@@ -451,6 +489,28 @@ def _read_sampled(path: Path, max_frames: int) -> tuple[np.ndarray, float, int, 
     return np.stack(frames), file_fps, count, tuple(kept)
 
 
+# Leading bytes of still-image formats: OpenCV would read such a file as a one-frame
+# "video" at a made-up 25 fps.
+_IMAGE_MAGIC = {
+    b"\xff\xd8\xff": "JPEG",
+    b"\x89PNG\r\n\x1a\n": "PNG",
+    b"GIF87a": "GIF",
+    b"GIF89a": "GIF",
+    b"BM": "BMP",
+    b"II*\x00": "TIFF",
+    b"MM\x00*": "TIFF",
+}
+
+
+def _still_image_kind(path: Path) -> str | None:
+    """The still-image format ``path`` holds ("JPEG", "PNG", …), None for anything else."""
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WebP"
+    return next((kind for magic, kind in _IMAGE_MAGIC.items() if head.startswith(magic)), None)
+
+
 def _video_file(
     path: Path,
     fps: float | None,
@@ -459,6 +519,10 @@ def _video_file(
     source: str | None = None,
     data: bytes | None = None,
 ) -> Video:
+    kind = _still_image_kind(path)
+    if kind is not None:
+        name = "The file" if data is not None else path.name
+        raise MediaError(f"{name} is a {kind} image, not a video: give it as an image instead.")
     frames, file_fps, count, kept = _read_sampled(path, limit)
     rate = fps or file_fps
     if not rate or rate <= 0:

@@ -20,14 +20,35 @@ test -x "$PY" || "$PYTHON" -m venv "$VENV"
 pins=$(grep -E '^(torch|torchvision)==' constraints.txt | sed 's/,.*//')  # torch==X torchvision==Y
 constraints=constraints.txt
 if [ "$(uname -s)" = Linux ] && [ -n "$CPU_INDEX" ]; then
-  echo "Trying CPU-only torch from $CPU_INDEX"
+  echo "Trying CPU-only torch from $CPU_INDEX (about 200 MB; pip's progress follows)"
+  log=$(mktemp)
+  why=""
+  # pip's own output stays on screen (progress bars, and why it failed); a short timeout
+  # and one retry, so an unreachable index fails in seconds, not minutes.
   # shellcheck disable=SC2086
-  if "$PY" -m pip install -q --index-url "$CPU_INDEX" $pins 2>/dev/null \
-      && "$PY" -c "import torch, torchvision.ops; assert torch.version.cuda is None" 2>/dev/null; then
-    constraints=constraints-light.txt  # keep the +cpu pair (constraints.txt refuses it)
+  # (stderr goes through tee into $log; pipefail keeps pip's exit status)
+  if { "$PY" -m pip install --progress-bar on --timeout 15 --retries 1 \
+      --index-url "$CPU_INDEX" $pins 2>&1 1>&3 | tee "$log" >&2; } 3>&1; then
+    if "$PY" -c "import torch, torchvision.ops; assert torch.version.cuda is None" 2>>"$log"; then
+      constraints=constraints-light.txt  # keep the +cpu pair (constraints.txt refuses it)
+    else
+      why="that torch/torchvision pair does not import together ($(tail -n 1 "$log"))"
+    fi
   else
-    echo "No working CPU-only torch/torchvision pair there: using PyPI's (no vLLM either way)"
+    net=$(grep -m 1 -oE 'Connection refused|timed out|Name or service not known|Temporary failure in name resolution|No route to host|SSLError' "$log" || true)
+    reason=$(grep -m 1 '^ERROR' "$log" || true)
+    if [ -n "$net" ]; then
+      why="the index could not be reached ($net)"
+    else
+      why="pip could not install it from there: ${reason:-see the pip lines above}"
+    fi
+  fi
+  rm -f "$log"
+  if [ -n "$why" ]; then
+    echo "Falling back to PyPI's torch/torchvision (about 3 GB with CUDA; no vLLM either way)."
+    echo "Why: $why"
     "$PY" -m pip uninstall -q -y torch torchvision 2>/dev/null || true
   fi
 fi
+echo "Installing gemma_explore with its demo, notebooks and lab extras"
 "$PY" -m pip install -c "$constraints" -e '.[demo,notebooks,lab]'

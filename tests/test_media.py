@@ -9,6 +9,7 @@ from PIL import Image
 
 import gemma_explore as ge
 from gemma_explore.app import handlers as h
+from gemma_explore.errors import MediaError
 
 
 def _png(img: Image.Image, fmt="PNG") -> bytes:
@@ -238,3 +239,56 @@ def test_an_over_counted_container_is_sampled_over_the_frames_that_decode(tmp_pa
     assert np.array_equal(video.frames_at(wanted), np.stack(every)[wanted])
     plan = ge.plan_video(cut)
     assert plan.num_frames == len(every) and plan.frame_indices == tuple(wanted)
+
+
+def _png_bytes() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), (10, 200, 30)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[: len(b) // 2],  # truncated in the pixel data
+        lambda b: b[:33] + bytes(len(b) - 33),  # every chunk after IHDR zeroed
+        lambda b: b[:40] + bytes([b[40] ^ 0xFF]) + b[41:],  # a flipped byte in IDAT
+        lambda b: b[:16] + (30_000).to_bytes(4, "big") * 2 + b[24:],  # IHDR lies: 30000²
+    ],
+    ids=["truncated", "zeroed chunks", "bit flip", "lying size"],
+)
+def test_a_damaged_png_is_a_media_error_for_every_reader(tmp_path, damage):
+    """PIL raises OSError, SyntaxError, ValueError or DecompressionBombError for these;
+    every reader turns them into one MediaError line with the file's own name."""
+    from gemma_explore.headers import image_header
+    from gemma_explore.media import image_size, load_image
+    from gemma_explore.plans import plan_image
+
+    path = tmp_path / "damaged.png"
+    path.write_bytes(damage(_png_bytes()))
+    for read in (load_image, lambda p: plan_image(load_image(p), family="gemma4")):
+        with pytest.raises(MediaError) as err:
+            read(path)
+        assert "\n" not in str(err.value) and str(tmp_path) not in str(err.value)
+    for header in (image_header, image_size):  # header-only: may plan, or say why
+        try:
+            header(path)
+        except MediaError as exc:
+            assert str(tmp_path) not in str(exc)
+
+
+def test_a_damaged_video_writes_nothing_to_stderr(tmp_path, capfd):
+    from gemma_explore.headers import video_header
+    from gemma_explore.media import load_video
+    from gemma_explore.samples import SAMPLES_DIR
+
+    path = tmp_path / "cut.mp4"
+    path.write_bytes((SAMPLES_DIR / "video.mp4").read_bytes()[:3000])  # no moov atom
+    for read in (load_video, video_header):
+        with pytest.raises(MediaError):
+            read(path)
+    assert capfd.readouterr().err == ""  # FFmpeg's "moov atom not found" stays quiet

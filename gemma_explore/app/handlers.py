@@ -7,6 +7,7 @@ returns figures, a counts table, a parity badge, timings and the random-weights 
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from ..plans import plan_audio, plan_image, plan_video
 from ..prompting import prepare_inputs
 from ..tables import Table
 from ..viz.audio import show_mel
+from ..viz.embedder import show_embedder_grid
 from ..viz.layout import show_layout
 from ..viz.patches import show_patch_grid
 from ..viz.pooling import show_pooled_mask
@@ -36,6 +38,7 @@ __all__ = [
     "TabResult",
     "answer_image_question",
     "audio_tab",
+    "chat_preview",
     "chat_stream",
     "chat_turn",
     "error_text",
@@ -52,8 +55,29 @@ DEFAULT_BUDGET = GEMMA4.image.default_budget  # the dropdown's start (Gemma 4's 
 RANDOM_WEIGHTS_NOTICE = (
     "⚠ **Tiny offline model with random weights**: its answers are noise. Everything before "
     "generation (resizing, patches, pooling, mel frames, token counts) is the real computation. "
-    "Launch with `--model google/gemma-4-E4B-it` on a GPU for real answers."
-)
+    "Launch with `--model {checkpoint}` on a GPU for real answers."
+)  # {checkpoint}: a released checkpoint of the chosen family (see random_weights_notice)
+
+
+def random_weights_notice(family: str) -> str:
+    """The random-weights banner, naming a released checkpoint of ``family``.
+
+    >>> "gemma-4-12B" in random_weights_notice("gemma4_unified")
+    True
+    """
+    spec = get_family(family)
+    hub = spec.hub_ids[-1] if spec.hub_ids else "a released checkpoint"
+    return RANDOM_WEIGHTS_NOTICE.format(checkpoint=hub)
+
+
+def md(text: Any) -> str:
+    """``text`` safe inside gradio's Markdown/HTML: token names such as ``<bos>`` and
+    ``<image_soft_token>`` stay visible instead of being read as HTML tags.
+
+    >>> md("0 <image_soft_token> for 1 image")
+    '0 &lt;image_soft_token&gt; for 1 image'
+    """
+    return html.escape(str(text), quote=False)
 
 
 class _Bundles:
@@ -101,13 +125,19 @@ def analysis_bundle(name: str) -> Bundle:
 
 def error_text(exc: BaseException) -> str:
     """A one-paragraph message for the UI."""
-    if isinstance(exc, MediaError | ModelLoadError | ValueError | ConnectionError):
-        return f"✗ {exc}"
-    return f"✗ Something went wrong ({type(exc).__name__}: {exc}). Try another input."
+    if isinstance(exc, ConnectionError):  # the library's text names base_url=; ours the flag
+        where = str(exc).split(" (")[0]
+        return (
+            f"✗ {md(where)}. Start the server (`vllm serve MODEL`), or relaunch the demo with "
+            "--backend openai --base-url http://HOST:PORT/v1."
+        )
+    if isinstance(exc, MediaError | ModelLoadError | ValueError):
+        return f"✗ {md(exc)}"
+    return f"✗ Something went wrong ({type(exc).__name__}: {md(exc)}). Try another input."
 
 
 def _notice(bundle: Bundle) -> str:
-    return RANDOM_WEIGHTS_NOTICE if bundle.is_random_weights else ""
+    return random_weights_notice(bundle.family) if bundle.is_random_weights else ""
 
 
 def model_notice(name: str) -> str:
@@ -121,16 +151,16 @@ def model_notice(name: str) -> str:
 
 
 def _table(rows: list[tuple[str, Any]]) -> str:
-    return Table(("quantity", "value"), tuple(rows)).markdown()
+    return Table(("quantity", "value"), tuple((md(k), md(v)) for k, v in rows)).markdown()
 
 
 def _badge(report: ParityReport) -> str:
     """Our plan vs the transformers processor vs vLLM's arithmetic, in one line."""
     if report.agree:
         return "✓ **Parity**: our plan, the transformers processor and vLLM's arithmetic agree."
-    first = report.disagreements[0]
-    notes = " ".join(report.notes)
-    return f"⚠ **Parity**: they part at *{first}*. {notes} Encoder: {report.encoder_follows}."
+    first = md(report.disagreements[0])
+    notes = md(" ".join(report.notes))
+    return f"⚠ **Parity**: they part at *{first}*. {notes} Encoder: {md(report.encoder_follows)}."
 
 
 class _Timer:
@@ -195,6 +225,23 @@ def _budget(bundle: Bundle, budget: Any) -> int | None:
     return int(budget) if bundle.spec.image.budgets and budget not in (None, "") else None
 
 
+def _grid_row(plan: Any, *, encoder_free: bool) -> tuple[str, str]:
+    """The patch count in the family's own unit: Unified's 48 px blocks (one per soft
+    token, as its figure draws them), the 16 px patches of a vision tower otherwise."""
+    if encoder_free:
+        per = plan.pooling_kernel**2  # 16 px patches per block
+        side = plan.patch_size * plan.pooling_kernel
+        return (
+            f"{side} px blocks",
+            f"{plan.num_patches // per} of {plan.max_patches // per} "
+            f"({plan.num_padding_patches // per} padding)",
+        )
+    return (
+        f"{plan.patch_size} px patches",
+        f"{plan.num_patches} of {plan.max_patches} ({plan.num_padding_patches} padding)",
+    )
+
+
 _IMAGE_KEYS = ("patch_figure", "pooled_figure", "counts", "parity", "timings", "notice")
 
 
@@ -216,21 +263,23 @@ def image_tab(model_name: str, image: Any, budget: Any = DEFAULT_BUDGET) -> TabR
         t.lap("plan + processor")
         patch_fig = show_patch_grid(plan)
         t.lap("patch grid")
-        pooled = vision_pooling(bundle, plan=plan, prepared=prepared)
-        pooled_fig = show_pooled_mask(pooled)
-        t.lap("vision tower")
+        spec = bundle.spec
+        if spec.encoder_free:  # no tower, no pooler: each 48 px block is its own token
+            pooled_fig = show_embedder_grid(plan)
+            t.lap("embedder figure")
+        else:
+            pooled = vision_pooling(bundle, plan=plan, prepared=prepared)
+            pooled_fig = show_pooled_mask(pooled)
+            t.lap("vision tower")
         report = check_image_parity(
             pil, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
         )
         t.lap("parity")
         rows = [
-            ("family", get_family(bundle.family).display_name),
+            ("family", spec.display_name),
             ("original (W×H px)", f"{plan.original_size[1]}×{plan.original_size[0]}"),
             ("resized (W×H px)", f"{plan.resized_size[1]}×{plan.resized_size[0]}"),
-            (
-                "patches",
-                f"{plan.num_patches} of {plan.max_patches} ({plan.num_padding_patches} padding)",
-            ),
+            _grid_row(plan, encoder_free=spec.encoder_free),
             ("soft tokens", plan.num_soft_tokens),
             ("prompt tokens (with markers)", plan.total_tokens),
         ]
@@ -260,7 +309,7 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
         prepared = prepare_inputs(bundle, "", audios=[(wave, rate)])
         t.lap("load + plan + processor")
         fig = show_mel(audio_features(family=bundle.family, plan=plan, prepared=prepared))
-        t.lap("mel figure")
+        t.lap("frames figure" if plan.frame_kind == "raw" else "mel figure")
         report = check_audio_parity(
             wave, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
         )
@@ -269,8 +318,9 @@ def audio_tab(model_name: str, audio: Any) -> TabResult:
             ("family", get_family(bundle.family).display_name),
             ("duration", f"{plan.duration_s:.2f} s" + (" (cut to 30 s)" if plan.truncated else "")),
             (
-                "640-sample frames (real)" if plan.frame_kind == "raw" else "mel frames (real)",
-                f"{plan.num_mel_frames} ({plan.num_valid_frames})",
+                "640-sample frames" if plan.frame_kind == "raw" else "mel frames",
+                f"{plan.num_mel_frames} ({plan.num_valid_frames} from the clip, "
+                f"{plan.num_mel_frames - plan.num_valid_frames} padding)",
             ),
             (
                 "embedder rows" if plan.frame_kind == "raw" else "encoder tokens",
@@ -299,8 +349,8 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResul
         spec = get_family(bundle.family)
         if not spec.has_video:
             raise MediaError(
-                f"{spec.display_name} has no video input: pick a Gemma 4 model, or "
-                "send a few frames as images."
+                f"{spec.display_name} has no video input: pick a Gemma 4 model in Model, "
+                "or send a few frames on the Image tab."
             )
         if video is None:
             raise MediaError("Upload a video first (MP4), or click an example.")
@@ -317,6 +367,7 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> TabResul
             ("tokens per frame", plan.soft_tokens_per_frame),
             ("soft tokens", plan.total_soft_tokens),
             ("markers", plan.total_tokens - plan.total_soft_tokens),
+            ("prompt tokens (with markers)", plan.total_tokens),
             ("timestamps", ", ".join(dict.fromkeys(plan.timestamps))),
         ]
         return _done(bundle, t, rows, report, plan, frames_figure=fig)
@@ -343,6 +394,8 @@ def layout_tab(
         b = _budget(bundle, budget)
         images = [load_image(image)] if image is not None else []
         audios = [load_audio(audio)] if audio is not None else []
+        if raw:
+            _check_raw(bundle.spec, text or "", image=len(images), audio=len(audios))
         layout = layout_prompt(
             text or "",
             bundle=bundle,
@@ -360,12 +413,12 @@ def layout_tab(
             f"placeholders at {p.start}…{p.start + p.length - 1} (plan {p.expected})"
             for p in layout.placeholders
         ]
-        merges = [f"newline merge at {m.position}: {m.note}" for m in layout.newline_merges]
+        merges = [f"newline merge at {m.position}: {md(m.note)}" for m in layout.newline_merges]
         problems = [
-            f"⚠ **vLLM ≠ transformers** at token {d.position}: {d.error or d.rule}"
-            + (f" ({d.rule})" if d.error else "")
+            f"⚠ **vLLM ≠ transformers** at token {d.position}: {md(d.error or d.rule)}"
+            + (f" ({md(d.rule)})" if d.error else "")
             for d in layout.divergences
-        ] + [f"⚠ {w}" for w in layout.warnings]
+        ] + [f"⚠ {md(w)}" for w in layout.warnings]
         parity = "\n\n".join(checks + merges + problems) or "No attachments: text only."
         return TabResult(
             layout_figure=fig,
@@ -380,6 +433,24 @@ def layout_tab(
     except Exception as exc:  # noqa: BLE001
         keys = ("layout_figure", "layout_html", "counts", "parity", "timings", "notice")
         return _fail(exc, keys, model_name)
+
+
+def _check_raw(spec: Any, text: str, **items: int) -> None:
+    """A raw prompt needs one placeholder per attachment: said in the words of the
+    Prompt layout tab's controls (the library's message names ``template=True``)."""
+    for modality, count in items.items():
+        token = spec.placeholder_tokens[modality]
+        found = text.count(token)
+        if found != count:
+            where = "where the " + modality + " goes" if count == 1 else "per " + modality
+            raise MediaError(
+                f"The raw prompt has {found} {token} for {count} {modality} attachment(s): "
+                f'type one {token} {where} in Text, or untick "Raw prompt" to let the '
+                "chat template place it."
+                if count
+                else f"The raw prompt has {found} {token} but no {modality} is attached: "
+                f"attach one, or delete the {token} from Text."
+            )
 
 
 def turn_counts(bundle: Bundle, input_ids: list[int]) -> dict[str, int]:
@@ -404,6 +475,19 @@ def _counts_line(counts: dict[str, int], generated: int | None, seconds: float |
     return line
 
 
+class _TurnStop(threading.Event):
+    """The event a chat turn hands the engine: set when the user presses Stop, or when
+    the engine itself ends the stream (it sets its event when it finishes). Only
+    ``user`` says which of the two happened."""
+
+    def __init__(self, user: threading.Event | None) -> None:
+        super().__init__()
+        self.user = user if user is not None else threading.Event()
+
+    def is_set(self) -> bool:
+        return super().is_set() or self.user.is_set()
+
+
 def chat_stream(
     model_name: str,
     message: dict[str, Any] | str,
@@ -412,31 +496,44 @@ def chat_stream(
     budget: Any = DEFAULT_BUDGET,
     *,
     stop: threading.Event | None = None,
+    outcome: dict[str, Any] | None = None,
 ) -> Iterator[tuple[list[dict], str]]:
     """One multimodal chat turn, streamed: yields (history with the growing answer,
     the turn's token counts).
 
     ``message`` is gradio's MultimodalTextbox value ``{"text": ..., "files": [...]}``.
-    Setting ``stop`` (or closing this generator) ends generation at the next token.
+    Setting ``stop`` (the user's Stop) or closing this generator ends generation at the
+    next token. ``outcome``, when given, is filled with ``failed`` (the turn never ran:
+    the caller keeps the question) and ``stopped`` (the user stopped it; a turn that
+    simply finished is not "stopped").
     """
     history = list(history or [])
+    outcome = outcome if outcome is not None else {}
+    outcome.update(failed=False, stopped=False)
     counts_md = ""
     pieces = None
+    turn_stop = _TurnStop(stop)
     try:
         bundle = get_bundle(model_name)
         text, files = _split_message(message)
         content: list[dict[str, Any]] = []
+        problems: list[str] = []
         for path in files:
-            content.append(_attachment(path, bundle))
+            try:
+                content.append(_attachment(path, bundle))
+            except Exception as exc:  # noqa: BLE001 - one message per failing attachment
+                why = error_text(exc).removeprefix("✗ ")
+                problems.append(f"✗ **{md(_file_name(path))}**: {why}")
+        if problems:
+            outcome["failed"] = True
+            yield history + [{"role": "assistant", "content": p} for p in problems], ""
+            return
         if text:
             content.append({"type": "text", "text": text})
         if not content:
             raise MediaError("Type a message or attach an image, clip or video.")
-        shown = text + "".join(f"\n[{str(p).rsplit('/', 1)[-1]}]" for p in files)
-        history = history + [
-            {"role": "user", "content": shown},
-            {"role": "assistant", "content": ""},
-        ]
+        shown = md(text) + "".join(f"\n[{md(_file_name(p))}]" for p in files)
+        turn = [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
         b = _budget(bundle, budget)
         start = time.perf_counter()
         messages = [{"role": "user", "content": content}]
@@ -445,33 +542,69 @@ def chat_stream(
             prepared = prepare_inputs(bundle, messages, max_soft_tokens=b)
             counts = turn_counts(bundle, prepared.input_ids)
             counts_md = _counts_line(counts, None, None)
-            pieces = bundle.engine.stream(prepared, max_new_tokens=int(max_new_tokens), stop=stop)
+            pieces = bundle.engine.stream(
+                prepared, max_new_tokens=int(max_new_tokens), stop=turn_stop
+            )
         else:  # a remote server: it tokenizes the turn itself
             pieces = bundle.generate(
                 messages, stream=True, max_new_tokens=int(max_new_tokens), max_soft_tokens=b,
-                stop=stop,
+                stop=turn_stop,
             )  # fmt: skip
+        history = history + turn
         if counts is not None:  # the turn's counts show before its first token
             yield history, counts_md
         answer, generated = "", 0
         for piece in pieces:
             answer += piece
             generated += 1
-            history[-1] = {"role": "assistant", "content": answer}
+            history[-1] = {"role": "assistant", "content": md(answer)}
             yield history, counts_md
         elapsed = time.perf_counter() - start
-        stopped = stop is not None and stop.is_set()
-        suffix = "\n\n_(" + ("stopped, " if stopped else "") + f"{elapsed * 1000:.0f} ms"
+        outcome["stopped"] = stopped = turn_stop.user.is_set()
+        suffix = "\n\n_(" + ("stopped by you, " if stopped else "") + f"{elapsed * 1000:.0f} ms"
         suffix += ", random weights: this text is noise)_" if bundle.is_random_weights else ")_"
-        history[-1] = {"role": "assistant", "content": answer + suffix}
+        history[-1] = {"role": "assistant", "content": md(answer) + suffix}
         if counts is not None:
             counts_md = _counts_line(counts, generated, elapsed)
         yield history, counts_md
     except Exception as exc:  # noqa: BLE001
+        outcome["failed"] = True
         yield history + [{"role": "assistant", "content": error_text(exc)}], ""
     finally:
         if pieces is not None and hasattr(pieces, "close"):
             pieces.close()  # an abandoned turn stops its generation thread
+
+
+def chat_preview(
+    model_name: str, message: dict[str, Any] | str, budget: Any = DEFAULT_BUDGET
+) -> str:
+    """The token counts of the turn waiting in the chat box, before anything is asked
+    (the Chat tab's result on page load). A message, never an exception.
+
+    >>> chat_preview("tiny-gemma4", "Hi")                          # doctest: +SKIP
+    '**Waiting to be asked** (press Enter): 12 prompt tokens (text 12 · image 0 · …)'
+    """
+    try:
+        bundle = get_bundle(model_name)
+        if bundle.processor is None:
+            return ""  # a remote server tokenizes the turn itself
+        text, files = _split_message(message)
+        content = [_attachment(path, bundle) for path in files]
+        if text:
+            content.append({"type": "text", "text": text})
+        if not content:
+            return ""
+        messages = [{"role": "user", "content": content}]
+        prepared = prepare_inputs(bundle, messages, max_soft_tokens=_budget(bundle, budget))
+        line = _counts_line(turn_counts(bundle, prepared.input_ids), None, None)
+        return line.replace("**This turn**", "**Waiting to be asked** (press Enter)")
+    except Exception as exc:  # noqa: BLE001 - the box's own problem, as a line
+        return error_text(exc)
+
+
+def _file_name(path: Any) -> str:
+    """An upload's own name, never its temporary folder."""
+    return str(path).replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def chat_turn(
@@ -515,7 +648,7 @@ def _attachment(path: str, bundle: Bundle) -> dict[str, Any]:
     if low.endswith(_VIDEO_EXT):
         return {"type": "video", "video": load_video(path)}
     raise MediaError(
-        f"Unsupported attachment {low.rsplit('/', 1)[-1]!r}: send an image "
+        "Not a file type the chat reads: attach an image "
         f"({', '.join(_IMAGE_EXT)}), audio ({', '.join(_AUDIO_EXT)}) or video "
         f"({', '.join(_VIDEO_EXT)})."
     )

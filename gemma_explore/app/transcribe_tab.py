@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..models.bundle import Bundle
-from ..transcription import LANGUAGES
+from ..transcription import LANGUAGES, _supported
 
 __all__ = ["transcribe_tab"]
 
@@ -45,6 +45,15 @@ def transcribe_tab(
         if audio is None:
             raise ValueError("Upload or record a clip first (30 s at most).")
         bundle = (get_bundle or _bundles())(model_name)
+        try:
+            _supported(bundle.family)
+        except ValueError:  # the library's message names a Python call; name the controls
+            raise ValueError(
+                f"{bundle.spec.display_name} has no speech-to-text interface (vLLM serves "
+                "/v1/audio/transcriptions for Gemma 3n only). Pick a Gemma 3n model in "
+                "Model, or ask in the Chat tab: attach the clip and type "
+                '"Transcribe this audio."'
+            ) from None
         task = "translate" if translate_to else "transcribe"
         result = bundle.transcribe(
             audio, language=language or None, task=task, to_language=translate_to or None,

@@ -16,17 +16,34 @@ To add a tab: write ``def my_tab(ctx: Context) -> None`` that builds its control
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..families import GEMMA4
 
-__all__ = ["CONCURRENCY", "MAX_UPLOAD", "TABS", "Context", "build_app"]
+__all__ = ["CONCURRENCY", "CSS", "MAX_UPLOAD", "TABS", "Context", "build_app"]
 
 MAX_UPLOAD = "20mb"  # gradio refuses bigger uploads before they reach a handler
 CONCURRENCY = 2  # requests that may run the model at once
 BUDGETS = list(GEMMA4.image.budgets)  # Gemma 4's max_soft_tokens choices
 LIVE = {"trigger_mode": "always_last", "show_progress": "minimal"}  # a re-render per edit
+# The page's style (gradio takes it in launch()):
+# * figures show at the size they were drawn (100 dpi: 9 pt text = 12.5 px), in a box
+#   that scrolls sideways when the column is narrower, so their text never shrinks
+#   below 9 px (a 1200 px figure squeezed to a 390 px phone would show 4 px text);
+# * tables keep vLLM's names whole (no break inside max_num_batched_tokens) and scroll
+#   sideways instead;
+# * gr.Examples' headers wrap instead of being cut.
+CSS = """
+[id$="_plot"] .matplotlib { display: block !important; overflow-x: auto !important;
+                            width: 100% !important; }
+[id$="_plot"] img { display: block; max-width: none !important; width: auto !important;
+                    height: auto !important; }
+.prose table { display: block; overflow-x: auto; }
+.prose td, .prose th { word-break: keep-all; overflow-wrap: normal; hyphens: none; }
+.gallery th, .examples th, table.examples-table th { white-space: normal !important;
+    overflow: visible !important; text-overflow: clip !important; }
+"""
 
 
 @dataclass
@@ -35,17 +52,43 @@ class Context:
 
     model: Any  # the gr.Dropdown holding the model name
     samples: dict[str, str]  # "photo" / "speech" / "video" → path of a bundled sample
+    # The page's load event: every tab renders its example when the page opens.
+    load: Any = None
+    # Every budget dropdown: disabled when the chosen family has no budget (Gemma 3n).
+    budgets: list[Any] = field(default_factory=list)
+
+    def on_open(self) -> list[Any]:
+        """The page-load trigger, as a list to add to a tab's ``gr.on`` triggers."""
+        return [self.load] if self.load is not None else []
 
 
-def _budget_box(elem_id: str) -> Any:
+def _budget_box(elem_id: str, ctx: Context | None = None) -> Any:
     import gradio as gr
 
-    return gr.Dropdown(
+    box = gr.Dropdown(
         BUDGETS,
         value=GEMMA4.image.default_budget,
-        label="Gemma 4 image budget (max_soft_tokens; Gemma 3n has none)",
+        label="Image budget (max_soft_tokens; Gemma 3n has none)",
         elem_id=elem_id,
     )
+    if ctx is not None:
+        ctx.budgets.append(box)
+    return box
+
+
+def budget_enabled(model: str) -> bool:
+    """Whether ``model``'s family has an image budget (Gemma 3n has none: its dropdown
+    would re-run the model for an identical result).
+
+    >>> budget_enabled("tiny-gemma3n"), budget_enabled("tiny-gemma4")  # doctest: +SKIP
+    (False, True)
+    """
+    from . import handlers as h
+
+    try:
+        return bool(h.analysis_bundle(model).spec.image.budgets)
+    except Exception:  # noqa: BLE001 - the notice says why the model did not load
+        return True
 
 
 def _heading(text: str) -> None:
@@ -78,9 +121,9 @@ def image_tab(ctx: Context) -> None:
     with gr.Tab("Image", id="image"):
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
-                image_in = gr.File(label="Image (PNG, JPEG, WebP…)", type="filepath",
-                                   elem_id="image_in")  # fmt: skip
-                budget = _budget_box("image_budget")
+                image_in = gr.File(ctx.samples["photo"], label="Image (PNG, JPEG, WebP…)",
+                                   type="filepath", elem_id="image_in")  # fmt: skip
+                budget = _budget_box("image_budget", ctx)
                 gr.Examples([[ctx.samples["photo"]]], inputs=[image_in], label="Example image")
                 counts = gr.Markdown(elem_id="image_counts")
                 parity = gr.Markdown(elem_id="image_parity")
@@ -88,7 +131,7 @@ def image_tab(ctx: Context) -> None:
             with gr.Column(scale=2, min_width=300):
                 _heading("Patch grid: what the processor keeps, and its padding")
                 patch = _plot("patch_plot")
-                _heading("Valid token mask (the real vision tower, or Unified's embedder)")
+                _heading("Which soft tokens are real, and which are padding")
                 pooled = _plot("pooled_plot")
         keys = ("patch_figure", "pooled_figure", "counts", "parity", "timings")
 
@@ -98,7 +141,7 @@ def image_tab(ctx: Context) -> None:
             return _pick(h.image_tab(model, image, b), keys)
 
         gr.on(
-            [image_in.change, budget.change, ctx.model.change],
+            [image_in.change, budget.change, ctx.model.change, *ctx.on_open()],
             run,
             [ctx.model, image_in, budget],
             [patch, pooled, counts, parity, timings],
@@ -115,18 +158,18 @@ def audio_tab(ctx: Context) -> None:
     with gr.Tab("Audio", id="audio"):
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
-                audio_in = gr.Audio(type="filepath", label="Clip (WAV, FLAC, MP3)",
-                                    elem_id="audio_in")  # fmt: skip
+                audio_in = gr.Audio(ctx.samples["speech"], type="filepath",
+                                    label="Clip (WAV, FLAC, MP3)", elem_id="audio_in")  # fmt: skip
                 gr.Examples([[ctx.samples["speech"]]], inputs=[audio_in], label="Example clip")
                 counts = gr.Markdown(elem_id="audio_counts")
                 parity = gr.Markdown(elem_id="audio_parity")
                 timings = gr.Markdown(elem_id="audio_time")
             with gr.Column(scale=2, min_width=300):
-                _heading("Waveform, mel frames and tokens")
+                _heading("Waveform, its frames and their tokens")
                 mel = _plot("mel_plot")
         keys = ("mel_figure", "counts", "parity", "timings")
         gr.on(
-            [audio_in.change, ctx.model.change],
+            [audio_in.change, ctx.model.change, *ctx.on_open()],
             lambda m, a: _empty(keys) if a is None else _pick(h.audio_tab(m, a), keys),
             [ctx.model, audio_in],
             [mel, counts, parity, timings],
@@ -148,6 +191,8 @@ def transcribe_row(ctx: Context, audio_in: Any) -> None:
         to = gr.Textbox(label="Translate to (optional)", elem_id="stt_to")
         button = gr.Button("Transcribe (Gemma 3n)", elem_id="transcribe_btn")
     transcript = gr.Markdown(elem_id="transcript")
+    # A transcript belongs to one clip and one model: a change clears it.
+    gr.on([audio_in.change, ctx.model.change], lambda: "", None, [transcript], queue=False)
     button.click(
         lambda m, a, lang, dest: transcribe_tab(m, a, lang, dest)["text"],
         [ctx.model, audio_in, language, to],
@@ -172,7 +217,7 @@ def serving_tab(ctx: Context) -> None:
                     gr.Slider(0, 4, value=1, step=1, label="limit_mm_per_prompt: video"),
                     gr.Slider(256, 32768, value=8192, step=256, label="max_num_batched_tokens"),
                 ]
-                budget = _budget_box("serving_budget")
+                budget = _budget_box("serving_budget", ctx)
                 table = gr.Markdown(elem_id="serving_table")
             with gr.Column(scale=2, min_width=300):
                 _heading("What vLLM reserves: memory, and worst-case tokens per item")
@@ -183,7 +228,7 @@ def serving_tab(ctx: Context) -> None:
             return out["figure"], out["table"]
 
         gr.on(
-            [ctx.model.change, budget.change, *(c.change for c in controls)],
+            [ctx.model.change, budget.change, *(c.change for c in controls), *ctx.on_open()],
             run,
             [ctx.model, budget, *controls],
             [plot, table],
@@ -201,7 +246,8 @@ def video_tab(ctx: Context) -> None:
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
                 # A file input: gr.Video would need ffmpeg to re-encode uploads.
-                video_in = gr.File(label="Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)",
+                video_in = gr.File(ctx.samples["video"],
+                                   label="Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)",
                                    type="filepath", elem_id="video_in")  # fmt: skip
                 gr.Examples([[ctx.samples["video"]]], inputs=[video_in], label="Example video")
                 counts = gr.Markdown(elem_id="video_counts")
@@ -212,7 +258,7 @@ def video_tab(ctx: Context) -> None:
                 frames = _plot("frames_plot")
         keys = ("frames_figure", "counts", "parity", "timings")
         gr.on(
-            [video_in.change, ctx.model.change],
+            [video_in.change, ctx.model.change, *ctx.on_open()],
             lambda m, v: _empty(keys) if v is None else _pick(h.video_tab(m, v), keys),
             [ctx.model, video_in],
             [frames, counts, parity, timings],
@@ -235,11 +281,13 @@ def layout_tab(ctx: Context) -> None:
                     "one <|image|> / <image_soft_token> per attachment)",
                     elem_id="layout_raw",
                 )
-                text = gr.Textbox("What do you see and hear?", label="Text", lines=3,
+                text = gr.Textbox("Describe this.", label="Text", lines=3,
                                   elem_id="layout_text")  # fmt: skip
-                image = gr.File(label="Image (optional)", type="filepath", elem_id="layout_image")
-                audio = gr.Audio(type="filepath", label="Clip (optional)", elem_id="layout_audio")
-                budget = _budget_box("layout_budget")
+                image = gr.File(ctx.samples["photo"], label="Image (optional)", type="filepath",
+                                elem_id="layout_image")  # fmt: skip
+                audio = gr.Audio(ctx.samples["speech"], type="filepath", label="Clip (optional)",
+                                 elem_id="layout_audio")  # fmt: skip
+                budget = _budget_box("layout_budget", ctx)
                 gr.Examples(
                     [["Describe this.", ctx.samples["photo"], ctx.samples["speech"]]],
                     inputs=[text, image, audio],
@@ -251,11 +299,18 @@ def layout_tab(ctx: Context) -> None:
                 plot = _plot("layout_plot")
                 page = gr.HTML(elem_id="layout_html")
                 checks = gr.Markdown(elem_id="layout_checks")
+                gr.Markdown(
+                    "Keys: **BOS** begins the text · **turn▶ / ◀turn** open and close a chat "
+                    "turn · **BOI / EOI** begin and end an image · **BOA / EOA** begin and end "
+                    "a clip · **image_soft / audio_soft / video_soft**: one placeholder per "
+                    "embedding the encoder (or Unified's embedder) hands the model.",
+                    elem_id="layout_keys",
+                )
                 timings = gr.Markdown(elem_id="layout_time")
         keys = ("layout_figure", "layout_html", "counts", "parity", "timings")
         gr.on(
             [text.change, image.change, audio.change, budget.change, raw.change,
-             ctx.model.change],
+             ctx.model.change, *ctx.on_open()],
             lambda m, t, i, a, b, r: _pick(h.layout_tab(m, t, i, a, b, r), keys),
             [ctx.model, text, image, audio, budget, raw],
             [plot, page, counts, checks, timings],
@@ -295,7 +350,9 @@ def chat_tab(ctx: Context) -> None:
     with gr.Tab("Chat", id="chat"):
         chatbot = gr.Chatbot(label="Conversation", height=380, elem_id="chatbot")
         counts = gr.Markdown(elem_id="chat_counts")
+        example = {"text": "What is in this picture?", "files": [ctx.samples["photo"]]}
         chat_in = gr.MultimodalTextbox(
+            example,  # the example waits in the box: Enter asks it
             file_types=["image", "audio", "video"],
             file_count="multiple",
             label="Message (attach an image, clip or video)",
@@ -306,28 +363,42 @@ def chat_tab(ctx: Context) -> None:
             stop_btn = gr.Button("Stop", variant="stop", elem_id="chat_stop", scale=0)
             max_tokens = gr.Slider(1, 256, value=32, step=1, label="Max new tokens",
                                    elem_id="chat_max_tokens")  # fmt: skip
-            budget = _budget_box("chat_budget")
+            budget = _budget_box("chat_budget", ctx)
         examples = gr.Examples(
-            [[{"text": "What is in this picture?", "files": [ctx.samples["photo"]]}]],
+            [[example]],
             inputs=[chat_in],
             label="Example question (asks it at once)",
         )
 
         def respond(m, message, history, n, b, request: gr.Request):
             stop = _STOPS.new(getattr(request, "session_hash", None) or "")
-            for hist, line in h.chat_stream(m, message, history, n, b, stop=stop):
-                yield hist, None, line
+            outcome: dict[str, Any] = {}
+            for hist, line in h.chat_stream(m, message, history, n, b, stop=stop,
+                                            outcome=outcome):  # fmt: skip
+                # A turn that failed keeps the question in the box, to fix and resend.
+                yield hist, (message if outcome.get("failed") else None), line
 
         inputs = [ctx.model, chat_in, chatbot, max_tokens, budget]
         outputs = [chatbot, chat_in, counts]
-        event = chat_in.submit(respond, inputs, outputs, api_name="chat")
+        chat_in.submit(respond, inputs, outputs, api_name="chat")
         # One click on the example fills the box and asks.
-        asked = examples.load_input_event.then(respond, inputs, outputs, api_visibility="private")
+        examples.load_input_event.then(respond, inputs, outputs, api_visibility="private")
+
+        gr.on(
+            [ctx.model.change, budget.change, *ctx.on_open()],
+            h.chat_preview,
+            [ctx.model, chat_in, budget],
+            [counts],
+            api_visibility="private",
+            **LIVE,
+        )
 
         def stop(request: gr.Request) -> None:
             _STOPS.stop(getattr(request, "session_hash", None) or "")
 
-        stop_btn.click(stop, None, None, cancels=[event, asked], queue=False, api_name="chat_stop")
+        # No cancels=: the turn ends at its next token and says "stopped by you" (a
+        # cancelled event would never show its last update).
+        stop_btn.click(stop, None, None, queue=False, api_name="chat_stop")
 
 
 TABS: list[Callable[[Context], None]] = [
@@ -366,16 +437,29 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
         notice = gr.Markdown(
             h.model_notice(model)
             if loaded
-            else f"⏳ Loading **{model}**… (the tabs answer once it is ready)",
+            else f"Loading **{model}**… (the tabs answer once it is ready)",
             elem_id="notice",
         )
-        ctx = Context(model=model_box, samples=samples)
+        # Fires once the page has opened and the model has loaded (the notice first): the
+        # tabs then render their examples, never racing the model's first import.
+        ready = gr.State(0)
+        ctx = Context(model=model_box, samples=samples, load=ready.change)
         # "wrap": at phone width every tab stays on screen (the default hides some behind ⋯).
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
             for tab in tabs if tabs is not None else TABS:
                 tab(ctx)
         model_box.change(h.model_notice, [model_box], [notice], api_name="model")
-        demo.load(h.model_notice, [model_box], [notice])
+        demo.load(h.model_notice, [model_box], [notice]).then(
+            lambda n: n + 1, [ready], [ready], api_visibility="private"
+        )
+        if ctx.budgets:
+
+            def budgets(m: str) -> list[Any]:
+                on = budget_enabled(m)
+                return [gr.update(interactive=on)] * len(ctx.budgets)
+
+            gr.on([model_box.change, ready.change], budgets, [model_box], ctx.budgets,
+                  api_visibility="private")  # fmt: skip
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     return demo
 
@@ -439,8 +523,11 @@ def launch(
         max_file_size=MAX_UPLOAD,
         show_error=True,
         prevent_thread_lock=True,
-        quiet=quiet,
+        css=CSS,
+        quiet=True,  # gradio's own lines suggest share=True, which this demo never uses
     )
+    if not quiet:
+        print(f"* The demo is at {demo.local_url} (this machine only; Ctrl+C stops it)")
     # Only now import torch and load the model: started earlier, that thread would hold
     # the interpreter while gradio imports, and the page would come later.
     preload(model)

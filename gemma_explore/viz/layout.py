@@ -107,6 +107,7 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
             fontsize=9,
             color="white" if dark else "black",
             clip_on=True,
+            parse_math=False,  # token text is shown as written: "$x$" is not math here
         )
         if seg.start in merges:
             ax.plot([x0 + w / 2], [y0 - 0.12], marker="v", color="black", ms=5, gid="merge_marker")
@@ -140,6 +141,6 @@ def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
         y0 = 0.0 if notes_ax else -0.35
         where.text(
             0.0, y0, notes, fontsize=9, color=PADDING, va="bottom", ha="left",
-            transform=where.transAxes, gid="divergence_notes",
+            transform=where.transAxes, gid="divergence_notes", parse_math=False,
         )  # fmt: skip
     return fig

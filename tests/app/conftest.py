@@ -35,6 +35,7 @@ def app_url():
         max_file_size=demo_app.MAX_UPLOAD,
         quiet=True,
         show_error=True,
+        css=demo_app.CSS,
     )
     yield f"http://127.0.0.1:{port}/"
     demo.close()

@@ -8,6 +8,7 @@ Screenshots at 1280×800 and at phone width land in artifacts/ (kept by CI).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 
@@ -166,37 +167,149 @@ def test_stop_ends_a_streaming_answer_within_a_second(page, artifacts_dir):
         elif settled is None:
             settled = time.monotonic()
     assert settled is not None and settled - clicked < 1.0, "the answer kept growing after Stop"
-    page.screenshot(path=str(artifacts_dir / "desktop_1280x800_chat.png"))
+    assert "stopped by you" in _last_message(page)
 
 
-def test_phone_width_shows_every_tab(browser, app_url, artifacts_dir):
-    page = _open(browser, app_url, PHONE)
+def _last_message(page) -> str:
+    return page.evaluate(
+        "() => { const m = document.querySelectorAll('#chatbot .message');"
+        " return m.length ? m[m.length - 1].innerText : '' }"
+    )
+
+
+# What each tab shows for its example as soon as the page opens (no click).
+ON_LOAD = [
+    ("Image", "#image_counts", ("soft tokens", "prompt tokens")),
+    ("Audio", "#audio_counts", ("placeholders", "ms per token")),
+    ("Video", "#video_counts", ("sampled", "prompt tokens")),
+    ("Prompt layout", "#layout_counts", ("image_soft", "audio_soft")),
+    ("Serving", "#serving_table", ("max_model_len", "photos that fit")),
+    ("Chat", "#chat_counts", ("Waiting to be asked", "prompt tokens")),
+]
+# Figures are drawn at matplotlib's 100 dpi with text of 9 pt or more (the gallery's
+# readability test), i.e. 12.5 px: shown at a scale under 9 / 12.5 their text would be
+# under 9 px.
+MIN_SCALE = 9 / (9 * 100 / 72)
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop_1280x800", "phone_390x844"])
+def test_every_tab_shows_its_example_on_load_and_reads_at_this_width(
+    browser, app_url, artifacts_dir, viewport
+):
+    import matplotlib
+
+    assert matplotlib.rcParams["figure.dpi"] == 100  # MIN_SCALE's premise
+    page = _open(browser, app_url, viewport)
+    name = (
+        f"{'desktop' if viewport is DESKTOP else 'phone'}_{viewport['width']}x{viewport['height']}"
+    )
     try:
-        for name in TABS:
-            assert page.get_by_role("tab", name=name).is_visible(), f"{name} tab is hidden"
+        for tab in TABS:
+            assert page.get_by_role("tab", name=tab).is_visible(), f"{tab} tab is hidden"
         assert page.locator("#tabs .overflow-menu button").filter(visible=True).count() == 0
-        _tab(page, "Image")
-        _click_example(page)
-        _wait_text(page, "#image_counts", "270")
-        page.wait_for_selector("#patch_plot img")
-        page.screenshot(path=str(artifacts_dir / "phone_390x844_image.png"), full_page=True)
-        _tab(page, "Chat")
-        page.screenshot(path=str(artifacts_dir / "phone_390x844_chat.png"), full_page=True)
+        for tab, selector, needles in ON_LOAD:
+            _tab(page, tab)
+            text = _wait_text(page, selector, *needles)
+            assert "✗" not in text, f"{tab}: {text}"
+            plots = page.locator("[id$=_plot] img").filter(visible=True)
+            if tab != "Chat":
+                plots.first.wait_for()
+            scales = page.evaluate(
+                """() => [...document.querySelectorAll('[id$=_plot] img')]
+                       .filter(i => i.offsetParent)
+                       .map(i => [i.closest('[id]').id, i.clientWidth / i.naturalWidth])"""
+            )
+            for plot, scale in scales:
+                assert scale >= MIN_SCALE, f"{tab}: {plot} text shows at {scale * 12.5:.1f} px"
+            broken = page.evaluate(  # a name with no space must not wrap inside itself
+                """() => [...document.querySelectorAll('.prose td, .prose th')]
+                       .filter(c => c.offsetParent && !/\\s/.test(c.innerText.trim()))
+                       .filter(c => { const r = document.createRange();
+                                      r.selectNodeContents(c);
+                                      const tops = new Set([...r.getClientRects()]
+                                          .map(x => Math.round(x.top)));
+                                      return tops.size > 1 })
+                       .map(c => c.innerText)"""
+            )
+            assert broken == [], f"{tab}: names broken mid-word: {broken}"
+            cut = page.evaluate(  # example headers show whole
+                """() => [...document.querySelectorAll('th')].filter(t => t.offsetParent)
+                       .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.innerText)"""
+            )
+            assert cut == [], f"{tab}: headers cut: {cut}"
+            page.screenshot(path=str(artifacts_dir / f"{name}_{tab.lower().replace(' ', '_')}.png"),
+                            full_page=True)  # fmt: skip
+        body = page.locator("body").inner_text()
+        assert "Something went wrong" not in body and "Traceback" not in body
     finally:
         page.context.close()
 
 
-@pytest.mark.parametrize(
-    ("tab", "counts", "needles"),
-    [
-        ("Audio", "#audio_counts", ("placeholders", "ms per token")),
-        ("Video", "#video_counts", ("sampled", "32")),
-        ("Prompt layout", "#layout_counts", ("image_soft", "audio_soft")),
-    ],
-)
-def test_every_tab_renders_its_example(page, artifacts_dir, tab, counts, needles):
-    _tab(page, tab)
-    _click_example(page)
-    _wait_text(page, counts, *needles)
-    name = tab.lower().replace(" ", "_")
-    page.screenshot(path=str(artifacts_dir / f"desktop_1280x800_{name}.png"))
+def test_raw_prompt_messages_show_their_token_names(page):
+    _tab(page, "Prompt layout")
+    _wait_text(page, "#layout_counts", "image_soft")
+    page.locator("#layout_raw input").check()
+    text = _wait_text(page, "#layout_counts", "✗", "untick")
+    assert "The raw prompt has 0 <|image|> for 1 image" in text
+    assert "type one <|image|> where the image goes" in text and "template=True" not in text
+    box = page.locator("#layout_text textarea")
+    box.fill("<bos>Look <|image|> and listen <|audio|>")
+    text = _wait_text(page, "#layout_counts", "image_soft", "audio_soft")
+    assert "✗" not in text
+    _wait_text(page, "#layout_html", "<bos>", "<|image|>")  # the tokens, shown as text
+    page.locator("#model input").click()
+    page.get_by_role("option", name="tiny-gemma3n", exact=True).click()
+    text = _wait_text(page, "#layout_counts", "✗", "<image_soft_token>")
+    assert "The raw prompt has 0 <image_soft_token> for 1 image" in text
+    # Gemma 3n has no image budget: its dropdowns are disabled (no re-run for nothing).
+    page.wait_for_function("() => document.querySelector('#layout_budget input').disabled")
+
+
+def test_chat_turns_finished_failed_and_kept(page, tmp_path):
+    _tab(page, "Chat")
+    _wait_text(page, "#chat_counts", "Waiting to be asked")
+    number = page.locator("#chat_max_tokens input[type=number]")
+    number.fill("3")
+    number.press("Enter")
+    page.locator("#chat_in textarea").press("Enter")  # the example waits in the box
+    page.wait_for_function(
+        "() => { const m = document.querySelectorAll('#chatbot .message');"
+        " return m.length >= 2 && m[m.length - 1].innerText.includes('ms') }"
+    )
+    assert "stop" not in _last_message(page).lower()  # it finished: nobody stopped it
+    bad = tmp_path / "notes.png"
+    bad.write_text("shopping list: eggs, milk")
+    page.locator("#chat_in textarea").fill("And what is this?")
+    page.locator("#chat_in input[type=file]").set_input_files(str(bad))
+    page.wait_for_function(  # the upload shows as a thumbnail in the box
+        "() => document.querySelectorAll('#chat_in img, #chat_in .thumbnail-item').length > 0"
+    )
+    page.locator("#chat_in textarea").press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#chatbot .message')].some("
+        "m => m.innerText.includes('notes.png') && m.innerText.includes('✗'))"
+    )
+    assert page.locator("#chat_in textarea").input_value() == "And what is this?"
+    assert str(tmp_path) not in page.locator("#chatbot").inner_text()
+
+
+def test_nothing_stale_and_no_tower_under_unified(page):
+    _tab(page, "Audio")
+    _wait_text(page, "#audio_counts", "placeholders")
+    page.locator("#transcribe_btn").click()
+    _wait_text(page, "#transcript", "speech-to-text", "Chat tab")  # Gemma 4: no STT
+    page.locator("#model input").click()
+    page.get_by_role("option", name="tiny-gemma4-unified", exact=True).click()
+    page.wait_for_function("() => !document.querySelector('#transcript').innerText.trim()")
+    _wait_text(page, "#audio_counts", "Gemma 4 Unified", "640-sample frames")
+    _tab(page, "Image")
+    counts = _wait_text(page, "#image_counts", "Gemma 4 Unified", "48 px blocks")
+    assert "px patches" not in counts
+    _wait_text(page, "#notice", "gemma-4-12B")
+    for tab, selector, needles in ON_LOAD:
+        _tab(page, tab)
+        _wait_text(page, selector, *needles)
+        text = page.locator("body").inner_text().lower()
+        claims = re.findall(r"(?<!no )\b(?:vision |audio )?(?:tower|pooler)\b", text)
+        assert claims == [], f"{tab} speaks of a tower or pooler Unified has not: {claims}"
+    assert "mel" not in page.locator("#audio_time").inner_text()  # Unified has no mel frames

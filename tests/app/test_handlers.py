@@ -19,6 +19,41 @@ def test_image_tab(model):
     assert f"| soft tokens | {r['plan'].num_soft_tokens} |" in r["counts"]
     assert r["parity"].startswith("✓") and "random weights" in r["notice"]
     assert "vision tower" in r["timings"]
+    assert f"| {r['plan'].patch_size} px patches |" in r["counts"]
+    assert any(hub in r["notice"] for hub in h.get_bundle(model).spec.hub_ids)
+
+
+def test_unified_speaks_of_blocks_and_names_its_own_checkpoint():
+    """Unified has no tower and no pooler: its table counts 48 px blocks, as its figure
+    does, and the notice names a Unified checkpoint."""
+    r = h.image_tab("tiny-gemma4-unified", PHOTO, 280)
+    plan = r["plan"]
+    assert r["error"] is None and r["pooled_figure"] is not None
+    text = " ".join(str(r[k]) for k in ("counts", "parity", "timings", "notice")).lower()
+    assert "tower" not in text and "pooler" not in text
+    per = plan.pooling_kernel**2
+    blocks = f"| 48 px blocks | {plan.num_patches // per} of {plan.max_patches // per} "
+    assert blocks in r["counts"] and plan.num_patches // per == plan.num_soft_tokens
+    spec = h.get_bundle("tiny-gemma4-unified").spec
+    assert any(hub in r["notice"] for hub in spec.hub_ids)
+    assert "gemma-4-E4B" not in r["notice"]
+
+
+@pytest.mark.parametrize("model", ["tiny-gemma3n", "tiny-gemma4", "tiny-gemma4-unified"])
+def test_raw_prompt_messages_keep_their_token_names(model):
+    """The real placeholder strings of each family reach the page escaped (a browser
+    would drop ``<image_soft_token>`` as an unknown tag), and the message names the tab's
+    own control, not the library's ``template=True``."""
+    import html
+
+    token = h.get_bundle(model).spec.placeholder_tokens["image"]
+    r = h.layout_tab(model, "Describe this.", PHOTO, None, 280, True)
+    assert r["error"] and "untick" in r["error"] and "template=True" not in r["error"]
+    assert html.escape(token, quote=False) in r["error"] and token not in r["error"]
+    assert html.unescape(r["error"]).count(token) == 2
+    ok = h.layout_tab(model, f"<bos>Look {token} here", PHOTO, None, 280, True)
+    assert ok["error"] is None and "<bos>" not in ok["parity"] + ok["counts"]
+    assert token not in ok["layout_html"] and "<bos>" not in ok["layout_html"]
 
 
 def test_image_tab_parity_badge_names_the_difference():
@@ -46,6 +81,9 @@ def test_audio_tab_stereo_44k(tmp_path):
 def test_video_tab():
     r = h.video_tab("tiny-gemma4", VIDEO)
     assert r["error"] is None and "| sampled | 32 |" in r["counts"]
+    assert f"| prompt tokens (with markers) | {r['plan'].total_tokens} |" in r["counts"]
+    r = h.video_tab("tiny-gemma4", PHOTO)  # a JPEG is not a one-frame video
+    assert r["error"].startswith("✗") and "image, not a video" in r["error"]
     r = h.video_tab("tiny-gemma3n", VIDEO)
     assert r["error"].startswith("✗") and "no video" in r["error"]
 
@@ -83,11 +121,24 @@ def test_bad_input_is_a_message_and_the_next_request_works(tab, args, message):
     assert h.image_tab("tiny-gemma4", PHOTO)["error"] is None
 
 
-def test_chat_bad_attachment(tmp_path):
-    bad = tmp_path / "notes.txt"
-    bad.write_text("hello")
-    (final,) = list(h.chat_turn("tiny-gemma4", {"text": "hi", "files": [str(bad)]}, [], 2))
-    assert final[-1]["content"].startswith("✗") and "Unsupported attachment" in final[-1]["content"]
+def test_a_failed_turn_gives_one_message_per_bad_attachment(tmp_path):
+    notes, broken = tmp_path / "notes.txt", tmp_path / "broken.png"
+    notes.write_text("hello")
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
+    outcome: dict = {}
+    message = {"text": "hi", "files": [str(notes), PHOTO, str(broken)]}
+    (final,) = [hist for hist, _ in h.chat_stream("tiny-gemma4", message, [], 2, outcome=outcome)]
+    assert outcome["failed"] and [m["role"] for m in final] == ["assistant", "assistant"]
+    assert "notes.txt" in final[0]["content"] and "file type" in final[0]["content"]
+    assert "broken.png" in final[1]["content"] and "image" in final[1]["content"]
+    assert all(str(tmp_path) not in m["content"] for m in final)
+
+
+def test_a_finished_answer_says_nothing_about_stopping():
+    outcome: dict = {}
+    *_, (history, _) = h.chat_stream("tiny-gemma4", "Hi", [], 3, outcome=outcome)
+    assert not outcome["failed"] and not outcome["stopped"]
+    assert "stopped" not in history[-1]["content"] and "ms" in history[-1]["content"]
 
 
 def test_image_question_answers_with_counts(photo):
@@ -135,7 +186,7 @@ def test_stop_ends_generation_at_the_next_token_and_counts_the_turn():
         counts = line
         if len(seen) == 3:
             stop.set()
-    assert "stopped" in seen[-1] and len(seen) < 10  # not the 200 tokens asked for
+    assert "stopped by you" in seen[-1] and len(seen) < 10  # not the 200 tokens asked for
     assert "image 270" in counts and "text" in counts and "generated" in counts
     assert _wait_idle(1.0), "the generation thread outlived Stop"
 
@@ -195,3 +246,11 @@ def test_every_tab_works_with_the_encoder_free_model():
     assert "image 270" in counts  # the photo's image placeholders at budget 280
     stt = transcribe_tab(m, SPEECH)
     assert stt["error"] and "Gemma 3n" in stt["error"]  # no transcription prompt for Gemma 4
+
+
+def test_the_budget_dropdown_is_enabled_only_where_the_family_has_budgets():
+    from gemma_explore.app.ui import budget_enabled
+
+    for name in ("tiny-gemma3n", "tiny-gemma4", "tiny-gemma4-unified"):
+        assert budget_enabled(name) == bool(h.get_bundle(name).spec.image.budgets)
+    assert not budget_enabled("tiny-gemma3n")
