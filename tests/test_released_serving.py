@@ -215,3 +215,18 @@ def test_vllm_accepts_the_config_and_its_budget_equals_the_plan(tmp_path, model_
     assert plan.max_items_per_batch == dict(budget.mm_max_items_per_batch)
     assert plan.encoder_cache_size == budget.encoder_cache_size
     assert plan.encoder_compute_budget == budget.encoder_compute_budget
+
+
+@pytest.mark.parametrize("model_id", RELEASED_IDS)
+def test_encoder_sizes_of_a_released_id_are_its_own_towers(model_id):
+    """The 26B-A4B and 31B report their 1152-wide 27-layer tower, not the E-models'."""
+    from gemma_explore.models.encoders import encoder_sizes
+
+    sizes = encoder_sizes(model_id)
+    parts = serving_model(model_id).num_parameters_by_part
+    if "vision_tower" in parts:  # 3n and Gemma 4: the towers the meta build holds
+        assert sizes.vision_params == parts["vision_tower"]
+        assert sizes.audio_params == parts.get("audio_tower", 0)
+    else:  # Unified: the embedders are the whole path
+        assert sizes.vision_params == parts["embed_vision"]
+        assert sizes.audio_params == parts["embed_audio"]
