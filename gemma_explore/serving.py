@@ -201,6 +201,13 @@ def _config_of(source: Any) -> tuple[str, str, Any, Any, str]:
     if isinstance(source, Bundle):
         if source.model is not None:
             where = f"the loaded bundle's config ({source.name}, {source.device})"
+            from .released import is_released
+
+            if source.device == "meta" and is_released(source.name):  # load(weights=False)
+                from .models.checkpoints import BUILT_IN, cached_file_of
+
+                cached = cached_file_of(source.name, "config.json")
+                where = f"local Hugging Face cache ({cached})" if cached else BUILT_IN
             return source.name, source.family, source.model.config, source.processor, where
         source = source.name
     if isinstance(source, str | os.PathLike):

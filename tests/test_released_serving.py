@@ -141,7 +141,9 @@ def test_e_models_report_the_per_layer_embeddings_apart(model_id, layers, hidden
 
 
 @pytest.mark.parametrize("model_id", ["google/gemma-4-31B-it", "google/gemma-3n-E2B-it"])
-def test_load_without_weights_gives_a_meta_bundle_that_plans_and_lays_out(model_id):
+def test_load_without_weights_gives_a_meta_bundle_that_plans_and_lays_out(
+    empty_hub_cache, model_id
+):
     from gemma_explore.attention import attention_mask
 
     bundle = ge.load(model_id, weights=False)
@@ -151,6 +153,7 @@ def test_load_without_weights_gives_a_meta_bundle_that_plans_and_lays_out(model_
     )
     plan = plan_serving(bundle)
     assert plan.model.num_parameters == serving_model(model_id).num_parameters
+    assert plan.model.config_source == BUILT_IN  # no cache on this machine
     from gemma_explore.samples import sample_photo
 
     msgs = [{"role": "user", "content": [{"type": "image", "image": sample_photo()},

@@ -209,8 +209,9 @@ def production_advice(
         f"{tp}: the weights are {weights / gib:.1f} GiB at {plan.dtype_bytes} B each; "
         f"{gpu_memory_gib:g} GiB × {gpu_memory_utilization:g} = {budget / gib:.1f} GiB per GPU "
         f"leaves ~{room / gib:.1f} GiB for KV with {tp} GPU(s) (an estimate: vLLM also takes "
-        f"off the profiled activation peak). Each rank keeps 1/{tp} of the KV heads "
-        f"(the fewest on any layer: {kv_heads}), so the KV pool grows with the GPUs"
+        f"off the profiled activation peak). With tensor parallelism each rank keeps "
+        f"1/N of the weights and of the KV heads (the fewest on any layer: {kv_heads}, so up "
+        f"to N = {kv_heads} splits them evenly), and the KV pool grows with the GPUs"
     )
     advice["--quantization fp8"] = (
         f"FP8 weights (1 B per parameter) on Hopper or newer: {weights / gib:.1f} → "
