@@ -58,11 +58,14 @@ class EncoderCost:
     setting: int | float  # the image budget (max_soft_tokens) or the clip's seconds
     soft_tokens: int  # embeddings the item becomes
     flops: int  # counted by FlopCounterMode (multiply-adds × 2)
+    fixed: bool = False  # Gemma 3n: every image is the same 256 tokens (no budget)
 
     @property
     def label(self) -> str:
-        """The setting in words ("budget 280", "10 s")."""
-        return f"{self.setting:g} s" if self.item == "audio clip" else f"budget {self.setting}"
+        """The setting in words ("budget 280", "10 s", "fixed 256")."""
+        if self.item == "audio clip":
+            return f"{self.setting:g} s"
+        return f"fixed {self.setting}" if self.fixed else f"budget {self.setting}"
 
 
 @dataclass(frozen=True)
@@ -318,7 +321,7 @@ def flops_report(model_id: str) -> FlopsReport:
     budgets = spec.image.budgets or (spec.image.fixed_soft_tokens,)
     for b in budgets:
         n, f = encoder_flops(config, "image", max_soft_tokens=b if spec.image.budgets else None)
-        costs.append(EncoderCost("image", b, n, f))
+        costs.append(EncoderCost("image", b, n, f, fixed=not spec.image.budgets))
     if spec.has_video:
         b = spec.image.video_budget
         n, f = encoder_flops(config, "video frame", max_soft_tokens=b)
