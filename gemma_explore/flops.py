@@ -293,14 +293,12 @@ def prefill_flops(config: Any, num_tokens: int = PREFILL_TOKENS, *, device: str 
     import torch
 
     lm, _ = _built(_key(config), "text", device)
-    text = config.get_text_config()
     ids = torch.zeros(1, num_tokens, dtype=torch.long, device=device)  # (1, T)
     mask = torch.zeros(1, 1, num_tokens, num_tokens, device=device)  # (1, 1, T, T)
     masks = {"full_attention": mask, "sliding_attention": mask}
     pos = torch.arange(num_tokens, device=device)[None]  # (1, T)
     kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": masks, "position_ids": pos,
                               "use_cache": False}  # fmt: skip
-    del text
     with torch.no_grad():
         return _count(lambda: lm(**kwargs))
 

@@ -233,3 +233,30 @@ def test_encoder_sizes_of_a_released_id_are_its_own_towers(model_id):
     else:  # Unified: the embedders are the whole path
         assert sizes.vision_params == parts["embed_vision"]
         assert sizes.audio_params == parts["embed_audio"]
+
+
+def test_production_advice_splits_the_31b_when_it_does_not_fit():
+    """Tensor parallelism from the plan's own bytes: the 31B's 58 GiB of bf16 weights fit
+    one 80 GB GPU (with KV room for a request) but not one 40 GB GPU."""
+    from gemma_explore.inference.vllm_recipe import production_advice
+
+    plan = plan_serving("google/gemma-4-31B-it", max_model_len=8192)
+    big = production_advice(plan, gpu_memory_gib=80)
+    small = production_advice(plan, gpu_memory_gib=40)
+    assert big["--tensor-parallel-size"].startswith("1:")
+    assert small["--tensor-parallel-size"].startswith("2:")
+    need = plan.weights_bytes + plan.vllm_kv_bytes_per_request  # weights + one request's KV
+    assert need / 2 <= 40 * 0.9 * 2**30 < need  # two 40 GB GPUs hold it, one does not
+    assert set(big) == {"--tensor-parallel-size", "--quantization fp8", "--kv-cache-dtype fp8",
+                        "--enable-prefix-caching", "--max-num-seqs"}  # fmt: skip
+    e2b = production_advice(plan_serving("google/gemma-4-E2B-it"), gpu_memory_gib=24)
+    assert e2b["--tensor-parallel-size"].startswith("1:")
+
+
+def test_the_recipe_says_larger_per_request_budgets_are_honoured():
+    from gemma_explore.inference.vllm_recipe import Workload, engine_recipe
+
+    r = engine_recipe("google/gemma-4-31B-it", workload=Workload(images=2, max_soft_tokens=280))
+    why = r.reasons["mm_processor_kwargs"]
+    assert "larger ones too" in why and "less, not more" not in why
+    assert "allocated on demand" in r.reasons["max_model_len"]

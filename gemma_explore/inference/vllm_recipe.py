@@ -200,15 +200,15 @@ def production_advice(
     weights = plan.weights_bytes
     per_request = plan.vllm_kv_bytes_per_request
     tp = 1
-    while weights / tp + per_request > budget and tp < 8:
+    while (weights + per_request) / tp > budget and tp < 8:  # TP splits both
         tp *= 2
     advice: dict[str, str] = {}
     kv_heads = min((la.kv_heads for la in plan.layers if la.stores_kv), default=1)
-    room = budget - weights / tp
+    room = budget * tp - weights
     advice["--tensor-parallel-size"] = (
         f"{tp}: the weights are {weights / gib:.1f} GiB at {plan.dtype_bytes} B each; "
         f"{gpu_memory_gib:g} GiB × {gpu_memory_utilization:g} = {budget / gib:.1f} GiB per GPU "
-        f"leaves ~{room / gib:.1f} GiB for KV with {tp} GPU(s) (an estimate: vLLM also takes "
+        f"leaves ~{room / gib:.1f} GiB for KV across {tp} GPU(s) (an estimate: vLLM also takes "
         f"off the profiled activation peak). With tensor parallelism each rank keeps "
         f"1/N of the weights and of the KV heads (the fewest on any layer: {kv_heads}, so up "
         f"to N = {kv_heads} splits them evenly), and the KV pool grows with the GPUs"
