@@ -343,8 +343,14 @@ def serving_recipe(
     audios: int | None = None,
     videos: int | None = None,
     reasons: dict[str, str] | None = None,
+    workshop: bool = False,
 ) -> dict[str, Any]:
     """The ``vllm serve`` arguments for a model, as a dict of engine arguments.
+
+    Production by default; ``workshop=True`` adds the workshop flags (``enforce_eager``:
+    no CUDA-graph capture, a faster start; ``gpu_memory_utilization`` 0.85: room for a
+    notebook beside the server). A released id's config is the local HF cache copy or the
+    built-in facts (no network), and audio follows its ``audio_config``.
 
     With a stated workload (``images``, ``audios`` or ``videos``), the serving plan's
     recipe (``engine_args(for_workload=Workload(…))``) proposes ``limit_mm_per_prompt``,
@@ -357,34 +363,48 @@ def serving_recipe(
     from .families import get_family
     from .inference.vllm_backend import engine_args
     from .inference.vllm_recipe import Workload, engine_recipe
-    from .models.checkpoints import family_from_config, guess_family, modalities_of
+    from .models.checkpoints import config_for, family_from_config, guess_family, modalities_of
     from .models.tiny import TINY_NAMES
+    from .released import is_released
 
     config = None
     if Path(model).is_dir():  # a local checkpoint: its config says the family and towers
         from transformers import AutoConfig
 
         config = AutoConfig.from_pretrained(model)
+    elif is_released(model):  # the local HF cache copy, else the built-in facts
+        config = config_for(model)[0]
     if family is None:
         family = TINY_NAMES.get(model) or (
             family_from_config(config, model) if config is not None else guess_family(model)
         )
     fam = get_family(family).name
     has_audio = "audio" in modalities_of(fam, config, model)  # Gemma 4 26B/31B: none
+    if audios and not has_audio:
+        raise ValueError(
+            f"{model} has no audio tower (its config has no audio_config): drop --audios, or "
+            "use an E2B/E4B or 12B checkpoint."
+        )
+    mode: dict[str, Any] = {"enforce_eager": workshop}
+    if not workshop:  # vLLM's own default utilisation (0.9)
+        mode["gpu_memory_utilization"] = None
     if images is None and audios is None and videos is None:
-        return engine_args(
+        args = engine_args(
             model, family=fam, max_soft_tokens=budget, max_model_len=max_model_len,
-            has_audio=has_audio,
+            has_audio=has_audio, **mode,
         )  # fmt: skip
+        return {k: v for k, v in args.items() if v is not None}
     work = Workload(
         images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
     )
     if reasons is not None:
         recipe = engine_recipe(model, workload=work, family=fam, has_audio=has_audio)
         reasons.update(recipe.reasons)
-    return engine_args(
-        model, family=fam, max_model_len=max_model_len, has_audio=has_audio, for_workload=work
-    )
+    args = engine_args(
+        model, family=fam, max_model_len=max_model_len, has_audio=has_audio, for_workload=work,
+        **mode,
+    )  # fmt: skip
+    return {k: v for k, v in args.items() if v is not None}
 
 
 def serve_command(args: dict[str, Any]) -> str:
@@ -424,22 +444,63 @@ def serve_args(
     audios: Annotated[int | None, typer.Option(min=0, help="Clips per prompt.")] = None,
     videos: Annotated[int | None, typer.Option(min=0, help="Videos per prompt (Gemma 4).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The engine arguments as JSON.")] = False,
+    workshop: Annotated[
+        bool,
+        typer.Option(
+            "--workshop",
+            help="Add the workshop flags: --enforce-eager and --gpu-memory-utilization 0.85.",
+        ),
+    ] = False,
+    gpu_memory_gib: Annotated[
+        float, typer.Option(min=1, help="GPU memory per device, for the production advice.")
+    ] = 80.0,
 ) -> None:
-    """Print the `vllm serve` command (or its arguments) for a Gemma checkpoint."""
+    """Print the `vllm serve` command (or its arguments) for a Gemma checkpoint, with
+    production advice (tensor parallelism, FP8, prefix caching, max-num-seqs)."""
     reasons: dict[str, str] = {}
     try:
         args = serving_recipe(
             model, family=family, budget=budget, max_model_len=max_model_len, images=images,
-            audios=audios, videos=videos, reasons=reasons,
+            audios=audios, videos=videos, reasons=reasons, workshop=workshop,
         )  # fmt: skip
+        advice = _advice(args, gpu_memory_gib)
     except (ValueError, RuntimeError) as exc:  # bad budget, unknown family (ModelLoadError)
         _fail(str(exc))
     if as_json:
-        typer.echo(json.dumps({"args": args, "reasons": reasons} if reasons else args, indent=2))
+        out: dict[str, Any] = {"args": args}
+        if reasons:
+            out["reasons"] = reasons
+        if advice:
+            out["advice"] = advice
+        typer.echo(json.dumps(out if len(out) > 1 else args, indent=2))
         return
     for key, why in reasons.items():  # the workload recipe: why each argument
         typer.echo(f"# {key}: {why}")
     typer.echo(serve_command(args))
+    for flag, why in advice.items():
+        typer.echo(f"# consider {flag}: {why}")
+
+
+def _advice(args: dict[str, Any], gpu_memory_gib: float) -> dict[str, str]:
+    """Production advice for a checkpoint whose config is on this machine (else none)."""
+    from .inference.vllm_recipe import _model_for, production_advice
+    from .serving import plan_serving
+
+    try:
+        model = _model_for(str(args["model"]))
+    except (OSError, ValueError):  # a folder with a config but no processor files
+        return {}
+    if model is None:
+        return {}
+    plan = plan_serving(
+        model,
+        max_model_len=args.get("max_model_len") or 8192,
+        limit_mm_per_prompt=args.get("limit_mm_per_prompt"),
+        max_soft_tokens=(args.get("mm_processor_kwargs") or {}).get("max_soft_tokens"),
+        max_num_batched_tokens=args.get("max_num_batched_tokens"),
+    )
+    util = args.get("gpu_memory_utilization") or 0.9
+    return production_advice(plan, gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=util)
 
 
 # --------------------------------------------------------------------------- demo

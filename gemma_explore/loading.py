@@ -43,6 +43,7 @@ def load(
     backend: str = "hf",
     device: str | None = None,
     dtype: Any = None,
+    weights: bool = True,
     **engine_args: Any,
 ) -> Bundle:
     """Load a bundle: ``"tiny-gemma3n"``, ``"tiny-gemma4"``, a local folder or a hub id.
@@ -51,7 +52,9 @@ def load(
     bfloat16, on CPU in float32, unless ``dtype`` says otherwise), ``"vllm"`` (``vllm.LLM``
     on a CUDA GPU; extra keyword arguments override
     :func:`~gemma_explore.inference.vllm_backend.engine_args`) or ``"openai"`` (a
-    running ``vllm serve``: ``base_url=``, ``api_key=``, ``family=``).
+    running ``vllm serve``: ``base_url=``, ``api_key=``, ``family=``). ``weights=False``
+    (``hf``): a config-only bundle, offline for the released ids: the real processor
+    settings, the model on the meta device; layouts, masks and serving plans work.
 
     >>> load("tiny-gemma3n").family                      # doctest: +SKIP
     'gemma3n'
@@ -65,7 +68,7 @@ def load(
         raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
     if engine_args:
         raise TypeError(f"Unexpected arguments for backend='hf': {sorted(engine_args)}")
-    parts = load_parts(name, device=device, dtype=dtype)
+    parts = load_parts(name, device=device, dtype=dtype, weights=weights)
     engine = HFEngine(parts.model, parts.processor, parts.family, parts.is_random_weights)
     return Bundle(
         name=parts.name,

@@ -107,6 +107,27 @@ class ServingModel:
     num_parameters: int  # from the config's shapes, built on the meta device
     num_parameters_by_part: dict[str, int] = field(hash=False, compare=False)
     use_bidirectional_attention: str | None = None  # Gemma 4 26B/31B: "vision"
+    # Where the config came from: the checkpoint folder, the local HF cache, the built-in
+    # facts of a released id (gemma_explore/released.py), a bundle or a tiny build.
+    config_source: str = ""
+    # MoE (26B-A4B): parameters of the routed experts, and how many of them run per token.
+    expert_parameters: int = 0
+    experts_per_token: tuple[int, int] | None = None  # (top_k_experts, num_experts)
+    # E-models: the per-layer embedding table (embed_tokens_per_layer), a lookup that
+    # Google's "effective" sizes leave out (it can live off the accelerator).
+    per_layer_embedding_parameters: int = 0
+
+    @property
+    def active_parameters(self) -> int:
+        """Parameters one token runs through: all, less the experts it is not routed to.
+
+        >>> serving_model("google/gemma-4-26B-A4B-it").active_parameters < 5e9   # doctest: +SKIP
+        True
+        """
+        if not self.experts_per_token:
+            return self.num_parameters
+        k, n = self.experts_per_token
+        return self.num_parameters - self.expert_parameters * (n - k) // n
 
     @property
     def spec(self) -> FamilySpec:
@@ -144,8 +165,9 @@ _PARAMS: dict[str, tuple[int, tuple[tuple[str, int], ...]]] = {}  # config JSON 
 
 def _meta_parameters(config: Any) -> tuple[int, tuple[tuple[str, int], ...]]:
     """Parameters of the model the config describes, built on the meta device (shapes
-    only, no memory). Tied weights count once, as ``model.parameters()`` does. Once per
-    distinct config."""
+    only, no memory), per top-level part; ``experts`` and ``per_layer_embeddings`` are
+    also counted apart (they are inside ``language_model``). Tied weights count once, as
+    ``model.parameters()`` does. Once per distinct config."""
     key = config.to_json_string(use_diff=False)
     if key in _PARAMS:
         return _PARAMS[key]
@@ -158,48 +180,74 @@ def _meta_parameters(config: Any) -> tuple[int, tuple[tuple[str, int], ...]]:
     with torch.device("meta"):
         model = AutoModelForImageTextToText.from_config(config)
     parts: dict[str, int] = {}
+    apart = {"experts": 0, "per_layer_embeddings": 0}
     for name, p in model.named_parameters():
         bits = name.split(".")
         part = bits[1] if bits[0] == "model" and len(bits) > 1 else bits[0]
         parts[part] = parts.get(part, 0) + p.numel()
-    _PARAMS[key] = (sum(parts.values()), tuple(parts.items()))
+        if ".experts." in name:  # Gemma 4 MoE: experts.gate_up_proj / experts.down_proj
+            apart["experts"] += p.numel()
+        elif "embed_tokens_per_layer" in name:  # E-models' per-layer embedding table
+            apart["per_layer_embeddings"] += p.numel()
+    _PARAMS[key] = (sum(parts.values()), tuple(parts.items()) + tuple(apart.items()))
     return _PARAMS[key]
 
 
-def _config_of(source: Any) -> tuple[str, str, Any, Any]:
-    """(name, family, config, processor or None) for a bundle, folder, tiny name or config."""
+def _config_of(source: Any) -> tuple[str, str, Any, Any, str]:
+    """(name, family, config, processor or None, where the config came from) for a
+    bundle, folder, tiny name, released id or config. A released id never reaches the
+    hub: a local cache copy of its config wins, else the built-in facts."""
     from .models.bundle import Bundle
 
     if isinstance(source, Bundle):
         if source.model is not None:
-            return source.name, source.family, source.model.config, source.processor
+            where = f"the loaded bundle's config ({source.name}, {source.device})"
+            from .released import is_released
+
+            if source.device == "meta" and is_released(source.name):  # load(weights=False)
+                from .models.checkpoints import BUILT_IN, cached_file_of
+
+                cached = cached_file_of(source.name, "config.json")
+                where = f"local Hugging Face cache ({cached})" if cached else BUILT_IN
+            return source.name, source.family, source.model.config, source.processor, where
         source = source.name
     if isinstance(source, str | os.PathLike):
         name = os.fspath(source)
+        from .models.checkpoints import family_from_config, load_processor
         from .models.tiny import TINY_NAMES, build_tiny_processor, tiny_config
+        from .released import is_released
 
         if name in TINY_NAMES:
             family = TINY_NAMES[name]
-            return name, family, tiny_config(family), build_tiny_processor(family)
-        from transformers import AutoConfig
+            return name, family, tiny_config(family), build_tiny_processor(family), "tiny build"
+        if is_released(name) and not os.path.isdir(name):
+            from .models.checkpoints import cached_file_of, config_for, offline_processor
 
-        from .models.checkpoints import family_from_config, load_processor
+            config, where = config_for(name)
+            family = family_from_config(config, name)
+            processor = None  # the family's released settings, unless the cache has it
+            if cached_file_of(name, "tokenizer_config.json"):
+                processor = offline_processor(name, family)[0]
+            return name, family, config, processor, where
+        from transformers import AutoConfig
 
         try:
             config = AutoConfig.from_pretrained(name)
         except OSError as exc:
             raise ValueError(
                 f"Could not read a config for {name!r} ({exc}). Pass a loaded bundle, a "
-                "checkpoint folder, a tiny name or a transformers config."
+                "checkpoint folder, a tiny name, a released id or a transformers config."
             ) from exc
         processor = load_processor(name) if os.path.isdir(name) else None
-        return name, family_from_config(config, name), config, processor
+        where = f"the folder {name}" if os.path.isdir(name) else "the Hugging Face Hub"
+        return name, family_from_config(config, name), config, processor, where
     if hasattr(source, "get_text_config"):
         return (
             getattr(source, "_name_or_path", "") or source.model_type,
             source.model_type,
             source,
             None,
+            "the config passed in",
         )
     raise TypeError(
         f"plan_serving takes a bundle, a folder, a tiny name or a config, not {type(source).__name__}."
@@ -214,7 +262,7 @@ def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
     """
     if isinstance(source, ServingModel):
         return source
-    name, family, config, processor = _config_of(source)
+    name, family, config, processor, where = _config_of(source)
     spec = get_family(family)
     text = config.get_text_config()
     modalities = ["image"]
@@ -236,7 +284,13 @@ def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
     image_len = spec.image.fixed_soft_tokens
     if processor is not None and spec.image.fixed_soft_tokens is not None:
         image_len = getattr(processor, "image_seq_length", image_len)
-    total, parts = _meta_parameters(config)
+    total, counted = _meta_parameters(config)
+    parts = dict(counted)
+    experts = parts.pop("experts", 0)
+    ple = parts.pop("per_layer_embeddings", 0)
+    routed = None
+    if getattr(text, "enable_moe_block", False):
+        routed = (int(text.top_k_experts), int(text.num_experts))
     return ServingModel(
         name=name,
         family=family,
@@ -247,8 +301,12 @@ def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
         hidden_size=int(text.hidden_size),
         layers=kv_layers(text),
         num_parameters=total,
-        num_parameters_by_part=dict(parts),
+        num_parameters_by_part=parts,
         use_bidirectional_attention=getattr(text, "use_bidirectional_attention", None),
+        config_source=where,
+        expert_parameters=experts,
+        experts_per_token=routed,
+        per_layer_embedding_parameters=ple,
     )
 
 
@@ -618,7 +676,7 @@ def plan_serving(
         if str(name) not in _DTYPE_BYTES:
             raise ValueError(f"Unknown dtype {name!r}; use one of {sorted(_DTYPE_BYTES)}.")
     counts, frames = _limits(limit_mm_per_prompt, num_frames)
-    steps: list[str] = []
+    steps: list[str] = [f"config: {model.config_source or 'as given'}"]
     ignored = sorted(set(counts) - set(model.modalities))
     if ignored:
         steps.append(
@@ -669,9 +727,7 @@ def plan_serving(
         f"{full:,} B on full layers + {sliding:,} B on sliding layers (these stop growing at "
         f"the window)"
     )
-    steps.append(
-        f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's shapes)"
-    )
+    steps.append(_weights_step(model, w_bytes))
     return ServingPlan(
         model=model,
         max_model_len=max_model_len,
@@ -694,6 +750,23 @@ def plan_serving(
         weights_bytes=model.num_parameters * w_bytes,
         steps=tuple(steps),
     )
+
+
+def _weights_step(model: ServingModel, w_bytes: int) -> str:
+    """The weights in words: every part built on the meta device, the routed experts
+    and the per-layer embeddings apart."""
+    parts = ", ".join(f"{k} {v:,}" for k, v in model.num_parameters_by_part.items())
+    text = (f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's "
+            f"shapes, meta device: {parts})")  # fmt: skip
+    if model.experts_per_token:
+        k, n = model.experts_per_token
+        text += (f"; {model.expert_parameters:,} in {n} routed experts, {k} per token, so "
+                 f"{model.active_parameters:,} run per token (all stay in memory)")  # fmt: skip
+    if model.per_layer_embedding_parameters:
+        ple = model.per_layer_embedding_parameters
+        text += (f"; {ple:,} of them are the per-layer embedding table (a lookup; "
+                 f"{model.num_parameters - ple:,} without it)")  # fmt: skip
+    return text
 
 
 _MODELS: dict[str, ServingModel] = {}

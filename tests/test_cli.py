@@ -206,7 +206,15 @@ def test_serve_args_prints_the_recipe():
 
     result = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560", "--images", "2")
     assert result.exit_code == 0, result.output
-    *why, line = result.stdout.strip().splitlines()
+    lines = result.stdout.strip().splitlines()
+    at = next(i for i, text in enumerate(lines) if text.startswith("vllm serve"))
+    why, line, advice = lines[:at], lines[at], lines[at + 1 :]
+    # Production advice follows the command, one flag and its reason per line.
+    assert [a.split(":")[0] for a in advice] == [
+        "# consider --tensor-parallel-size", "# consider --quantization fp8",
+        "# consider --kv-cache-dtype fp8", "# consider --enable-prefix-caching",
+        "# consider --max-num-seqs",
+    ]  # fmt: skip
     # A stated workload: the serving plan's recipe, with one reason per argument.
     recipe = engine_recipe(
         "google/gemma-4-E4B-it", workload=Workload(images=2, max_soft_tokens=560), family="gemma4"
@@ -219,9 +227,26 @@ def test_serve_args_prints_the_recipe():
     assert """--limit-mm-per-prompt '{"image": 2, "audio": 0, "video": 0}'""" in line
     plain = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560").stdout.strip()
     assert plain.startswith("vllm serve google/gemma-4-E4B-it --max-model-len 8192")
-    as_json = run("serve-args", "google/gemma-3n-E2B-it", "--json")
-    want = engine_args("google/gemma-3n-E2B-it", family="gemma3n")
-    assert json.loads(as_json.stdout) == json.loads(json.dumps(want))
+    as_json = json.loads(run("serve-args", "google/gemma-3n-E2B-it", "--json").stdout)
+    want = engine_args("google/gemma-3n-E2B-it", family="gemma3n", enforce_eager=False)
+    want.pop("gpu_memory_utilization")  # production: vLLM's own default
+    assert as_json["args"] == json.loads(json.dumps(want))
+    assert "--max-num-seqs" in as_json["advice"]
+
+
+def test_serve_args_workshop_flags_only_when_asked():
+    plain = run("serve-args", "google/gemma-4-E2B-it").stdout
+    assert "--enforce-eager" not in plain and "--gpu-memory-utilization" not in plain
+    workshop = run("serve-args", "google/gemma-4-E2B-it", "--workshop").stdout
+    assert "--enforce-eager" in workshop and "--gpu-memory-utilization 0.85" in workshop
+
+
+@pytest.mark.parametrize("model", ["google/gemma-4-31B", "google/gemma-4-26B-A4B-it"])
+def test_serve_args_audio_follows_the_config_not_the_name(model):
+    """The base 31B is not in any name list: its built-in config has no audio_config."""
+    assert "no audio tower" in _one_line_error(run("serve-args", model, "--audios", "1"))
+    line = run("serve-args", model, "--images", "2").stdout
+    assert """'{"image": 2, "video": 0}'""" in line and '"audio"' not in line
 
 
 @pytest.mark.parametrize(
@@ -329,6 +354,7 @@ def test_serve_args_knows_audio_less_checkpoints_and_local_folders(tmp_path):
     (big / "config.json").write_text('{"model_type": "gemma4", "audio_config": null}')
     local = run("serve-args", big, "--json")
     assert local.exit_code == 0, local.output
-    want = engine_args(str(big), family="gemma4", has_audio=False)
+    want = engine_args(str(big), family="gemma4", has_audio=False, enforce_eager=False)
+    want.pop("gpu_memory_utilization")  # production: vLLM's own default
     assert json.loads(local.stdout) == json.loads(json.dumps(want))
     assert "audio" not in want["limit_mm_per_prompt"]

@@ -28,7 +28,7 @@ from ..serving import (
     serving_model,
 )
 
-__all__ = ["EngineRecipe", "Workload", "engine_recipe"]
+__all__ = ["EngineRecipe", "Workload", "engine_recipe", "production_advice"]
 
 ROUND_TO = 256  # lengths are rounded up to a multiple of this (vLLM's blocks are 16)
 
@@ -65,10 +65,12 @@ def _round_up(n: int) -> int:
 
 
 def _model_for(model: str) -> ServingModel | None:
-    """The checkpoint's serving facts when its config is on this machine, else None."""
+    """The checkpoint's serving facts when its config is on this machine (a tiny name, a
+    folder, or a released id: local HF cache, else the built-in facts), else None."""
     from ..models.tiny import TINY_NAMES
+    from ..released import is_released
 
-    if model in TINY_NAMES or os.path.isdir(model):
+    if model in TINY_NAMES or os.path.isdir(model) or is_released(model):
         return serving_model(model)
     return None
 
@@ -114,8 +116,11 @@ def engine_recipe(
         budget = check_budget(spec, workload.max_soft_tokens)
         args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
         reasons["mm_processor_kwargs"] = (
-            f"the profiler sizes every image at this budget ({budget} soft tokens): take the "
-            "largest any request will ask for; a request may ask for less, not more"
+            f"the start-up budget ({budget} soft tokens): the default for requests that name "
+            "none, and the size the profiler and the encoder cache assume per image. A request "
+            "may ask for another budget in its own mm_processor_kwargs, larger ones too: vLLM "
+            "refuses it only when one item's embeddings exceed the encoder cache "
+            "(encoder_cache_size) or the prompt exceeds max_model_len"
         )
     elif workload.max_soft_tokens is not None:
         raise ValueError(f"{spec.display_name} has no image budget: drop max_soft_tokens.")
@@ -138,8 +143,10 @@ def engine_recipe(
     ) or "no items"  # fmt: skip
     reasons["max_model_len"] = (
         f"{parts} + {workload.text_tokens} text + {workload.max_new_tokens} answer = {need}, "
-        f"rounded up to {args['max_model_len']}: every KV page a request may need is reserved per "
-        "request, so no longer than the workload"
+        f"rounded up to {args['max_model_len']}: KV pages are allocated on demand, but vLLM "
+        "refuses to start unless one request of max_model_len fits the KV pool, and its "
+        "'maximum concurrency' figure counts that worst case per request; no longer than "
+        "the workload"
     )
     biggest = max(per_item.values(), default=0)
     mnbt = max(DEFAULT_MAX_NUM_BATCHED_TOKENS, _round_up(biggest))
@@ -174,3 +181,60 @@ def _facts_per_item(
         frames = min(spec.image.max_video_frames, w.video_frames or spec.image.max_video_frames)
         out["video"] = frames * (spec.image.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
     return out
+
+
+def production_advice(
+    plan: ServingPlan, *, gpu_memory_gib: float = 80.0, gpu_memory_utilization: float = 0.9
+) -> dict[str, str]:
+    """Flags worth weighing for a production ``vllm serve`` of this plan, each with why:
+    tensor parallelism, FP8 weights, FP8 KV cache, prefix caching and ``max_num_seqs``.
+
+    The KV room is an estimate (GPU × utilisation − weights): vLLM profiles the activation
+    peak on the device and takes it off too.
+
+    >>> advice = production_advice(plan_serving("google/gemma-4-31B-it"))   # doctest: +SKIP
+    >>> "--tensor-parallel-size" in advice                                    # doctest: +SKIP
+    """
+    gib = 2**30
+    budget = gpu_memory_gib * gpu_memory_utilization * gib
+    weights = plan.weights_bytes
+    per_request = plan.vllm_kv_bytes_per_request
+    tp = 1
+    while (weights + per_request) / tp > budget and tp < 8:  # TP splits both
+        tp *= 2
+    advice: dict[str, str] = {}
+    kv_heads = min((la.kv_heads for la in plan.layers if la.stores_kv), default=1)
+    room = budget * tp - weights
+    advice["--tensor-parallel-size"] = (
+        f"{tp}: the weights are {weights / gib:.1f} GiB at {plan.dtype_bytes} B each; "
+        f"{gpu_memory_gib:g} GiB × {gpu_memory_utilization:g} = {budget / gib:.1f} GiB per GPU "
+        f"leaves ~{room / gib:.1f} GiB for KV across {tp} GPU(s) (an estimate: vLLM also takes "
+        f"off the profiled activation peak). With tensor parallelism each rank keeps "
+        f"1/N of the weights and of the KV heads (the fewest on any layer: {kv_heads}, so up "
+        f"to N = {kv_heads} splits them evenly), and the KV pool grows with the GPUs"
+    )
+    advice["--quantization fp8"] = (
+        f"FP8 weights (1 B per parameter) on Hopper or newer: {weights / gib:.1f} → "
+        f"{plan.model.num_parameters / gib:.1f} GiB, the difference goes to the KV pool; "
+        "check answer quality on your own prompts"
+    )
+    advice["--kv-cache-dtype fp8"] = (
+        f"halves K and V per token ({plan.kv_bytes_per_token:,} → "
+        f"{plan.kv_bytes_per_token * 1 // plan.kv_dtype_bytes:,} B while the windows grow; "
+        f"{per_request / 2**20:,.0f} → ~{per_request / plan.kv_dtype_bytes / 2**20:,.0f} MiB "
+        "for a max_model_len request), so about twice the requests fit"
+    )
+    advice["--enable-prefix-caching"] = (
+        "on by default in vLLM's V1 engine; keep it: a shared system prompt, and an image "
+        "sent again in a later turn (vLLM hashes each item into its block hashes), reuse "
+        "their KV pages instead of running the prefill (and the encoder) again"
+    )
+    fit = int(room // per_request) if per_request else 0
+    advice["--max-num-seqs"] = (
+        f"caps the requests scheduled at once (vLLM's default {plan.max_num_seqs}); about "
+        f"{fit} requests of max_model_len {plan.max_model_len} fit the estimated KV room, "
+        "more only when requests are shorter (pages are allocated on demand); set it to the "
+        "concurrency you need, since more waiting sequences only add queueing and a larger "
+        "profiling batch"
+    )
+    return advice

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelLoadError
 from ..families import FAMILIES, get_family
+from ..released import is_released, released, released_config
 from .bundle import MARKER_FILE
 from .memory import check_fits
 from .tiny import TINY_NAMES, build_tiny_model, build_tiny_processor, register_tiny_mobilenet
@@ -30,8 +31,11 @@ if TYPE_CHECKING:
     from transformers import ProcessorMixin
 
 __all__ = [
+    "BUILT_IN",
     "Parts",
+    "cached_file_of",
     "check_folder",
+    "config_for",
     "family_from_config",
     "guess_family",
     "is_random_weights",
@@ -39,6 +43,7 @@ __all__ = [
     "load_processor",
     "looks_like_hub_id",
     "modalities_of",
+    "offline_processor",
     "pick_device",
     "pick_dtype",
 ]
@@ -116,18 +121,80 @@ def family_from_config(config: Any, where: str) -> str:
 
 def modalities_of(family: str, config: Any = None, name: str = "") -> tuple[str, ...]:
     """What a checkpoint takes: images always; audio when its config has an
-    ``audio_config`` (or, without a config, when its hub id is not one of the
-    audio-less releases); video for families that have it."""
+    ``audio_config``; video for families that have it. Without a config, a released
+    checkpoint's config is the built-in one (:mod:`gemma_explore.released`), never its
+    name; an unknown checkpoint is assumed to take what its family can.
+
+    >>> modalities_of("gemma4", name="google/gemma-4-31B")
+    ('image', 'video')
+    """
     spec = get_family(family)
     if config is not None:
         audio = getattr(config, "audio_config", None) is not None
+    elif name and is_released(name):
+        audio = released(name).has_audio  # the released config's audio_config, as a fact
     else:
-        audio = name.lower() not in {h.lower() for h in spec.hub_ids_without_audio}
+        audio = spec.audio is not None
     return ("image",) + (("audio",) if audio else ()) + (("video",) if spec.has_video else ())
 
 
+BUILT_IN = "built-in facts (gemma_explore/released.py)"  # where an offline config comes from
+
+
+def cached_file_of(model_id: str, filename: str) -> str | None:
+    """The path of ``filename`` of a hub repo in the local Hugging Face cache, or None.
+    Reads the cache folder only: never the network.
+
+    >>> cached_file_of("google/gemma-4-31B-it", "no-such-file.json") is None
+    True
+    """
+    if not looks_like_hub_id(model_id):
+        return None
+    from transformers.utils.hub import try_to_load_from_cache  # huggingface_hub's, re-exported
+
+    found = try_to_load_from_cache(model_id, filename)
+    return found if isinstance(found, str) else None
+
+
+def config_for(model_id: str) -> tuple[Any, str]:
+    """(config, where it came from) for a released checkpoint, with no network: a
+    ``config.json`` in the local Hugging Face cache wins over the built-in facts.
+
+    >>> config_for("google/gemma-4-31B-it")[1]
+    'built-in facts (gemma_explore/released.py)'
+    """
+    released(model_id)  # a clear refusal for an id we hold no facts for
+    cached = cached_file_of(model_id, "config.json")
+    if cached is not None:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(model_id, local_files_only=True)
+        return config, f"local Hugging Face cache ({cached})"
+    return released_config(model_id), BUILT_IN
+
+
+def offline_processor(model_id: str, family: str) -> tuple[Any, str]:
+    """(processor, where it came from) with no network: the real processor when the local
+    Hugging Face cache holds its files, else the family's processor at the released
+    settings with the stand-in tokenizer (the real special tokens and ids)."""
+    files = ("processor_config.json", "preprocessor_config.json")
+    if any(cached_file_of(model_id, f) for f in files) and (
+        cached_file_of(model_id, "tokenizer.json") or cached_file_of(model_id, "tokenizer.model")
+    ):
+        from transformers import AutoProcessor
+
+        processor = AutoProcessor.from_pretrained(model_id, local_files_only=True)
+        return processor, "local Hugging Face cache"
+    return build_tiny_processor(family), (
+        "released processor settings with the stand-in tokenizer (no tokenizer cached)"
+    )
+
+
 def guess_family(name: str) -> str:
-    """Family of a model we cannot open (a remote server's): from its name."""
+    """Family of a model we cannot open (a remote server's): a released checkpoint's from
+    its built-in config, any other from its name."""
+    if is_released(name):
+        return released(name).model_type
     low = name.lower().replace("_", "-")
     if "gemma-3n" in low or "gemma3n" in low:
         return "gemma3n"
@@ -201,8 +268,15 @@ def _from_pretrained(source: str, device: str, dtype: Any, **hub_kwargs: Any):
     return family, processor, model
 
 
-def load_parts(model: str | os.PathLike, *, device: str | None, dtype: Any) -> Parts:
-    """Processor and model of ``"tiny-gemma3n"``, ``"tiny-gemma4"``, a folder or a hub id."""
+def load_parts(
+    model: str | os.PathLike, *, device: str | None, dtype: Any, weights: bool = True
+) -> Parts:
+    """Processor and model of ``"tiny-gemma3n"``, ``"tiny-gemma4"``, a folder or a hub id.
+
+    ``weights=False``: a config-only build (see :func:`config_only_parts`).
+    """
+    if not weights:
+        return config_only_parts(model, dtype=dtype)
     name = os.fspath(model)
     dev = pick_device(device)
     dt = pick_dtype(dtype, dev)
@@ -240,3 +314,61 @@ def load_parts(model: str | os.PathLike, *, device: str | None, dtype: Any) -> P
         "weights), a local checkpoint folder, or a hub id such as 'google/gemma-4-E4B-it' or "
         "'google/gemma-3n-E2B-it'."
     )
+
+
+def config_only_parts(model: str | os.PathLike, *, dtype: Any = None) -> Parts:
+    """A checkpoint without its weights: its config (a released id's from the local
+    Hugging Face cache or the built-in facts; a folder's or a tiny bundle's own), the
+    model built on PyTorch's ``meta`` device (shapes, no memory), and the processor
+    (cached, the folder's, or the released settings with the stand-in tokenizer).
+    Layouts, attention masks and serving plans work; generation does not.
+
+    >>> config_only_parts("google/gemma-4-31B-it").model.device.type     # doctest: +SKIP
+    'meta'
+    """
+
+    name = os.fspath(model)
+    dt = pick_dtype(dtype if dtype is not None else "bfloat16", "meta")
+    if name in TINY_NAMES:
+        from .tiny import tiny_config
+
+        family = TINY_NAMES[name]
+        config, processor = tiny_config(family), build_tiny_processor(family)
+    elif Path(name).expanduser().is_dir():
+        from transformers import AutoConfig
+
+        path = str(Path(name).expanduser())
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+        family = family_from_config(config, path)
+        processor = load_processor(path)
+    elif is_released(name):
+        config, _ = config_for(name)
+        family = family_from_config(config, name)
+        processor, _ = offline_processor(name, family)
+    else:
+        raise ModelLoadError(
+            f"weights=False needs a config on this machine: {name!r} is not a released Gemma "
+            "checkpoint, a folder or a tiny name. Use one of "
+            + ", ".join(released_ids())
+            + ", or a folder holding its config.json."
+        )
+    return Parts(name, family, processor, _meta_model(config, dt), False, "meta", dt,
+                 modalities_of(family, config, name))  # fmt: skip
+
+
+def released_ids() -> tuple[str, ...]:
+    """The released instruction-tuned ids (for messages and pickers)."""
+    from ..released import RELEASED_IDS
+
+    return RELEASED_IDS
+
+
+def _meta_model(config: Any, dtype: Any) -> Any:
+    """The model of ``config`` on the meta device: every parameter's shape, no memory."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    register_tiny_mobilenet()  # a tiny Gemma 3n names our slim timm encoder
+    with torch.device("meta"):
+        net = AutoModelForImageTextToText.from_config(config, dtype=dtype)
+    return net.eval()

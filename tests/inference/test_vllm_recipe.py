@@ -20,9 +20,12 @@ def test_four_images_at_560_and_one_clip():
     assert set(r.reasons) == {"limit_mm_per_prompt", "mm_processor_kwargs", "max_model_len",
                               "max_num_batched_tokens"}  # fmt: skip
     assert "video at 0" in r.reasons["limit_mm_per_prompt"]
-    # A hub id whose config is not here: the same arguments from the family's facts.
+    # A released id: the same arguments, and a plan from its built-in config (no network).
     hub = engine_recipe("google/gemma-4-E4B-it", family="gemma4", workload=w)
-    assert hub.args == r.args and hub.plan is None
+    assert hub.args == r.args and hub.plan.model.name == "google/gemma-4-E4B-it"
+    # A hub id whose config is not here: the same arguments from the family's facts.
+    other = engine_recipe("someone/gemma-4-finetune", family="gemma4", workload=w)
+    assert other.args == r.args and other.plan is None
 
 
 def test_engine_args_takes_the_recipe_and_explicit_arguments_win():

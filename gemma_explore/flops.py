@@ -1,0 +1,370 @@
+"""What one item costs to encode, and one prompt token to prefill, at released size.
+
+Each count is PyTorch's own: the real transformers (or timm) modules of a checkpoint
+are built on the ``meta`` device (shapes only, no memory) and run under
+``torch.utils.flop_counter.FlopCounterMode`` on inputs of the shape the processor
+hands them. Attention runs as transformers' ``eager`` implementation, so its matmuls
+are counted too (a fused kernel does the same arithmetic; a windowed kernel skips the
+masked scores of sliding layers, which eager computes).
+
+- **images and video frames** (Gemma 4): the processor pads every image to
+  ``max_soft_tokens × 9`` patches, so the cost depends on the budget only. The ViT runs
+  on all of them; its pooler's one-hot average (the one data-dependent step, which the
+  meta device cannot run) is counted as the matmul it is, ``(budget × patches) @
+  (patches × width)``.
+- **audio clips**: the mel frames (or Unified's raw 640-sample frames) of a clip of
+  that length, through the tower (or embedder).
+- **Gemma 3n**: a fixed 768×768 px (W×H) image through MobileNet-V5; clips through the
+  Conformer.
+- **prefill**: the language model on a prompt of ``num_tokens`` tokens, divided by them.
+
+The tests hold these counts to ``FlopCounterMode`` running the tiny models' own
+``get_image_features`` / ``get_audio_features`` on CPU, and to written-out arithmetic at
+released shapes.
+
+>>> report = flops_report("google/gemma-4-31B-it")                 # doctest: +SKIP
+>>> report.cost("image", 1120).flops / report.cost("image", 70).flops  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from .families import get_family
+from .tables import Table
+
+__all__ = [
+    "CLIP_SECONDS",
+    "EncoderCost",
+    "FlopsReport",
+    "encoder_flops",
+    "flops_report",
+    "flops_table",
+    "prefill_flops",
+]
+
+CLIP_SECONDS = (5.0, 10.0, 30.0)  # clip lengths the report prices
+PREFILL_TOKENS = 4096  # the prompt length prefill FLOPs per token are quoted at
+
+
+@dataclass(frozen=True)
+class EncoderCost:
+    """FLOPs to turn one item into soft tokens."""
+
+    item: str  # "image", "video frame" or "audio clip"
+    setting: int | float  # the image budget (max_soft_tokens) or the clip's seconds
+    soft_tokens: int  # embeddings the item becomes
+    flops: int  # counted by FlopCounterMode (multiply-adds × 2)
+    fixed: bool = False  # Gemma 3n: every image is the same 256 tokens (no budget)
+
+    @property
+    def label(self) -> str:
+        """The setting in words ("budget 280", "10 s", "fixed 256")."""
+        if self.item == "audio clip":
+            return f"{self.setting:g} s"
+        return f"fixed {self.setting}" if self.fixed else f"budget {self.setting}"
+
+
+@dataclass(frozen=True)
+class FlopsReport:
+    """Every item cost and the prefill cost per token, for one checkpoint."""
+
+    model: str
+    costs: tuple[EncoderCost, ...]
+    prefill_flops_per_token: int  # the language model, averaged over PREFILL_TOKENS tokens
+    prefill_tokens: int
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+    def cost(self, item: str, setting: int | float) -> EncoderCost:
+        """The cost of one ``item`` ("image", "video frame", "audio clip") at ``setting``."""
+        for c in self.costs:
+            if c.item == item and c.setting == setting:
+                return c
+        raise ValueError(f"{self.model} has no {item} at {setting!r}; see .costs.")
+
+    def table(self) -> Table:
+        rows = [(c.item, c.label, c.soft_tokens, f"{c.flops / 1e9:,.1f}",
+                 f"{c.flops / max(self.prefill_flops_per_token, 1):,.0f}")
+                for c in self.costs]  # fmt: skip
+        return Table(
+            ("item", "setting", "soft tokens", "GFLOPs", "= prompt tokens of prefill"),
+            tuple(rows),
+            title=f"{self.model}: encoder FLOPs per item",
+            notes=self.steps,
+            notes_title="steps",
+        )
+
+    def _repr_html_(self) -> str:
+        return self.table().html()
+
+    def __str__(self) -> str:
+        return self.table().text()
+
+
+# ----------------------------------------------------------------------- counting
+
+
+def _count(fn: Any) -> int:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
+def _eager(config: Any) -> Any:
+    """A copy of ``config`` (and its sub-configs) with eager attention: its matmuls count."""
+    config = copy.deepcopy(config)
+    for sub in (config, *(getattr(config, k, None) for k in ("vision_config", "audio_config",
+                                                             "text_config"))):  # fmt: skip
+        if sub is not None:
+            sub._attn_implementation = "eager"
+    text = config.get_text_config()
+    if getattr(text, "enable_moe_block", False):
+        # One matmul per (token, routed expert): the FLOPs of the k experts each token
+        # runs, with shapes the meta device can follow (the grouped kernel wants bf16).
+        text._experts_implementation = "batched_mm"
+    return config
+
+
+@cache
+def _built(key: str, part: str, device: str) -> Any:
+    """The modules of one part of a config, built once per (config, part, device)."""
+    import torch
+
+    from .models.tiny import register_tiny_mobilenet
+
+    config = _eager(_CONFIGS[key])
+    family = config.model_type
+    text = config.get_text_config()
+    register_tiny_mobilenet()
+    with torch.device(device):
+        if family == "gemma3n":
+            from transformers.models.gemma3n import modeling_gemma3n as m
+
+            if part == "vision":
+                import timm
+
+                tower = timm.create_model(config.vision_config.architecture, pretrained=False,
+                                          **(config.vision_config.model_args or {}))  # fmt: skip
+                return tower.eval(), m.Gemma3nMultimodalEmbedder(config.vision_config, text)
+            if part == "audio":
+                return (m.Gemma3nAudioEncoder(config.audio_config).eval(),
+                        m.Gemma3nMultimodalEmbedder(config.audio_config, text))  # fmt: skip
+            return m.Gemma3nTextModel(text).eval(), None
+        if family == "gemma4_unified":
+            from transformers.models.gemma4_unified import modeling_gemma4_unified as m
+
+            if part == "vision":  # the embedder ends in its own projection to the text width
+                return m.Gemma4UnifiedVisionEmbedder(config.vision_config, text).eval(), None
+            if part == "audio":
+                return None, m.Gemma4UnifiedMultimodalEmbedder(config.audio_config, text)
+            return m.Gemma4UnifiedTextModel(text).eval(), None
+        from transformers.models.gemma4 import modeling_gemma4 as m
+
+        if part == "vision":
+            return (m.Gemma4VisionModel(config.vision_config).eval(),
+                    m.Gemma4MultimodalEmbedder(config.vision_config, text))  # fmt: skip
+        if part == "audio":
+            return (m.Gemma4AudioModel(config.audio_config).eval(),
+                    m.Gemma4MultimodalEmbedder(config.audio_config, text))  # fmt: skip
+        return m.Gemma4TextModel(text).eval(), None
+
+
+_CONFIGS: dict[str, Any] = {}  # config JSON → config (the key _built caches on)
+
+
+def _key(config: Any) -> str:
+    key = config.to_json_string(use_diff=False)
+    _CONFIGS.setdefault(key, config)
+    return key
+
+
+def _grid(budget: int) -> tuple[int, int]:
+    """(rows, cols) of patches for a budget: 3k × 3(budget / k) with k the divisor of
+    the budget nearest its square root (budget × 9 patches, no padding)."""
+    k = max(d for d in range(1, int(budget**0.5) + 1) if budget % d == 0)
+    return 3 * k, 3 * (budget // k)
+
+
+def encoder_flops(
+    config: Any,
+    item: str,
+    *,
+    max_soft_tokens: int | None = None,
+    seconds: float | None = None,
+    device: str = "meta",
+) -> tuple[int, int]:
+    """(soft tokens, FLOPs) of one item through ``config``'s tower (or embedder) and its
+    projection into the language model, counted by ``FlopCounterMode``.
+
+    ``item`` is "image", "video frame" (Gemma 4: ``max_soft_tokens``, default the
+    family's image / video budget) or "audio clip" (``seconds``).
+
+    >>> from gemma_explore.released import released_config
+    >>> encoder_flops(released_config("google/gemma-4-31B-it"), "image",
+    ...               max_soft_tokens=70)[0]                            # doctest: +SKIP
+    70
+    """
+    import numpy as np
+    import torch
+
+    spec = get_family(config.model_type)
+    key = _key(config)
+    with torch.no_grad():
+        if item in ("image", "video frame"):
+            tower, proj = _built(key, "vision", device)
+            if spec.image.fixed_soft_tokens is not None:  # Gemma 3n: 768×768, 256 tokens
+                h, w = spec.image.fixed_size
+                n = spec.image.fixed_soft_tokens
+                pixels = torch.zeros(1, 3, h, w, device=device)  # (1, 3, 768, 768)
+                feats = torch.zeros(1, n, config.vision_config.hidden_size, device=device)
+                return n, _count(lambda: (tower(pixels), proj(inputs_embeds=feats)))
+            default = (
+                spec.image.video_budget if item == "video frame" else spec.image.default_budget
+            )
+            budget = max_soft_tokens or default
+            rows, cols = _grid(budget)
+            ys, xs = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+            pos = torch.stack([xs.flatten(), ys.flatten()], -1)[None].to(device)  # (1, 9B, 2)
+            if spec.encoder_free:  # Unified: one merged 48 px block per token
+                patch = 3 * (spec.image.patch_size * spec.image.pooling_kernel) ** 2  # 6912
+                blocks = torch.zeros(1, budget, patch, device=device)  # (1, B, 6912)
+                bpos = torch.stack([xs[::3, ::3].flatten() // 3, ys[::3, ::3].flatten() // 3], -1)
+                bpos = bpos[None].to(device)  # (1, B, 2)
+
+                return budget, _count(lambda: tower(pixel_values=blocks, image_position_ids=bpos))
+            n = rows * cols
+            width = config.vision_config.hidden_size
+            pixels = torch.zeros(1, n, 3 * spec.image.patch_size**2, device=device)  # (1, 9B, 768)
+            weights = torch.zeros(1, budget, n, device=device)  # the pooler's one-hot average
+            pooled = torch.zeros(1, budget, width, device=device)  # (1, B, width)
+
+            def run_vit() -> None:
+                embeds = tower.patch_embedder.input_proj(pixels)  # (1, 9B, width)
+                hidden = tower.encoder(
+                    inputs_embeds=embeds, attention_mask=None, pixel_position_ids=pos
+                ).last_hidden_state  # (1, 9B, width)
+                torch.bmm(weights, hidden)  # (1, B, width): the pooler
+                proj(inputs_embeds=pooled)  # (1, B, text width)
+
+            return budget, _count(run_vit)
+        if item != "audio clip":
+            raise ValueError(f"item must be 'image', 'video frame' or 'audio clip', not {item!r}.")
+        if getattr(config, "audio_config", None) is None:
+            raise ValueError(f"{config._name_or_path or 'This checkpoint'} has no audio tower.")
+        from .plans import plan_audio
+
+        wave = np.zeros(int(round((seconds or 10.0) * spec.audio.sampling_rate)), np.float32)
+        plan = plan_audio((wave, spec.audio.sampling_rate), family=spec.name)
+        tower, proj = _built(key, "audio", device)
+        frames = plan.num_mel_frames
+        if spec.encoder_free:  # raw 640-sample frames straight into the projection
+            rows = torch.zeros(1, frames, spec.audio.samples_per_token, device=device)
+            return frames, _count(lambda: proj(inputs_embeds=rows))
+        mel = torch.zeros(1, frames, spec.audio.mel_bins, device=device)  # (1, T, 128)
+        if spec.name == "gemma3n":
+            mask = torch.zeros(1, frames, dtype=torch.bool, device=device)  # True = padding
+        else:
+            mask = torch.ones(1, frames, dtype=torch.bool, device=device)  # True = valid
+        holder: dict[str, Any] = {}
+
+        def run_audio() -> None:
+            out = tower(mel, mask)
+            hidden = out[0] if isinstance(out, tuple) else out.last_hidden_state
+            holder["tokens"] = hidden.shape[1]
+            proj(inputs_embeds=hidden)
+
+        flops = _count(run_audio)
+        return int(holder["tokens"]), flops
+
+
+def prefill_flops(config: Any, num_tokens: int = PREFILL_TOKENS, *, device: str = "meta") -> int:
+    """FLOPs of the language model over a ``num_tokens`` prompt (eager attention: every
+    layer scores all pairs; the mask is passed in, as the meta device cannot build it).
+
+    >>> from gemma_explore.released import released_config
+    >>> prefill_flops(released_config("google/gemma-4-31B-it"), 1024) > 6e13   # doctest: +SKIP
+    True
+    """
+    import torch
+
+    lm, _ = _built(_key(config), "text", device)
+    ids = torch.zeros(1, num_tokens, dtype=torch.long, device=device)  # (1, T)
+    mask = torch.zeros(1, 1, num_tokens, num_tokens, device=device)  # (1, 1, T, T)
+    masks = {"full_attention": mask, "sliding_attention": mask}
+    pos = torch.arange(num_tokens, device=device)[None]  # (1, T)
+    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": masks, "position_ids": pos,
+                              "use_cache": False}  # fmt: skip
+    with torch.no_grad():
+        return _count(lambda: lm(**kwargs))
+
+
+@cache
+def flops_report(model_id: str) -> FlopsReport:
+    """Encoder FLOPs per image at each budget, per video frame and per clip length, and
+    the language model's prefill FLOPs per token, for one released checkpoint.
+
+    >>> flops_report("google/gemma-4-E2B-it").cost("video frame", 70).soft_tokens  # doctest: +SKIP
+    70
+    """
+    from .released import released_config
+
+    config = released_config(model_id)
+    spec = get_family(config.model_type)
+    costs: list[EncoderCost] = []
+    budgets = spec.image.budgets or (spec.image.fixed_soft_tokens,)
+    for b in budgets:
+        n, f = encoder_flops(config, "image", max_soft_tokens=b if spec.image.budgets else None)
+        costs.append(EncoderCost("image", b, n, f, fixed=not spec.image.budgets))
+    if spec.has_video:
+        b = spec.image.video_budget
+        n, f = encoder_flops(config, "video frame", max_soft_tokens=b)
+        costs.append(EncoderCost("video frame", b, n, f))
+    if config.audio_config is not None:
+        for s in CLIP_SECONDS:
+            n, f = encoder_flops(config, "audio clip", seconds=s)
+            costs.append(EncoderCost("audio clip", s, n, f))
+    per_token = prefill_flops(config, PREFILL_TOKENS) // PREFILL_TOKENS
+    steps = (
+        "built on the meta device from the released config; counted by FlopCounterMode",
+        f"prefill: the language model over {PREFILL_TOKENS} tokens, divided by them "
+        "(eager attention scores every pair, sliding layers included)",
+        "last column: the item's FLOPs in prompt tokens of prefill",
+    )
+    return FlopsReport(model_id, tuple(costs), per_token, PREFILL_TOKENS, steps)
+
+
+def flops_table(model_ids: tuple[str, ...] | None = None) -> Table:
+    """One table: each checkpoint's image at the smallest and largest budget (1120 vs
+    70), a video frame, a 30 s clip, and prefill per token.
+
+    >>> print(flops_table(("google/gemma-4-E2B-it",)))                 # doctest: +SKIP
+    """
+    from .released import RELEASED_IDS
+
+    rows = []
+    for model_id in model_ids or RELEASED_IDS:
+        r = flops_report(model_id)
+        images = [c for c in r.costs if c.item == "image"]
+        lo, hi = images[0], images[-1]
+        frame = next((c for c in r.costs if c.item == "video frame"), None)
+        clip = next((c for c in r.costs if c.item == "audio clip" and c.setting == 30.0), None)
+        rows.append((
+            model_id,
+            f"{lo.flops / 1e9:,.0f} ({lo.label})",
+            f"{hi.flops / 1e9:,.0f} ({hi.label})",
+            f"{hi.flops / lo.flops:.1f}×",
+            "—" if frame is None else f"{frame.flops / 1e9:,.0f}",
+            "—" if clip is None else f"{clip.flops / 1e9:,.0f}",
+            f"{r.prefill_flops_per_token / 1e9:,.1f}",
+        ))  # fmt: skip
+    return Table(
+        ("checkpoint", "image, smallest (GFLOPs)", "image, largest (GFLOPs)", "ratio",
+         "video frame (GFLOPs)", "30 s clip (GFLOPs)", "prefill / token (GFLOPs)"),
+        tuple(rows),
+        title="encoder and prefill FLOPs at released size (FlopCounterMode, meta device)",
+    )  # fmt: skip
