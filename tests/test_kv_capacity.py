@@ -7,7 +7,6 @@ sliding window, no spec for a KV-shared layer, heads split across TP ranks)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from gemma_explore.inference.vllm_processor import vllm_available
 from gemma_explore.kv_capacity import capacity, kv_memory_estimate
 from gemma_explore.serving import ServingModel, kv_layers, plan_serving
 
-RELEASED = Path("/work/shared/released_configs.json")
 CHECKPOINTS = [
     "google/gemma-3n-E2B-it",
     "google/gemma-3n-E4B-it",
@@ -37,19 +35,11 @@ _TEXT_KEYS = (
 
 
 def released_text_config(model_id: str):
-    """The released checkpoint's text config, from the shared first reading of the facts.
-    (The one place to swap for ``gemma_explore.released`` once it is merged.)"""
-    checkpoint = json.loads(RELEASED.read_text())[model_id]
-    facts = checkpoint["text"]
-    model_type = facts.get("model_type") or checkpoint["model_type"] + "_text"
-    layout = facts["layer_types"]
-    full = set(layout["full_attention_layer_indices"])
-    types = ["full_attention" if i in full else "sliding_attention"
-             for i in range(layout["num_layers"])]  # fmt: skip
-    from transformers import AutoConfig
+    """The released checkpoint's text config, from the package's cited facts
+    (``gemma_explore.released``: built offline, no hub)."""
+    from gemma_explore.released import released_config
 
-    kwargs = {k: facts[k] for k in _TEXT_KEYS if k in facts}
-    return AutoConfig.for_model(model_type, layer_types=types, **kwargs)
+    return released_config(model_id.split(" ")[0]).text_config
 
 
 _FAMILY = {
@@ -126,13 +116,14 @@ def config_only_folder(root: Path, model_id: str) -> Path:
     """config.json of a released Gemma 4 checkpoint (text from the facts, the tiny vision
     settings, no audio when the checkpoint has none) and the tiny processor files."""
     from gemma_explore.models.tiny import build_tiny_processor, tiny_config
+    from gemma_explore.released import released_config
 
-    facts = json.loads(RELEASED.read_text())[model_id]
+    real = released_config(model_id)
     config = tiny_config("gemma4")
-    config.text_config = released_text_config(model_id)
-    if not facts.get("audio", {}).get("present"):
+    config.text_config = real.text_config
+    if real.audio_config is None:
         config.audio_config = None
-    config.vision_config.default_output_length = facts["vision"]["default_output_length"]
+    config.vision_config.default_output_length = real.vision_config.default_output_length
     config.architectures = ["Gemma4ForConditionalGeneration"]
     config.save_pretrained(root)
     build_tiny_processor("gemma4").save_pretrained(root)
