@@ -5,9 +5,9 @@ exactly as ``gemma-explore serve-args <folder>`` prints it, plus ``--host``/``--
 (a free loopback port). On CPU, vLLM reads ``--gpu-memory-utilization`` as a share of the
 machine's RAM and refuses to start when that much is not free, so the CPU engine's KV
 cache is given with ``VLLM_CPU_KVCACHE_SPACE=1`` (GiB) in the environment instead, which
-takes precedence. An engine takes 40 s to minutes to start on 2 cores, so each server
-starts on first use and stays up until the session ends (its process group is
-terminated then).
+takes precedence. An engine takes 40 s to minutes to start on 2 cores, so the servers the
+selected tests need are launched together when the first of them is needed, and stay up
+until the session ends (each process group is terminated then).
 
 The tiny models have random weights: what they write is noise; the tests check that
 tokens come back and that the counts are ours.
@@ -34,8 +34,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = float(os.environ.get("GEMMA_EXPLORE_SERVE_TIMEOUT", "900"))
 
-pytestmark = pytest.mark.vllm
-
 
 @dataclass
 class Server:
@@ -47,8 +45,10 @@ class Server:
     port: int
     log: Path
     process: subprocess.Popen
-    started_s: float  # seconds until /health answered
+    launched: float  # time.monotonic() at launch
     env: dict[str, str] = field(default_factory=dict)  # what the environment added
+    started_s: float | None = None  # seconds from launch until /health answered
+    ready: bool = False  # /health has answered
     printed: str | None = None  # the line serve-args printed, when it was started from one
 
     @property
@@ -98,40 +98,49 @@ def on_cpu() -> bool:
     return not torch.cuda.is_available()
 
 
-def start_server(argv: list[str], *, family: str, log: Path, env: dict[str, str]) -> Server:
-    """Run ``argv`` (``["vllm", "serve", folder, …]``) on a free loopback port and wait
-    for ``/health``; fail with the log's tail if it exits or does not answer in time."""
+def launch_server(argv: list[str], *, family: str, log: Path, env: dict[str, str]) -> Server:
+    """Start ``argv`` (``["vllm", "serve", folder, …]``) on a free loopback port, logging
+    to ``log``; returns at once (see :func:`wait_healthy`)."""
     assert argv[:2] == ["vllm", "serve"], argv
     port = _free_port()
     command = [*_vllm_executable(), *argv[1:], "--host", "127.0.0.1", "--port", str(port)]
     full_env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}  # fmt: skip
-    start = time.monotonic()
     with open(log, "w") as out:
         process = subprocess.Popen(
             command, cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the engine's children go with it
         )  # fmt: skip
-    server = Server(argv[2], family, argv, port, log, process, 0.0, env)
-    while time.monotonic() - start < START_TIMEOUT_S:
+    return Server(argv[2], family, argv, port, log, process, time.monotonic(), env)
+
+
+def wait_healthy(server: Server) -> Server:
+    """Wait for ``/health``; fail with the log's tail if the server exits or does not
+    answer within the timeout (and stop it then)."""
+    if server.ready:
+        return server
+    command = shlex.join(server.argv)
+    while time.monotonic() - server.launched < START_TIMEOUT_S:
         if not server.alive():
             pytest.fail(
-                f"`{shlex.join(argv)}` exited with {process.returncode} before answering "
-                f"/health. Last lines of {log}:\n{server.log_tail()}",
+                f"`{command}` exited with {server.process.returncode} before answering "
+                f"/health. Last lines of {server.log}:\n{server.log_tail()}",
                 pytrace=False,
             )
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
-                if r.status == 200:
-                    server.started_s = time.monotonic() - start
+            url = f"http://127.0.0.1:{server.port}/health"
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                if answer.status == 200:
+                    server.started_s = time.monotonic() - server.launched
+                    server.ready = True
                     return server
         except OSError:
             pass
         time.sleep(1.0)
     stop_server(server)
     pytest.fail(
-        f"`{shlex.join(argv)}` did not answer /health within {START_TIMEOUT_S:.0f} s "
-        f"(GEMMA_EXPLORE_SERVE_TIMEOUT). Last lines of {log}:\n{server.log_tail()}",
+        f"`{command}` did not answer /health within {START_TIMEOUT_S:.0f} s "
+        f"(GEMMA_EXPLORE_SERVE_TIMEOUT). Last lines of {server.log}:\n{server.log_tail()}",
         pytrace=False,
     )
 
@@ -170,57 +179,71 @@ def serve_root(tmp_path_factory) -> Path:
 
 
 class ServerPool:
-    """The servers of one saved folder this session: started on first use, and again only
-    when a test brought the last one down (an engine crash ends ``vllm serve``)."""
+    """The servers of one saved folder this session: launched once, and again only when a
+    test brought the last one down (an engine crash ends ``vllm serve``)."""
 
     def __init__(self, folder: str, family: str, root: Path) -> None:
         self.folder, self.family, self.root = folder, family, root
         self.servers: list[Server] = []
 
-    def get(self) -> Server:
-        if self.servers and self.servers[-1].alive():
-            return self.servers[-1]
+    def launch(self) -> None:
         line = serve_args_line(self.folder)
         env = {"VLLM_CPU_KVCACHE_SPACE": "1"} if on_cpu() else {}  # GiB; see the module doc
         log = self.root / f"{self.family}-{len(self.servers)}.log"
-        server = start_server(shlex.split(line), family=self.family, log=log, env=env)
+        server = launch_server(shlex.split(line), family=self.family, log=log, env=env)
         server.printed = line
         self.servers.append(server)
-        return server
+
+    def get(self) -> Server:
+        if not self.servers or (self.servers[-1].ready and not self.servers[-1].alive()):
+            self.launch()
+        return wait_healthy(self.servers[-1])
 
     def stop(self) -> None:
         for server in self.servers:
             stop_server(server)
 
 
-@pytest.fixture(scope="session")
-def _gemma3n_pool(serve_root, tiny3n):
-    pytest.importorskip("vllm")
-    pool = ServerPool(str(tiny3n.save_pretrained(serve_root / "tiny-gemma3n")), "gemma3n",
-                      serve_root)  # fmt: skip
-    yield pool
-    pool.stop()
+SERVED = {"gemma3n": "tiny3n", "gemma4": "tiny4"}  # family → the tiny bundle's fixture
 
 
 @pytest.fixture(scope="session")
-def _gemma4_pool(serve_root, tiny4):
+def _pools(request, serve_root):
+    """One pool per family. The servers the collected tests ask for (by fixture name) are
+    all launched together, so their start-ups overlap; any other starts on first use."""
     pytest.importorskip("vllm")
-    pool = ServerPool(str(tiny4.save_pretrained(serve_root / "tiny-gemma4")), "gemma4",
-                      serve_root)  # fmt: skip
+    pools: dict[str, ServerPool] = {}
+
+    def pool(family: str) -> ServerPool:
+        if family not in pools:
+            bundle = request.getfixturevalue(SERVED[family])
+            folder = str(bundle.save_pretrained(serve_root / f"tiny-{family}"))
+            pools[family] = ServerPool(folder, family, serve_root)
+        return pools[family]
+
+    wanted = {
+        family
+        for item in request.session.items
+        for family in SERVED
+        if f"{family}_server" in getattr(item, "fixturenames", ())
+    }
+    for family in sorted(wanted):
+        pool(family).launch()
     yield pool
-    pool.stop()
+    for each in pools.values():
+        each.stop()
 
 
 @pytest.fixture()
-def gemma3n_server(_gemma3n_pool) -> Server:
+def gemma3n_server(_pools) -> Server:
     """tiny-gemma3n, saved, served as ``gemma-explore serve-args`` prints."""
-    return _gemma3n_pool.get()
+    return _pools("gemma3n").get()
 
 
 @pytest.fixture()
-def gemma4_server(_gemma4_pool) -> Server:
+def gemma4_server(_pools) -> Server:
     """tiny-gemma4, saved, served as ``gemma-explore serve-args`` prints."""
-    return _gemma4_pool.get()
+    return _pools("gemma4").get()
 
 
 def printed_setting(server: Server, flag: str) -> object:
