@@ -476,6 +476,10 @@ def serve_args(
         return
     for key, why in reasons.items():  # the workload recipe: why each argument
         typer.echo(f"# {key}: {why}")
+    if "mm_processor_kwargs" in args:
+        # A server flag, not an engine argument: without it `vllm serve` answers 400 to a
+        # request's own mm_processor_kwargs (its image budget). It trusts the clients.
+        args = {**args, "trust_request_mm_kwargs": True}
     typer.echo(serve_command(args))
     for flag, why in advice.items():
         typer.echo(f"# consider {flag}: {why}")

@@ -1,5 +1,6 @@
-"""A local stand-in for an OpenAI-compatible server (``vllm serve``), for the tests of
-the engines, the transcription path and the CLI."""
+"""A local stand-in for an OpenAI-compatible server, for the failure cases a real
+``vllm serve`` does not produce on demand (a server that answers 5xx). Every success path
+is tested against a real ``vllm serve``: tests/serve/."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ def json_answer(payload: Any) -> Answer:
 
 
 @contextmanager
-def fake_server(answer: Answer) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Serve POSTs on 127.0.0.1 with ``answer``; yields (base URL ending in /v1, the
-    requests seen as {"path", "body", "auth"})."""
+def fake_server(answer: Answer, *, status: int = 200) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Serve POSTs on 127.0.0.1 with ``answer`` and HTTP ``status``; yields (base URL
+    ending in /v1, the requests seen as {"path", "body", "auth"})."""
     seen: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -36,7 +37,7 @@ def fake_server(answer: Answer) -> Iterator[tuple[str, list[dict[str, Any]]]]:
                 {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
             )
             kind, data = answer(self.path, body)
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

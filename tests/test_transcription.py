@@ -15,7 +15,6 @@ from gemma_explore.transcription import (
     transcription_prompt,
     transcription_request,
 )
-from tests.fake_server import fake_server, json_answer
 
 CODES = [None, *sorted(LANGUAGES)]
 
@@ -134,35 +133,5 @@ def test_layout_prompt_shows_the_transcription_prompt(tiny3n, tone):
     assert layout.input_ids.count(262_273) == 188
 
 
-@pytest.fixture()
-def stt_server():
-    with fake_server(json_answer({"text": "bonjour"})) as (url, seen):
-        yield url, seen
-
-
-def _field(body: bytes, name: str) -> str | None:
-    marker = f'name="{name}"\r\n\r\n'.encode()
-    if marker not in body:
-        return None
-    return body.split(marker, 1)[1].split(b"\r\n", 1)[0].decode()
-
-
-def test_openai_backend_calls_the_audio_endpoints(stt_server, tone):
-    import gemma_explore as ge
-
-    url, seen = stt_server
-    bundle = ge.load("google/gemma-3n-E2B-it", backend="openai", base_url=url)
-    out = bundle.transcribe((tone, 16_000), language="fr")
-    assert out.text == "bonjour" and out.backend == "openai" and not out.note
-    request = seen[-1]
-    assert request["path"] == "/v1/audio/transcriptions"
-    assert _field(request["body"], "language") == "fr"
-    assert _field(request["body"], "model") == "google/gemma-3n-E2B-it"
-    assert b"RIFF" in request["body"]  # the clip travels as a WAV file
-    bundle.transcribe((tone, 16_000), task="translate", language="de", to_language="en")
-    request = seen[-1]
-    assert request["path"] == "/v1/audio/translations"
-    assert (_field(request["body"], "language"), _field(request["body"], "to_language")) == (
-        "de",
-        "en",
-    )
+# The OpenAI backend's /v1/audio/transcriptions and /translations against a real
+# `vllm serve`: tests/serve/test_speech.py.

@@ -3,9 +3,11 @@ the official ``openai`` SDK.
 
 Media travel inline as data URLs: ``image_url`` (PNG), ``input_audio`` (WAV, base64),
 ``video_url`` (MP4). Gemma 4's per-request budget goes in ``mm_processor_kwargs``, a
-vLLM extension of the request body, sent with the SDK's ``extra_body``.
+vLLM extension of the request body, sent with the SDK's ``extra_body``; ``vllm serve``
+refuses it (400) unless started with ``--trust-request-mm-kwargs``, which
+``gemma-explore serve-args`` prints for Gemma 4.
 
-    vllm serve google/gemma-4-E4B-it --max-model-len 8192 --limit-mm-per-prompt '{"image":4}'
+    vllm serve google/gemma-4-E4B-it --max-model-len 8192 --trust-request-mm-kwargs
     >>> bundle = ge.load("google/gemma-4-E4B-it", backend="openai",
     ...                  base_url="http://127.0.0.1:8000/v1")   # doctest: +SKIP
 """

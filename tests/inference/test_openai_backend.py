@@ -1,8 +1,8 @@
-"""The OpenAI-compatible client against a stand-in server on loopback."""
+"""The OpenAI-compatible client: the request it builds, and its failures. Against a
+real ``vllm serve``: tests/serve/test_chat.py."""
 
 import base64
 import io
-import json
 
 import numpy as np
 import pytest
@@ -10,32 +10,9 @@ import soundfile as sf
 from PIL import Image
 
 import gemma_explore as ge
+from gemma_explore.errors import BackendError
 from gemma_explore.inference.openai_backend import chat_request
-from tests.fake_server import fake_server
-
-
-def _chat_answer(_path: str, raw: bytes) -> tuple[str, bytes]:
-    """A streamed answer in three SSE chunks, or a whole one with usage counts."""
-    if json.loads(raw).get("stream"):
-        chunks = [{"choices": [{"delta": {"content": p}}]} for p in ["A ", "cat ", "sits."]]
-        sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-        return "text/event-stream", sse.encode()
-    out = {
-        "choices": [{"message": {"content": "A cat sits."}}],
-        "usage": {"prompt_tokens": 300, "completion_tokens": 4},
-    }
-    return "application/json", json.dumps(out).encode()
-
-
-@pytest.fixture(scope="module")
-def server():
-    with fake_server(_chat_answer) as (url, seen):
-        yield url, seen
-
-
-def _last(seen: list) -> dict:
-    """The last request the server saw, its body parsed as JSON."""
-    return {**seen[-1], "body": json.loads(seen[-1]["body"])}
+from tests.fake_server import fake_server, json_answer
 
 
 def _msgs(photo, tone, frames=None):
@@ -60,19 +37,17 @@ def test_request_parts(photo, tone):
     assert body["mm_processor_kwargs"] == {"max_soft_tokens": 560} and body["max_tokens"] == 7
 
 
-def test_generate_and_stream_through_the_server(server, photo, tone):
-    url, seen = server
-    bundle = ge.load("google/gemma-4-E4B-it", backend="openai", base_url=url, api_key="k")
-    assert bundle.family == "gemma4" and bundle.backend == "openai"
-    gen = bundle.generate(_msgs(photo, tone), max_new_tokens=4, max_soft_tokens=280)
-    assert gen.text == "A cat sits." and gen.prompt_tokens == 300 and gen.generated_tokens == 4
-    assert _last(seen)["path"] == "/v1/chat/completions" and _last(seen)["auth"] == "Bearer k"
-    assert _last(seen)["body"]["mm_processor_kwargs"] == {"max_soft_tokens": 280}
-    assert gen.multimodal_tokens is None and gen.encoder_s is None  # not reported: no sentinel
-    pieces = list(bundle.generate(_msgs(photo, tone), stream=True))
-    assert pieces == ["A ", "cat ", "sits."] and _last(seen)["body"]["stream"] is True
-    # No budget asked: the server's own start-up budget applies, so none is sent.
-    assert "mm_processor_kwargs" not in _last(seen)["body"]
+def test_a_server_error_is_one_clear_error(photo):
+    """A failing server (here a stand-in answering 503, as an overloaded proxy would):
+    one BackendError that names the server and its status; success paths: tests/serve/."""
+    down = json_answer({"error": {"message": "Service Unavailable: engine restarting"}})
+    with fake_server(down, status=503) as (url, seen):
+        bundle = ge.load("google/gemma-4-E4B-it", backend="openai", base_url=url)
+        with pytest.raises(BackendError, match=rf"server at {url} answered 503: .*restarting"):
+            bundle.generate([{"role": "user", "content": [{"type": "image", "image": photo}]}])
+        with pytest.raises(BackendError, match="answered 503"):
+            list(bundle.generate("Hi", stream=True))
+    assert [r["path"] for r in seen] == ["/v1/chat/completions"] * 2
 
 
 def test_no_server_is_a_clear_error(photo, tone):
