@@ -17,6 +17,7 @@ from .media import load_image
 from .plans import ImagePlan, plan_image
 from .prompting import PreparedInputs, prepare_inputs
 from .tables import Table
+from .vllm_rules import VLLM_MERGE_ERROR
 
 if TYPE_CHECKING:
     import torch
@@ -253,23 +254,26 @@ class EncoderReport:
 
     @property
     def vllm_error(self) -> str | None:
-        """What vLLM 0.32 raises for this request, word for word (models/utils.py,
-        ``_merge_multimodal_embeddings``), so you can search your logs for it; None when
-        every embedding has its placeholder."""
+        """What vLLM's runner raises when it marks these placeholders for these embeddings
+        (``_merge_multimodal_embeddings`` in vLLM's ``models/utils.py``, word for word),
+        so you can search your logs for it; None when every embedding has its placeholder.
+
+        vLLM reaches it only when its own count differs from the processor's (a budget in
+        config.json that differs from processor_config.json): a prompt edited by hand is
+        re-expanded by vLLM's processor instead, and accepted (``parity.vllm_replay``)."""
         given = [i.num_embeddings for i in self.items]
         slots = sum(i.num_placeholders for i in self.items)
         if sum(given) == slots:
             return None
         expr = " + ".join(map(str, given))
-        return (
-            f"ValueError: Attempted to assign {expr} = {sum(given)} multimodal tokens to "
-            f"{slots} placeholders"
-        )
+        return VLLM_MERGE_ERROR.format(expr=expr, n=sum(given), slots=slots)
 
     @property
     def mismatches(self) -> tuple[str, ...]:
         items = tuple(i.message for i in self.items if not i.agrees)
-        return items + ((f"vLLM would raise: {self.vllm_error}",) if self.vllm_error else ())
+        if not self.vllm_error:
+            return items
+        return items + (f"vLLM's runner, given these placeholders, raises: {self.vllm_error}",)
 
     def table(self) -> Table:
         rows = tuple(
