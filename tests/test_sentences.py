@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import gemma_explore as ge
 from gemma_explore.inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
@@ -173,6 +174,12 @@ def mismatched_engine(tmp_path_factory, tiny4):
     cfg = json.loads((folder / "config.json").read_text())
     cfg["vision_config"]["default_output_length"] = 560
     (folder / "config.json").write_text(json.dumps(cfg))
+    # A vestigial Gemma 3n-style table some Gemma 4 checkpoints carry: vLLM must skip it.
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(folder / "model.safetensors")
+    weights["model.embed_vision.embedding.weight"] = torch.zeros(4, 8)
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in-process: one engine, no spawn
         from vllm import LLM
@@ -182,7 +189,7 @@ def mismatched_engine(tmp_path_factory, tiny4):
             enforce_eager=True, dtype="float32", distributed_executor_backend="uni",
             limit_mm_per_prompt={"image": 2},
         )  # fmt: skip
-        yield llm
+        yield llm, folder
         llm.llm_engine.engine_core.shutdown()
         del llm
 
@@ -204,9 +211,11 @@ def test_4_and_1_through_vllms_engine(mismatched_engine, tiny4):
     )  # fmt: skip
     params = SamplingParams(max_tokens=1)
 
+    llm, _ = mismatched_engine
+
     def ask(prompt: str, images: list, **kwargs):
         req = {"prompt": prompt, "multi_modal_data": {"image": images}, **kwargs}
-        return mismatched_engine.generate(req, params, use_tqdm=False)[0]
+        return llm.generate(req, params, use_tqdm=False)[0]
 
     big = ask(text, [photo], mm_processor_kwargs={"max_soft_tokens": 1120})
     ids = big.prompt_token_ids
@@ -281,3 +290,32 @@ def test_the_workshop_numbers_are_the_codes(tiny4):
     """Numbers the corrected sentences state, recomputed (no vLLM needed)."""
     assert vllm_audio_frames(45 * 16_000) == 4499
     assert np.isclose(tiny4.spec.audio.max_seconds, 30)
+
+
+# ---------------- the same engine loaded the checkpoint: the loading plan, held to it
+
+
+@needs_vllm
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_the_loading_plan_is_what_the_engine_loaded(mismatched_engine, tiny4):
+    """(Issue 22, item 8; it shares this module's engine.) Every weight the plan keeps is a
+    parameter of vLLM's loaded model under the plan's vLLM name; the vestigial table the
+    plan marks ignored is not, and loading did not fail on it."""
+    from safetensors import safe_open
+
+    from gemma_explore.weight_names import loading_plan
+
+    llm, folder = mismatched_engine
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        names = list(f.keys())
+    plan = loading_plan(tiny4, names=names)
+    assert plan.row("model.embed_vision.embedding.weight").ignored
+    loaded = llm.apply_model(
+        lambda m: {n for n, _ in m.named_parameters()} | {n for n, _ in m.named_buffers()}
+    )[0]
+    kept = {r.vllm for r in plan.rows if not r.ignored}
+    assert kept <= loaded, sorted(kept - loaded)[:5]
+    assert not any(n.startswith("embed_vision.embedding.") for n in loaded)
+    assert {r.shard for r in plan.rows if r.shard} == {"q_proj", "k_proj", "v_proj",
+                                                       "gate_proj", "up_proj"}  # fmt: skip
