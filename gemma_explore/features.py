@@ -23,7 +23,7 @@ from .plans import AudioPlan, plan_audio
 if TYPE_CHECKING:
     from .prompting import PreparedInputs
 
-__all__ = ["AudioFeatures", "audio_features"]
+__all__ = ["AudioFeatures", "audio_features", "repad_clips"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +96,30 @@ def audio_features(
         mel = out["input_features"][0]  # (frames, mel_bins)
         mask = out["input_features_mask"][0].astype(bool)  # (frames,)
     return AudioFeatures(family=spec.name, plan=plan, mel=mel, mask=mask)
+
+
+def repad_clips(
+    features: list[np.ndarray], masks: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """vLLM's ``batch_audio_features`` (seed ``gemma3n_mm.py``, shared by Gemma 4),
+    re-derived: clips reach the model *unpadded*, each trimmed to its own frames (3n) or
+    unpadded by its mask (Gemma 4), so a clip's encoder-cache entry never depends on the
+    clips it was first batched with; the model then zero-pads the list to the longest
+    clip and marks the padding invalid.
+
+    ``features``: one ``(frames_i, bins)`` array per clip; ``masks``: one ``(frames_i,)``.
+    Returns ``(clips, max_frames, bins)`` features and a ``(clips, max_frames)`` mask.
+
+    >>> f, m = repad_clips([np.ones((2, 3)), np.ones((4, 3))], [np.ones(2, bool), np.ones(4, bool)])
+    >>> f.shape, m.sum(axis=1).tolist()
+    ((2, 4, 3), [2, 4])
+    """
+    if not features or len(features) != len(masks):
+        raise ValueError("Give one feature array and one mask per clip.")
+    longest = max(f.shape[0] for f in features)
+    out = np.zeros((len(features), longest, features[0].shape[-1]), features[0].dtype)
+    mask = np.zeros((len(features), longest), dtype=bool)
+    for i, (f, m) in enumerate(zip(features, masks, strict=True)):
+        out[i, : f.shape[0]] = f  # (frames_i, bins) at the start; zeros after
+        mask[i, : m.shape[0]] = m
+    return out, mask

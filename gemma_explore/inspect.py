@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .embedders import EmbedderTrace, embedder_of, trace_embedder
 from .media import load_image
 from .plans import ImagePlan, plan_image
 from .prompting import PreparedInputs, prepare_inputs
 from .tables import Table
+from .vllm_rules import VLLM_MERGE_ERROR
 
 if TYPE_CHECKING:
     import torch
@@ -46,11 +48,41 @@ class EncodedItems:
     valid: list[np.ndarray | None]  # per item: bool mask over the tower's slots (None: all)
     slot_norms: list[np.ndarray]  # per item: L2 norm of every slot, padding slots included
     padding_slots: list[int]  # per item: placeholders filled with a padding embedding (3n audio)
+    # The last stage before the language model: the multimodal embedder, traced step by
+    # step on what it received in this very run (None when not captured, e.g. video).
+    embedder: EmbedderTrace | None = None
 
     @property
     def counts(self) -> list[int]:
         """Embeddings per item that take a placeholder."""
         return [int(f.shape[0]) for f in self.features]
+
+
+class _EmbedderInput:
+    """Catches what a family's multimodal embedder receives during one forward."""
+
+    def __init__(self, bundle: Bundle, modality: str) -> None:
+        self.bundle, self.modality, self.seen = bundle, modality, []
+        self.handle = embedder_of(bundle, modality).register_forward_hook(
+            self._hook, with_kwargs=True
+        )
+
+    def _hook(self, _module: Any, args: tuple, kwargs: dict, _out: Any) -> None:
+        x = kwargs.get("inputs_embeds", args[0] if args else None)
+        if x is not None:
+            self.seen.append(x.detach())  # (…, tokens, width) as the embedder got it
+
+    def __enter__(self) -> _EmbedderInput:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.remove()
+
+    def trace(self) -> EmbedderTrace | None:
+        """The stage-by-stage trace of the first call caught (None when none was)."""
+        if not self.seen:
+            return None
+        return trace_embedder(self.bundle, self.modality, self.seen[0])
 
 
 def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
@@ -67,7 +99,7 @@ def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
     model = bundle.require_model("The vision report")
     inputs = prepared.to_model(model)
     inner = model.model
-    with torch.inference_mode():
+    with _EmbedderInput(bundle, "image") as catch, torch.inference_mode():
         if bundle.spec.encoder_free:
             # Unified: no tower. The embedder projects each merged 48 px row on its own;
             # get_image_features drops the padding rows (position (-1, -1)).
@@ -98,7 +130,7 @@ def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
             feats = list(out.pooler_output)  # (256, hidden) per image
             valid = [None] * len(feats)
             norms = [f.float().norm(dim=-1).cpu().numpy() for f in feats]
-    return EncodedItems(feats, valid, norms, [0] * len(feats))
+    return EncodedItems(feats, valid, norms, [0] * len(feats), catch.trace())
 
 
 def encode_audio(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
@@ -115,7 +147,7 @@ def encode_audio(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
     inputs = prepared.to_model(model)
     inner = model.model
     spec = bundle.spec
-    with torch.inference_mode():
+    with _EmbedderInput(bundle, "audio") as catch, torch.inference_mode():
         if spec.audio.fixed_placeholders is None:
             out = inner.get_audio_features(inputs["input_features"], inputs["input_features_mask"])
             mask = out.attention_mask  # (clips, T) True = real
@@ -131,7 +163,7 @@ def encode_audio(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
             slots = spec.audio.fixed_placeholders
             pads = [int(slots - v.sum()) for v in valid]
         norms = [f.float().norm(dim=-1).cpu().numpy() for f in feats]
-    return EncodedItems(feats, valid, norms, pads)
+    return EncodedItems(feats, valid, norms, pads, catch.trace())
 
 
 # ---------------------------------------------------------------------- pooled masks
@@ -253,23 +285,26 @@ class EncoderReport:
 
     @property
     def vllm_error(self) -> str | None:
-        """What vLLM 0.32 raises for this request, word for word (models/utils.py,
-        ``_merge_multimodal_embeddings``), so you can search your logs for it; None when
-        every embedding has its placeholder."""
+        """What vLLM's runner raises when it marks these placeholders for these embeddings
+        (``_merge_multimodal_embeddings`` in vLLM's ``models/utils.py``, word for word),
+        so you can search your logs for it; None when every embedding has its placeholder.
+
+        vLLM reaches it only when its own count differs from the processor's (a budget in
+        config.json that differs from processor_config.json): a prompt edited by hand is
+        re-expanded by vLLM's processor instead, and accepted (``parity.vllm_replay``)."""
         given = [i.num_embeddings for i in self.items]
         slots = sum(i.num_placeholders for i in self.items)
         if sum(given) == slots:
             return None
         expr = " + ".join(map(str, given))
-        return (
-            f"ValueError: Attempted to assign {expr} = {sum(given)} multimodal tokens to "
-            f"{slots} placeholders"
-        )
+        return VLLM_MERGE_ERROR.format(expr=expr, n=sum(given), slots=slots)
 
     @property
     def mismatches(self) -> tuple[str, ...]:
         items = tuple(i.message for i in self.items if not i.agrees)
-        return items + ((f"vLLM would raise: {self.vllm_error}",) if self.vllm_error else ())
+        if not self.vllm_error:
+            return items
+        return items + (f"vLLM's runner, given these placeholders, raises: {self.vllm_error}",)
 
     def table(self) -> Table:
         rows = tuple(

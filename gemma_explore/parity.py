@@ -43,7 +43,14 @@ from .plans import (
 from .prompting import PreparedInputs, prepare_inputs
 from .sizes import size_label
 from .tables import Table
-from .vllm_rules import vllm_audio_frames, vllm_audio_tokens, vllm_image_size, vllm_image_tokens
+from .vllm_rules import (
+    VLLM_MERGE_ERROR,
+    vllm_audio_frames,
+    vllm_audio_tokens,
+    vllm_image_size,
+    vllm_image_tokens,
+    vllm_reexpand,
+)
 
 if TYPE_CHECKING:
     from .models.bundle import Bundle
@@ -51,10 +58,13 @@ if TYPE_CHECKING:
 __all__ = [
     "ParityReport",
     "ParityRow",
+    "VllmReplay",
     "check_audio_parity",
     "check_image_parity",
     "check_parity",
     "check_video_parity",
+    "vllm_merge_error",
+    "vllm_replay",
 ]
 
 SIDES = ("ours", "transformers", "vLLM arithmetic", "vLLM processor")
@@ -336,7 +346,9 @@ def check_audio_parity(
     frames = int(batch["input_features"].shape[1])
     valid = int(batch["input_features_mask"][0].sum())
     n = plan.num_samples
-    v_tokens = vllm_audio_tokens(n, family=spec)
+    # vLLM caps with the processor's own audio_seq_length (get_audio_repl), not a constant.
+    cap = getattr(bundle.processor, "audio_seq_length", None)
+    v_tokens = vllm_audio_tokens(n, family=spec, audio_seq_length=cap)
     raw = not a.has_mel  # Unified: raw 640-sample frames, vLLM counts mel frames anyway
     mel_rule = a.fixed_placeholders is None and not raw
     v_frames = vllm_audio_frames(n, family=spec) if mel_rule else None
@@ -377,6 +389,12 @@ def check_audio_parity(
                 "is 1–160, capped at 750), while the embedder makes ceil(samples / 640) rows."
             )
     rows.append(ParityRow(step, plan.num_placeholders, hf_ids, v_tokens, v_proc))
+    if v_frames is not None and a.max_samples is not None and n > a.max_samples:
+        notes.append(
+            f"transformers' extractor keeps the first {a.max_seconds:g} s ({valid} frames); "
+            f"vLLM counts all {n} samples ({v_frames} frames) and caps only the tokens, "
+            f"min(t, audio_seq_length = {cap}): both end at {v_tokens} tokens."
+        )
     if raw:
         follows = (
             f"no tower: the embedder turns each {a.samples_per_token}-sample frame into one "
@@ -484,3 +502,159 @@ def check_parity(item: Any, *, kind: str, **options: Any) -> ParityReport:
     if kind not in _CHECKS:
         raise ValueError(f"kind must be one of {', '.join(_CHECKS)}, got {kind!r}.")
     return _CHECKS[kind](item, **options)
+
+
+# ------------------------------------------------------------ hand-edited prompts in vLLM
+
+
+@dataclass(frozen=True)
+class VllmReplay:
+    """What vLLM's processor makes of token ids handed to it as they are (a hand-edited,
+    already expanded prompt): re-derived always, and vLLM's own result when it ran."""
+
+    family: str
+    sent: int  # tokens handed to vLLM
+    ids: tuple[int, ...]  # the prompt vLLM's processor returns (our re-derivation)
+    placeholders: tuple[tuple[str, int, int], ...]  # (modality, offset, length) vLLM writes
+    embeddings: int  # encoder outputs for the items (what the runner will assign)
+    slots: int  # positions vLLM marks as embeddings (its runs' soft tokens)
+    stray: dict[str, int]  # placeholder tokens left outside vLLM's runs: read as plain text
+    extra_markers: dict[str, int]  # start markers beyond one per item (e.g. a second <|image>)
+    vllm_ids: tuple[int, ...] | None  # vLLM's own processor's ids, when it ran (else None)
+    error: str | None  # what vLLM raises for this prompt (None: it accepts it)
+    steps: tuple[str, ...]  # what happened, in order, in words
+
+    @property
+    def agrees_with_vllm(self) -> bool | None:
+        """Our re-derivation equals vLLM's processor (None when vLLM did not run)."""
+        return None if self.vllm_ids is None else self.vllm_ids == self.ids
+
+    def __repr__(self) -> str:
+        return "\n".join(self.steps)
+
+
+def vllm_replay(
+    bundle: Bundle,
+    input_ids: list[int],
+    prepared: PreparedInputs,
+    *,
+    use_vllm: bool | None = None,
+) -> VllmReplay:
+    """Hand ``input_ids`` (e.g. an expanded prompt with one placeholder removed) to vLLM's
+    processor with ``prepared``'s media, as ``LLM.generate({"prompt_token_ids": …})``
+    does, and say what comes out.
+
+    vLLM 0.32 does not refuse it: it re-expands the first placeholder of each item and
+    keeps the rest as text (:func:`~gemma_explore.vllm_rules.vllm_reexpand`), so the
+    counts agree and no error is raised. ``use_vllm`` also runs vLLM's processor
+    (default: when installed) and keeps its ids in ``vllm_ids``.
+
+    >>> replay = vllm_replay(bundle, ids[:k] + ids[k + 1:], prepared)  # doctest: +SKIP
+    >>> replay.sent, len(replay.ids), replay.error                     # doctest: +SKIP
+    (287, 558, None)
+    """
+    spec = bundle.spec
+    if spec.image.fixed_soft_tokens is not None or prepared.videos:
+        raise ValueError(
+            "vllm_replay follows Gemma 4's plain runs (images and audio); for Gemma 3n's "
+            "wrapped runs use layout_prompt(..., template=False)."
+        )
+    use_vllm = vllm_available() if use_vllm is None else use_vllm
+    counts: dict[str, list[int]] = {}
+    if prepared.images:
+        counts["image"] = list(encode_images(bundle, prepared).counts)
+    if prepared.audios:
+        counts["audio"] = list(encode_audio(bundle, prepared).counts)
+    out = vllm_reexpand(spec, list(input_ids), counts)
+    if out.ids is None:
+        return VllmReplay(
+            spec.name, len(input_ids), (), out.placeholders, 0, 0, {}, {}, None, out.error,
+            (f"vLLM raises: {out.error}",),
+        )  # fmt: skip
+    ids = out.ids
+    marker = {"image": spec.boi_token, "audio": spec.boa_token}
+    inside = set()
+    for _, offset, length in out.placeholders:
+        inside.update(range(offset, offset + length))
+    stray, extra = {}, {}
+    for modality in counts:
+        tok = spec.id_of(spec.placeholder_tokens[modality])
+        stray[modality] = sum(1 for i, t in enumerate(ids) if t == tok and i not in inside)
+        extra[modality] = ids.count(spec.id_of(marker[modality])) - len(counts[modality])
+    embeddings = sum(sum(c) for c in counts.values())
+    slots = sum(length - 2 for _, _, length in out.placeholders)
+    vllm_ids = None
+    if use_vllm:
+        from vllm.multimodal.processing.context import TimingContext
+        from vllm.multimodal.processing.inputs import ProcessorInputs
+
+        from .inference.vllm_processor import VLLM_PROCESSORS
+
+        proc = VLLM_PROCESSORS.get(bundle)
+        items = proc.info.parse_mm_data(vllm_mm_data(prepared))
+        got = proc.apply(
+            ProcessorInputs(list(input_ids), items, hf_processor_mm_kwargs=prepared.request_kwargs),
+            TimingContext(enabled=False),
+        )
+        vllm_ids = tuple(int(t) for t in got["prompt_token_ids"])
+    steps = [
+        f"vLLM gets {len(input_ids)} tokens and accepts them: it never looks for the runs "
+        "already in the prompt.",
+        *(
+            f"It replaces the first {spec.placeholder_tokens[m]} with a fresh run of "
+            f"{n} at position {offset} ({length} tokens with the markers)."
+            for (m, offset, length), n in zip(
+                out.placeholders, [n for c in counts.values() for n in c], strict=False
+            )
+        ),
+        f"The prompt grows from {len(input_ids)} to {len(ids)} tokens; "
+        + "; ".join(
+            f"{stray[m]} stray {spec.placeholder_tokens[m]} stay as text tokens and "
+            f"{marker[m]} appears {extra[m] + len(counts[m])} times"
+            for m in counts
+        )
+        + ".",
+        f"Embeddings {embeddings} = placeholders {slots}: nothing raises, and the model "
+        "reads a longer, different prompt.",
+    ]
+    if vllm_ids is not None:
+        same = "the same ids" if vllm_ids == ids else f"{len(vllm_ids)} different ids"
+        steps.append(f"vLLM's own processor returned {same}.")
+    return VllmReplay(
+        spec.name, len(input_ids), ids, out.placeholders, embeddings, slots, stray, extra,
+        vllm_ids, None, tuple(steps),
+    )  # fmt: skip
+
+
+def vllm_merge_error(embeddings: list[int], placeholders: int) -> str | None:
+    """The error vLLM's runner raises when ``placeholders`` positions are marked for the
+    items' ``embeddings`` (``_merge_multimodal_embeddings`` in vLLM's
+    ``model_executor/models/utils.py``); None when they agree.
+
+    With vLLM installed this runs vLLM's own function on zero tensors and returns its
+    message; without it, the same words from :data:`~gemma_explore.vllm_rules.VLLM_MERGE_ERROR`
+    (a test holds the two equal). It fires when vLLM's count and the processor's differ,
+    e.g. a config.json budget above processor_config.json's: 270 embeddings for 525
+    placeholders.
+
+    >>> vllm_merge_error([270], 525)
+    'ValueError: Attempted to assign 270 = 270 multimodal tokens to 525 placeholders'
+    """
+    if sum(embeddings) == placeholders:
+        return None
+    if not vllm_available():
+        expr = " + ".join(map(str, embeddings))
+        return VLLM_MERGE_ERROR.format(expr=expr, n=sum(embeddings), slots=placeholders)
+    import torch
+    from vllm.model_executor.models.utils import _merge_multimodal_embeddings
+
+    seq = max(placeholders, sum(embeddings)) + 1
+    inputs = torch.zeros(seq, 1)  # (seq, hidden=1)
+    mm = [torch.zeros(n, 1) for n in embeddings]  # one (tokens, 1) per item
+    mask = torch.zeros(seq, dtype=torch.bool)  # (seq,)
+    mask[:placeholders] = True
+    try:
+        _merge_multimodal_embeddings(inputs, mm, mask)
+    except ValueError as e:
+        return f"{type(e).__name__}: {e}"
+    return None

@@ -11,9 +11,12 @@ own way. How vLLM counts, as read from those files:
   for the 3×900 report) clamp to the budget. transformers instead gives a side that
   rounds to zero 48 px and the other ``floor(long/short)`` cells: the two can resize
   differently and, before the clamp, count differently.
-* **audio** (Gemma 4): frames from the *unpadded* length, ``(n + 160 − 321) // 160 + 1``,
-  then two ``ceil(t/2)`` convolutions, capped at 750. transformers counts the frames of
-  its mask after padding to 128 samples.
+* **audio** (Gemma 4, ``_compute_audio_num_tokens``): mel frames from the *whole,
+  unpadded* clip, ``(n + 160 − 321) // 160 + 1`` (no sample is cut: a 45 s clip is 4499
+  frames), then two ``ceil(t/2)`` convolutions, and only then the cap
+  ``min(t, audio_seq_length)`` (the processor's value, 750 in the released ones).
+  transformers instead cuts the clip to 30 s and counts the frames of its mask after
+  padding to 128 samples; both end at the same token count.
 * **Gemma 4 Unified**: images and video as Gemma 4 (vLLM serves it with Gemma 4's
   processor). Audio keeps Gemma 4's *mel* count above, inherited by
   ``Gemma4UnifiedProcessingInfo``, while the embedder makes ``ceil(n / 640)`` tokens with
@@ -40,10 +43,12 @@ from .plans import conv_out
 
 __all__ = [
     "VLLM_COUNT_ERROR",
+    "VLLM_MERGE_ERROR",
     "VLLM_REPLACE_ERROR",
     "VllmExpansion",
     "vllm_adds_bos",
     "vllm_expand_gemma3n",
+    "vllm_reexpand",
     "vllm_replacement",
     "vllm_audio_frames",
     "vllm_audio_tokens",
@@ -92,20 +97,35 @@ def _audio_rule(spec: FamilySpec) -> FamilySpec:
 
 
 def vllm_audio_frames(num_samples: int, *, family: str | FamilySpec = "gemma4") -> int:
-    """Mel frames vLLM's Gemma 4 count assumes: the unpadded clip (cut to 30 s) with the
-    semicausal left padding, framed every hop."""
+    """Mel frames vLLM's Gemma 4 count assumes (``_compute_audio_num_tokens``): the whole
+    unpadded clip with the semicausal left padding, framed every hop. vLLM never cuts
+    samples; only the token count is capped, later (:func:`vllm_audio_tokens`).
+
+    >>> vllm_audio_frames(45 * 16_000)  # transformers' extractor keeps 30 s: 2999 frames
+    4499
+    """
     a = _audio_rule(get_family(family)).audio
-    n = min(num_samples, a.max_samples)
+    n = num_samples
     return max((n + a.frame_length // 2 - (a.frame_length + 1)) // a.hop_length + 1, 0)
 
 
-def vllm_audio_tokens(num_samples: int, *, family: str | FamilySpec = "gemma4") -> int:
+def vllm_audio_tokens(
+    num_samples: int,
+    *,
+    family: str | FamilySpec = "gemma4",
+    audio_seq_length: int | None = None,
+) -> int:
     """Audio placeholders vLLM reserves: Gemma 3n always 188; Gemma 4 (and Unified,
     which inherits the rule) from the unpadded length with semicausal padding and two
-    stride-2 convolutions, capped at 750.
+    stride-2 convolutions, then ``min(t, audio_seq_length)``.
+
+    ``audio_seq_length`` is the processor's own cap (``processor.audio_seq_length``, which
+    vLLM reads); without it, the released processors' value from ``families.py`` (750).
 
     >>> vllm_audio_tokens(800, family="gemma4_unified")  # the embedder gives ceil(800/640) = 2
     1
+    >>> vllm_audio_tokens(45 * 16_000), vllm_audio_tokens(45 * 16_000, audio_seq_length=10**6)
+    (750, 1125)
     """
     spec = _audio_rule(get_family(family))
     if spec.audio.fixed_placeholders is not None:
@@ -115,7 +135,8 @@ def vllm_audio_tokens(num_samples: int, *, family: str | FamilySpec = "gemma4") 
         return 0
     for _ in range(spec.audio.conv_layers):
         frames = conv_out(frames)
-    return min(frames, spec.audio.max_tokens)
+    cap = spec.audio.max_tokens if audio_seq_length is None else audio_seq_length
+    return min(frames, cap)
 
 
 def vllm_replacement_length(family: str | FamilySpec, modality: str, num_embeds: int) -> int:
@@ -151,6 +172,9 @@ VLLM_COUNT_ERROR = (
     "{modality} items, but instead found {found} prompt placeholders! Make sure the "
     "implementation of `_apply_hf_processor_main` and `_get_mm_fields_config` are "
     "consistent with each other."
+)
+VLLM_MERGE_ERROR = (
+    "ValueError: Attempted to assign {expr} = {n} multimodal tokens to {slots} placeholders"
 )
 VLLM_REPLACE_ERROR = (
     "AssertionError: Failed to apply prompt replacement for mm_items[{modality!r}][{item}]"
@@ -248,4 +272,53 @@ def vllm_expand_gemma3n(
         if index[modality] != n:
             error = VLLM_COUNT_ERROR.format(n=n, modality=modality, found=index[modality])
             return VllmExpansion(None, tuple(found), error)
+    return VllmExpansion(tuple(ids), tuple(found), None)
+
+
+def vllm_reexpand(
+    spec: FamilySpec, prompt_ids: list[int], soft_tokens: dict[str, list[int]]
+) -> VllmExpansion:
+    """What vLLM 0.32's processor does with ids that already hold placeholder runs (a
+    hand-edited, already expanded prompt), for families with plain runs (Gemma 4).
+
+    vLLM never looks for an expanded run first: ``apply_token_matches`` replaces the
+    *first* placeholder token of each item, left to right, with a fresh run
+    ``BOI + soft × n + EOI`` (``_get_prompt_updates``), and leaves every other
+    placeholder token in the prompt as an ordinary text token. The run it wrote is the
+    only one it finds, so embeddings and placeholders agree and nothing raises: a prompt
+    with one ``<|image|>`` removed from 270 grows by the 272 tokens of a new run, keeps
+    268 stray ``<|image|>`` and a second ``<|image>``.
+
+    ``soft_tokens`` maps modality → soft tokens per item (in prompt order).
+
+    >>> from gemma_explore.families import GEMMA4
+    >>> img = GEMMA4.id_of(GEMMA4.image_token)
+    >>> out = vllm_reexpand(GEMMA4, [2, img, img, 7], {"image": [3]})
+    >>> len(out.ids), out.placeholders
+    (8, (('image', 1, 5),))
+    """
+    markers = {
+        "image": (spec.boi_token, spec.image_token, spec.eoi_token),
+        "audio": (spec.boa_token, spec.audio_token, spec.eoa_token),
+    }
+    wanted: list[tuple[int, str, int]] = []  # (position in prompt_ids, modality, soft tokens)
+    for modality, counts in soft_tokens.items():
+        if modality not in markers:
+            raise ValueError(f"vllm_reexpand covers images and audio, not {modality!r}.")
+        target = spec.id_of(markers[modality][1])
+        where = [i for i, t in enumerate(prompt_ids) if t == target]
+        if len(where) < len(counts):
+            error = VLLM_COUNT_ERROR.format(n=len(counts), modality=modality, found=len(where))
+            return VllmExpansion(None, (), error)
+        wanted += [(w, modality, n) for w, n in zip(where, counts, strict=False)]
+    ids: list[int] = []
+    found: list[tuple[str, int, int]] = []
+    prev = 0
+    for pos, modality, n in sorted(wanted):
+        ids += prompt_ids[prev:pos]
+        start, tok, end = (spec.id_of(t) for t in markers[modality])
+        found.append((modality, len(ids), n + 2))
+        ids += [start, *[tok] * n, end]
+        prev = pos + 1
+    ids += prompt_ids[prev:]
     return VllmExpansion(tuple(ids), tuple(found), None)

@@ -35,6 +35,7 @@ COURSE = [
     "07_review",
     "08_encoder_free",
     "09_serving",
+    "10_inside_the_model",
 ]
 CHECK_CALL = re.compile(r'check\(\s*"([^"]+)"')
 

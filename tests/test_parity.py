@@ -76,3 +76,30 @@ def test_vllm_processor_agrees_on_audio_and_video(tiny3n, tiny4):
     frames = np.random.RandomState(0).randint(0, 255, (40, 90, 160, 3), np.uint8)
     report = ge.check_video_parity(frames, fps=6, bundle=tiny4)
     assert report.vllm_ran and report.agree, report
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_vllms_data_parser_resamples_44k_audio(tiny4):
+    """44.1 kHz audio handed straight to vLLM's processor: its data parser resamples to
+    the extractor's 16 kHz (get_data_parser's target_sr) before counting, so the count is
+    the one of our resampled clip, not of the raw samples."""
+    from gemma_explore.inference.vllm_processor import vllm_process
+
+    n44 = 44_100 * 2 + 123
+    wave = (np.sin(np.arange(n44) / 7) * 0.1).astype(np.float32)
+    prepared = ge.prepare_inputs(tiny4, "", audios=[(wave, 44_100)])
+    out = vllm_process(tiny4, prepared.text, {"audio": [(wave, 44_100)]})
+    got = out["placeholders"]["audio"][0][2]
+    assert got == vllm_audio_tokens(len(prepared.audios[0])) != vllm_audio_tokens(n44)
+
+
+@needs_vllm
+def test_vllm_refuses_image_embeds():
+    import torch
+    from vllm.model_executor.models.gemma4_mm import Gemma4ForConditionalGeneration
+
+    with pytest.raises(AssertionError, match="does not support image_embeds"):
+        Gemma4ForConditionalGeneration._parse_and_validate_image_input(
+            None, image_embeds=torch.zeros(1, 4)
+        )
