@@ -14,12 +14,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..released import RELEASED_IDS
 from ..serving import ServingPlan, plan_serving
 from ..viz.serving import show_serving
 
-__all__ = ["SERVING_KEYS", "serving_tab"]
+__all__ = ["LOADED_MODEL", "SERVING_CHOICES", "SERVING_DEFAULT", "SERVING_KEYS", "serving_tab"]
 
 SERVING_KEYS = ("figure", "table", "error")
+# The tab plans a released checkpoint by default (the E4B: image, audio and video, so every
+# slider means something); the last choice plans whatever the Model box has loaded.
+LOADED_MODEL = "the model loaded above"
+SERVING_DEFAULT = "google/gemma-4-E4B-it"
+SERVING_CHOICES = (*RELEASED_IDS, LOADED_MODEL)
 
 
 def _number(value: Any, name: str, *, low: int = 0) -> int:

@@ -205,11 +205,20 @@ def serving_tab(ctx: Context) -> None:
     """What vLLM reserves at start-up for these engine arguments, re-planned live."""
     import gradio as gr
 
+    from .serving_tab import LOADED_MODEL, SERVING_CHOICES, SERVING_DEFAULT
     from .serving_tab import serving_tab as plan_tab
 
     with gr.Tab("Serving", id="serving"):
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
+                # A released checkpoint by default: its real shapes, from the package's
+                # cited facts (offline). The tiny model's sizes answer no operator's question.
+                checkpoint = gr.Dropdown(
+                    list(SERVING_CHOICES),
+                    value=SERVING_DEFAULT,
+                    label="Checkpoint (released shapes, planned offline)",
+                    elem_id="serving_checkpoint",
+                )
                 controls = [
                     gr.Slider(256, 32768, value=8192, step=256, label="max_model_len"),
                     gr.Slider(0, 16, value=4, step=1, label="limit_mm_per_prompt: image"),
@@ -223,14 +232,16 @@ def serving_tab(ctx: Context) -> None:
                 _heading("What vLLM reserves: memory, and worst-case tokens per item")
                 plot = _plot("serving_plot")
 
-        def run(model: str, b: Any, *values: Any) -> tuple[Any, Any]:
-            out = plan_tab(model, *values, max_soft_tokens=b)
+        def run(model: str, chosen: str, b: Any, *values: Any) -> tuple[Any, Any]:
+            name = model if chosen == LOADED_MODEL else chosen
+            out = plan_tab(name, *values, max_soft_tokens=b)
             return out["figure"], out["table"]
 
+        changes = [ctx.model.change, checkpoint.change, budget.change]
         gr.on(
-            [ctx.model.change, budget.change, *(c.change for c in controls), *ctx.on_open()],
+            [*changes, *(c.change for c in controls), *ctx.on_open()],
             run,
-            [ctx.model, budget, *controls],
+            [ctx.model, checkpoint, budget, *controls],
             [plot, table],
             api_name="serving",
             **LIVE,

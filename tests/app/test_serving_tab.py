@@ -33,5 +33,17 @@ def test_demo_has_a_serving_endpoint(tmp_path):
 
     demo = demo_app.build_app("tiny-gemma4")
     (fn,) = [f for f in demo.fns.values() if f.api_name == "serving"]
-    fig, table = fn.fn("tiny-gemma4", 280, 4096, 2, 1, 0, 2048)
+    fig, table = fn.fn("tiny-gemma4", "the model loaded above", 280, 4096, 2, 1, 0, 2048)
     assert fig is not None and "encoder_cache_size" in table
+    # The default: a released checkpoint, planned offline from the built-in facts.
+    from gemma_explore.app.serving_tab import SERVING_CHOICES, SERVING_DEFAULT
+    from gemma_explore.released import RELEASED_IDS
+
+    assert SERVING_DEFAULT in RELEASED_IDS and set(RELEASED_IDS) <= set(SERVING_CHOICES)
+    _, released = fn.fn("tiny-gemma4", SERVING_DEFAULT, 280, 4096, 2, 1, 0, 2048)
+    plan = plan_serving(SERVING_DEFAULT, max_model_len=4096, max_num_batched_tokens=2048,
+                        limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0},
+                        max_soft_tokens=280)  # fmt: skip
+    assert SERVING_DEFAULT in released
+    assert f"{plan.model.num_parameters:,} parameters" in released  # the released shapes
+    assert f"{plan.model.num_parameters:,} parameters" not in table  # not the tiny model's
