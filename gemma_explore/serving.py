@@ -393,10 +393,15 @@ class ServingPlan:
 
     @property
     def vllm_kv_bytes_per_request(self) -> int:
-        """What vLLM's KV pool needs to admit one request of ``max_model_len`` tokens:
-        full layers ``cdiv(max_model_len, block)`` pages; sliding layers
-        ``cdiv(min(window − 1 + max_num_batched_tokens, max_model_len), block) + 1``
-        (``kv_cache_interface.py``, ``max_memory_usage_bytes``)."""
+        """What vLLM's KV pool needs to admit one request of ``max_model_len`` tokens on a
+        GPU: full layers ``cdiv(max_model_len, block)`` pages; sliding layers
+        ``cdiv(min(window − 1 + in_flight, max_model_len), block) + 1``
+        (``kv_cache_interface.py``, ``max_memory_usage_bytes``), where ``in_flight`` is
+        vLLM's ``max_in_flight_tokens``: 2 × ``max_num_batched_tokens``, since async
+        scheduling (on by default on CUDA) keeps two batches in flight. vLLM's CPU engine
+        schedules synchronously (one batch); ``capacity(..., async_scheduling=False)``
+        models that, with the hybrid manager's page unification on top."""
+        in_flight = 2 * self.max_num_batched_tokens  # config/vllm.py max_in_flight_tokens
         total = 0
         for layer in self.layers:
             if not layer.stores_kv:
@@ -405,7 +410,7 @@ class ServingPlan:
             if layer.window is None:
                 blocks = math.ceil(self.max_model_len / self.block_size)
             else:
-                held = min(layer.window - 1 + self.max_num_batched_tokens, self.max_model_len)
+                held = min(layer.window - 1 + in_flight, self.max_model_len)
                 blocks = math.ceil(held / self.block_size) + 1
             total += blocks * page
         return total
