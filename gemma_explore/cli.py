@@ -454,9 +454,19 @@ def serve_args(
     gpu_memory_gib: Annotated[
         float, typer.Option(min=1, help="GPU memory per device, for the production advice.")
     ] = 80.0,
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            "--save",
+            metavar="DIR",
+            help="For a tiny-* model: write it to DIR first, so the printed line runs.",
+        ),
+    ] = None,
 ) -> None:
     """Print the `vllm serve` command (or its arguments) for a Gemma checkpoint, with
     production advice (tensor parallelism, FP8, prefix caching, max-num-seqs)."""
+    model = _servable(model, save)
+    _say_when_going_by_name(model)
     reasons: dict[str, str] = {}
     try:
         args = serving_recipe(
@@ -483,6 +493,45 @@ def serve_args(
     typer.echo(serve_command(args))
     for flag, why in advice.items():
         typer.echo(f"# consider {flag}: {why}")
+
+
+def _servable(model: str, save: Path | None) -> str:
+    """A name `vllm serve` can open: a tiny model exists only inside this package, so it is
+    saved to ``--save DIR`` first (and the command names that folder)."""
+    from .models.tiny import TINY_NAMES
+
+    if model not in TINY_NAMES:
+        return model
+    if save is None:
+        _fail(
+            f"{model} is built inside gemma_explore, so `vllm serve {model}` would find no "
+            f"checkpoint: add --save DIR to write it to a folder and print the command for it."
+        )
+    from .loading import load
+
+    load(model, device="cpu").save_pretrained(save)
+    return str(save)
+
+
+def _say_when_going_by_name(model: str) -> None:
+    """Say so (on stderr) when no config is read: the arguments then follow the name only."""
+    import difflib
+
+    from .released import BASE_IDS, RELEASED_IDS, is_released
+
+    if Path(model).is_dir() or is_released(model):
+        return
+    from .models.checkpoints import cached_file_of
+
+    if cached_file_of(model, "config.json") is not None:
+        return
+    close = difflib.get_close_matches(model, (*RELEASED_IDS, *BASE_IDS), n=1, cutoff=0.8)
+    hint = f" Did you mean {close[0]}?" if close else ""
+    typer.echo(
+        f"# note: no config read for {model} (not a folder, not a released id, not in the "
+        f"local Hugging Face cache): these arguments go by its name alone.{hint}",
+        err=True,
+    )
 
 
 def _advice(args: dict[str, Any], gpu_memory_gib: float) -> dict[str, str]:

@@ -352,3 +352,23 @@ def test_serve_args_knows_audio_less_checkpoints_and_local_folders(tmp_path):
     want.pop("gpu_memory_utilization")  # production: vLLM's own default
     assert json.loads(local.stdout) == json.loads(json.dumps(want))
     assert "audio" not in want["limit_mm_per_prompt"]
+
+
+def test_serve_args_for_a_tiny_model_saves_it_so_the_line_runs(tmp_path):
+    """`vllm serve tiny-gemma4` would find nothing: the command asks for --save, then names
+    the saved folder, which transformers reads back as the same family."""
+    assert "--save DIR" in _one_line_error(run("serve-args", "tiny-gemma4"))
+    folder = tmp_path / "tiny4"
+    line = run("serve-args", "tiny-gemma4", "--save", folder).stdout.splitlines()[0]
+    assert line.startswith(f"vllm serve {folder} ")
+    from transformers import AutoConfig
+
+    assert AutoConfig.from_pretrained(folder).model_type == "gemma4"
+
+
+def test_serve_args_says_when_it_goes_by_the_name_alone():
+    typo = run("serve-args", "google/gemma-4-E4B-iit")
+    assert typo.exit_code == 0
+    assert "no config read for google/gemma-4-E4B-iit" in typo.stderr
+    assert "Did you mean google/gemma-4-E4B-it?" in typo.stderr
+    assert "no config read" not in run("serve-args", "google/gemma-4-E4B-it").stderr
