@@ -48,27 +48,65 @@ def weights_gib(hub_id: str, dtype: Any) -> float | None:
     return params * 1e9 * _bytes_per_value(dtype) / 2**30
 
 
-def _free_gib(device: str) -> float | None:
+def _available_gib(device: str) -> float | None:
+    """Memory a new model can take: the GPU's free memory, or the host's *available* memory
+    (MemAvailable: free pages plus the page cache the kernel gives back on demand; "free"
+    alone understates it on any machine that has read files)."""
     if device.startswith("cuda"):
         import torch
 
         free, _total = torch.cuda.mem_get_info(torch.device(device))
         return free / 2**30
     try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 / 2**30  # kB
+    except OSError:
+        pass
+    try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
     except (ValueError, OSError, AttributeError):
         return None
 
 
+def _smaller_that_fits(hub_id: str, available: float, dtype: Any) -> str | None:
+    """The largest checkpoint of the same generation, smaller than ``hub_id``, that fits.
+
+    >>> _smaller_that_fits("google/gemma-4-E4B-it", 14.0, "bfloat16")  # E2B: 9.5 GiB × 1.2
+    'google/gemma-4-e2b-it'
+    >>> _smaller_that_fits("google/gemma-4-E2B-it", 14.0, "bfloat16") is None  # none smaller
+    True
+    """
+    key = hub_id.lower()
+    generation = "gemma-3n" if "gemma-3n" in key else "gemma-4"
+    instruct = key.endswith("-it")
+    need = weights_gib(hub_id, dtype) or 0.0
+    fits = [
+        (params, name)
+        for name, params in CHECKPOINT_PARAMS_B.items()
+        if generation in name
+        and name.endswith("-it") == instruct
+        and (w := weights_gib(name, dtype)) is not None
+        and w < need
+        and w * HEADROOM <= available
+    ]
+    return max(fits)[1] if fits else None
+
+
 def check_fits(hub_id: str, *, device: str, dtype: Any) -> None:
     """Raise before downloading when a known checkpoint cannot fit on ``device``."""
     need = weights_gib(hub_id, dtype)
-    free = _free_gib(device)
-    if need is None or free is None:
+    available = _available_gib(device)
+    if need is None or available is None:
         return
-    if need * HEADROOM > free:
+    if need * HEADROOM > available:
+        smaller = _smaller_that_fits(hub_id, available, dtype)
+        instead = f"a smaller checkpoint that fits ({smaller}), " if smaller else ""
         raise ModelLoadError(
             f"{hub_id} needs about {need:.1f} GiB for its weights in {dtype} "
-            f"(~{need * HEADROOM:.0f} GiB to generate), but {device} has {free:.1f} GiB free. "
-            "Use a bigger GPU, a smaller model (E2B), or the offline tiny default."
+            f"(~{need * HEADROOM:.0f} GiB to generate), but {device} has {available:.1f} GiB "
+            f"available. Use a bigger GPU, {instead}or the offline tiny default "
+            "(tiny-gemma3n, tiny-gemma4). Its weights must also be in your Hugging Face cache "
+            "or downloadable: without a network, pass a local checkpoint folder."
         )

@@ -146,10 +146,24 @@ def test_hub_without_network_is_one_clear_sentence(monkeypatch):
 
 
 def test_too_big_for_the_device_fails_before_download(monkeypatch):
-    monkeypatch.setattr(memory, "_free_gib", lambda device: 4.0)
+    monkeypatch.setattr(memory, "_available_gib", lambda device: 28.0)  # float32 on CPU: E2B fits, E4B not
     with pytest.raises(ge.ModelLoadError) as err:
         ge.load("google/gemma-4-E4B-it")
-    assert "GiB" in str(err.value) and "E2B" in str(err.value)
+    msg = str(err.value)
+    assert "28.0 GiB available" in msg and "(google/gemma-4-e2b-it)" in msg
+    assert "local checkpoint folder" in msg  # the network is named too
+    # Nothing smaller fits (or exists): no smaller model is suggested, E2B least of all.
+    monkeypatch.setattr(memory, "_available_gib", lambda device: 4.0)
+    with pytest.raises(ge.ModelLoadError) as err:
+        ge.load("google/gemma-3n-E2B-it")
+    assert "smaller checkpoint" not in str(err.value) and "tiny-gemma3n" in str(err.value)
+
+
+def test_available_memory_is_memavailable_not_free():
+    with open("/proc/meminfo") as f:
+        fields = {line.split(":")[0]: int(line.split()[1]) for line in f}
+    got = memory._available_gib("cpu") * 2**30 / 1024
+    assert abs(got - fields["MemAvailable"]) < 0.05 * fields["MemTotal"]
 
 
 def test_memory_table_is_in_bfloat16_gib():
