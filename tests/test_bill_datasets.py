@@ -392,7 +392,13 @@ def test_parquet_output_summary_and_progress(data, tmp_path):
     assert "tiny-gemma4" in summary.text() and "1120" in summary.text()
     from gemma_explore.viz.bill import show_bill
 
-    assert show_bill(result).axes[0].get_xlabel() == "prompt tokens per sample"
+    ax = show_bill(result).axes[0]
+    assert ax.get_xlabel() == "prompt tokens per sample"
+    # Outlines only: filled translucent bars would blend into colours the legend lacks.
+    assert ax.patches and not any(p.get_fill() for p in ax.patches)
+    legend = {h.get_label(): h.get_edgecolor() for h in ax.get_legend().legend_handles}
+    drawn = {p.get_label(): p.get_edgecolor() for p in ax.patches if p.get_label()}
+    assert legend == drawn
 
 
 # --------------------------------------------------------------------------- ray engine

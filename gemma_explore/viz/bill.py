@@ -30,7 +30,9 @@ def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
             continue
         label = "fixed" if budget is None else f"budget {budget}"
         values, weights = zip(*sorted(counts.items()), strict=True)
-        ax.hist(values, bins=30, weights=weights, alpha=0.6, label=label)
+        # Outlines, not translucent bars: overlapping filled bars mix into colours the
+        # legend does not have.
+        ax.hist(values, bins=30, weights=weights, histtype="step", linewidth=2, label=label)
     unit = bill.unit  # "sample" for parquet, tar and arrow shards
     ax.set_xlabel(f"prompt tokens per {unit}")
     ax.set_ylabel(f"{unit}s")
