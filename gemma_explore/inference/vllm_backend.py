@@ -247,11 +247,21 @@ class VllmEngine:
         hint = " ".join(h for h in hints if h)
         return BackendError(f"vLLM refused the request: {type(exc).__name__}: {exc}. {hint}")
 
-    def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
+    def _params(self, max_new_tokens: int, **extra: Any) -> Any:
+        """Greedy sampling; a random-weight bundle keeps to readable ids, as the
+        transformers backend does (``allowed_token_ids``: the same ids, so both stacks
+        write the same noise)."""
         from vllm import SamplingParams
 
+        if self.is_random_weights and hasattr(self.llm, "get_tokenizer"):
+            from .hf import _readable_ids
+
+            extra["allowed_token_ids"] = sorted(set(_readable_ids(self.llm.get_tokenizer())))
+        return SamplingParams(max_tokens=max_new_tokens, temperature=0.0, **extra)
+
+    def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
         request = vllm_request(prepared)
-        params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0)
+        params = self._params(max_new_tokens)
         start = time.perf_counter()
         try:
             with self.lock:
@@ -293,12 +303,9 @@ class VllmEngine:
         if engine is None:
             yield self.generate(prepared, max_new_tokens=max_new_tokens).text
             return
-        from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
-        params = SamplingParams(
-            max_tokens=max_new_tokens, temperature=0.0, output_kind=RequestOutputKind.DELTA
-        )
+        params = self._params(max_new_tokens, output_kind=RequestOutputKind.DELTA)
         with self.lock:
             try:
                 ours = f"ge-{uuid.uuid4().hex}"
