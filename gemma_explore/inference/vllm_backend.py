@@ -172,6 +172,15 @@ def vllm_request(prepared: PreparedInputs) -> dict[str, Any]:
     return request
 
 
+def _refusals() -> tuple[type[BaseException], ...]:
+    """What vLLM raises for a request it refuses (its validation errors are VLLMError)."""
+    try:
+        from vllm.exceptions import VLLMError
+    except ImportError:  # a stand-in engine without vLLM
+        return (ValueError, RuntimeError, AssertionError)
+    return (ValueError, RuntimeError, AssertionError, VLLMError)
+
+
 @contextmanager
 def _multiprocessing(enabled: bool) -> Iterator[None]:
     """vLLM reads ``VLLM_ENABLE_V1_MULTIPROCESSING`` while the engine is built (and caches
@@ -247,6 +256,14 @@ class VllmEngine:
         hint = " ".join(h for h in hints if h)
         return BackendError(f"vLLM refused the request: {type(exc).__name__}: {exc}. {hint}")
 
+    def _drain(self) -> None:
+        """Abort what a failed step left behind: ``LLM.generate`` runs the engine until no
+        request is unfinished, so one stuck request would hang every later call."""
+        engine = getattr(self.llm, "llm_engine", None)
+        states = getattr(getattr(engine, "output_processor", None), "request_states", None)
+        if states:
+            engine.abort_request(list(states), internal=True)
+
     def _params(self, max_new_tokens: int, **extra: Any) -> Any:
         """Greedy sampling; a random-weight bundle keeps to readable ids, as the
         transformers backend does (``allowed_token_ids``: the same ids, so both stacks
@@ -265,8 +282,12 @@ class VllmEngine:
         start = time.perf_counter()
         try:
             with self.lock:
-                (out,) = self.llm.generate([request], params, use_tqdm=False)
-        except (ValueError, RuntimeError, AssertionError) as exc:
+                try:
+                    (out,) = self.llm.generate([request], params, use_tqdm=False)
+                except BaseException:
+                    self._drain()
+                    raise
+        except _refusals() as exc:
             raise self._refused(prepared, exc) from exc
         elapsed = time.perf_counter() - start
         completion = out.outputs[0]
@@ -311,7 +332,7 @@ class VllmEngine:
                 ours = f"ge-{uuid.uuid4().hex}"
                 # vLLM answers under our id and files the request under its own (ours + suffix)
                 internal = engine.add_request(ours, vllm_request(prepared), params)
-            except (ValueError, RuntimeError, AssertionError) as exc:
+            except _refusals() as exc:
                 raise self._refused(prepared, exc) from exc
             done = False
             try:

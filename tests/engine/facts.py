@@ -45,13 +45,16 @@ class EngineStartupFacts:
     """The numbers a started engine holds (in-process engine only)."""
 
     device: str  # vLLM's platform: "cpu" or "cuda"
-    kv_line: str | None  # the line vLLM logged ("CPU KV cache size: … Maximum concurrency …")
+    # The line vLLM logged ("CPU KV cache size: … Maximum concurrency …"): logged once per
+    # process (info_once, first local rank), so a later engine in the same process may not
+    # log it; the numbers are kept in cache_config either way.
+    kv_line: str | None
     kv_cache_tokens: int  # cache_config.kv_cache_size_tokens (the line's first number)
     max_concurrency: float  # cache_config.kv_cache_max_concurrency (the line's last number)
     num_blocks: int  # KV blocks allocated
     block_size: int  # tokens per KV block
     kv_cache_memory_bytes: int | None  # what the engine was given (CPU: bytes, not a share)
-    hybrid_kv_cache_manager: bool  # False: every layer gets full-attention blocks
+    hybrid_kv_cache_manager: bool  # a sliding-window group of its own (False: all full blocks)
     kv_bytes_per_token: dict[str, int]  # per layer kind ("full"/"sliding"): page bytes / block
     max_model_len: int
     max_num_batched_tokens: int
@@ -65,6 +68,15 @@ class EngineStartupFacts:
     # modality → what the dummy builder made for profiling: {"images": [(w, h)],
     # "audio_samples": [n], "video_frames": [(frames, h, w)], "placeholders": n}
     dummy_inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def kv_line_of(facts: EngineStartupFacts) -> str:
+    """The KV line as vLLM formats it (``update_kv_cache_capacity``), from the numbers the
+    engine stored: what ``capacity()`` should reproduce."""
+    return (
+        f"{facts.device.upper()} KV cache size: {facts.kv_cache_tokens:,} tokens, Maximum "
+        f"concurrency for {facts.max_model_len:,} tokens per request: {facts.max_concurrency:.2f}x"
+    )
 
 
 def engine_core(llm: Any) -> Any:
@@ -137,7 +149,7 @@ def engine_startup_facts(llm: Any, *, kv_line: str | None = None) -> EngineStart
         num_blocks=int(scheduler.kv_cache_config.num_blocks),
         block_size=int(cc.block_size),
         kv_cache_memory_bytes=cc.kv_cache_memory_bytes,
-        hybrid_kv_cache_manager=not vc.scheduler_config.disable_hybrid_kv_cache_manager,
+        hybrid_kv_cache_manager="sliding" in per_token,
         kv_bytes_per_token=per_token,
         max_model_len=int(vc.model_config.max_model_len),
         max_num_batched_tokens=int(vc.scheduler_config.max_num_batched_tokens),

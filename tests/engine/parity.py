@@ -101,7 +101,11 @@ def run_both(engine, hf_bundle, text, **media) -> Run:
     fresh(engine.llm)
     calls = capture_mm_embeddings(engine.llm)
     params = SamplingParams(max_tokens=STEPS, temperature=0.0)
-    (out,) = engine.llm.generate([request], params, use_tqdm=False)
+    try:
+        (out,) = engine.llm.generate([request], params, use_tqdm=False)
+    except BaseException:
+        engine.bundle.engine._drain()  # a failed step must not hang the next test
+        raise
     rows = torch.cat([t for call in calls for t in call]) if calls else None
     hf_tokens, hf_rows = _hf(hf_bundle.model, prepared, hf_bundle.spec)
     return Run(prepared, list(out.prompt_token_ids), list(out.outputs[0].token_ids), rows,
@@ -140,6 +144,7 @@ def checks(run: Run) -> list[Check]:
     return out
 
 
-def same_everything(run: Run) -> None:
-    bad = [c for c in checks(run) if not c.ok]
+def same_everything(run: Run, *, tokens: bool = True) -> None:
+    """Every check equal (``tokens=False``: all but the greedy tokens)."""
+    bad = [c for c in checks(run) if not c.ok and (tokens or not c.name.startswith("greedy"))]
     assert not bad, bad

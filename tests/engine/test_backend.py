@@ -37,7 +37,15 @@ def test_generate_and_stream(family, request, photo):
     assert "".join(pieces) == gen.text  # greedy: the same answer
 
 
-@pytest.mark.parametrize("family", ["gemma3n", "gemma4"])
+@pytest.mark.parametrize(
+    "family",
+    [
+        pytest.param("gemma3n", marks=pytest.mark.xfail(
+            strict=True, reason="vLLM 0.32's Gemma 3n greedy tokens differ on multimodal "
+            "prompts (test_parity.py::TOKENS_DIFFER)")),
+        "gemma4",
+    ],
+)  # fmt: skip
 def test_same_answer_as_the_transformers_backend(family, request, photo):
     """Random weights: both backends keep to the same readable ids, so the noise is the
     same, token for token (the notebook shows them side by side)."""

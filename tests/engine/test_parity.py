@@ -18,40 +18,88 @@ import torch
 import gemma_explore as ge
 
 from .conftest import ENGINE_OF, HF_OF
-from .parity import ATOL, CASES, clip, image, media_for, run_both, same_everything
+from .parity import ATOL, CASES, Run, clip, image, media_for, run_both, same_everything
+
+_RUNS: dict[tuple[str, str], Run] = {}  # one run per case, shared by the checks below
 
 
-@pytest.mark.parametrize(("family", "modality"), CASES)
-def test_template_prompt_same_ids_tokens_and_embeddings(family, modality, request):
-    engine = request.getfixturevalue(ENGINE_OF[family])
-    hf = request.getfixturevalue(HF_OF[family])
-    same_everything(run_both(engine, hf, "What is this?", **media_for(modality)))
+def _run(family: str, modality: str, request) -> Run:
+    if (family, modality) not in _RUNS:
+        engine = request.getfixturevalue(ENGINE_OF[family])
+        hf = request.getfixturevalue(HF_OF[family])
+        _RUNS[family, modality] = run_both(engine, hf, "What is this?", **media_for(modality))
+    return _RUNS[family, modality]
+
+
+def _cpu() -> bool:
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()
+
+
+# Found by these tests, not by design (the README's table names them):
+GEMMA4_AUDIO_ON_CPU = pytest.mark.xfail(
+    condition=_cpu(), strict=True, raises=RuntimeError,
+    reason="vLLM 0.32 CPU: Gemma 4's audio tower hands a non-contiguous tensor to vLLM's "
+           "CPU linear kernel ('Expected a.stride(-1) == 1')",
+)  # fmt: skip
+TOKENS_DIFFER = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="vLLM 0.32's Gemma 3n and Unified language models: equal prompt ids and "
+           "embeddings (Gemma 3n: text-only logits equal too), but greedy tokens differ "
+           "from the first on a multimodal prompt",
+)  # fmt: skip
+# Families whose greedy tokens differ (Gemma 4 agrees): found here, not by design.
+TOKENS_DIFFER_IN = {"gemma3n", "gemma4_unified"}
+
+
+def _marks(family: str, modality: str, *, tokens: bool) -> list:
+    marks = [GEMMA4_AUDIO_ON_CPU] if (family, modality) == ("gemma4", "audio") else []
+    if tokens and family in TOKENS_DIFFER_IN:
+        marks.append(TOKENS_DIFFER)
+    return marks
+
+
+@pytest.mark.parametrize(
+    ("family", "modality"),
+    [pytest.param(f, m, marks=_marks(f, m, tokens=False)) for f, m in CASES],
+)
+def test_same_prompt_ids_and_embeddings(family, modality, request):
+    run = _run(family, modality, request)
+    same_everything(run, tokens=False)
+
+
+@pytest.mark.parametrize(
+    ("family", "modality"),
+    [pytest.param(f, m, marks=_marks(f, m, tokens=True)) for f, m in CASES],
+)
+def test_same_greedy_tokens(family, modality, request):
+    run = _run(family, modality, request)
+    assert run.vllm_tokens == run.hf_tokens
 
 
 @pytest.mark.parametrize("family", ["gemma4", "gemma4_unified"])
-def test_per_request_budget_same_ids_tokens_and_embeddings(family, request):
+def test_per_request_budget_same_ids_and_embeddings(family, request):
     """mm_processor_kwargs on the request (max_soft_tokens=140 on an engine started at
     280): vLLM's processor and transformers' count the same, and the towers agree."""
     engine = request.getfixturevalue(ENGINE_OF[family])
     hf = request.getfixturevalue(HF_OF[family])
     run = run_both(engine, hf, "What is this?", images=[image(2)], max_soft_tokens=140)
-    plan = ge.planimage(image(2), family=family, max_soft_tokens=140)
+    plan = ge.plan_image(image(2), family=family, max_soft_tokens=140)
     assert hf.spec.count_placeholders(run.vllm_ids) == plan.num_soft_tokens
-    same_everything(run)
+    same_everything(run, tokens=family not in TOKENS_DIFFER_IN)
 
 
 @pytest.mark.parametrize("family", ["gemma4", "gemma4_unified"])
-def test_raw_prompt_same_ids_and_tokens(family, request):
+def test_raw_prompt_same_ids_and_embeddings(family, request):
     engine = request.getfixturevalue(ENGINE_OF[family])
     hf = request.getfixturevalue(HF_OF[family])
     spec = hf.spec
-    # Unified audio is counted another way by vLLM (the named difference below): image only.
-    clip = spec.vllm_audio_rule is None
-    audio = f" and {spec.audio_token}" if clip else ""
-    text = (f"{spec.turn_start}user\nLook: {spec.image_token}{audio}"
+    text = (f"{spec.turn_start}user\nLook: {spec.image_token} please"
             f"{spec.turn_end}\n{spec.turn_start}model\n")  # fmt: skip
-    media = {"images": [image(3)], "audios": [(clip(1.0, 3), 16_000)] if clip else []}
-    same_everything(run_both(engine, hf, text, template=False, **media))
+    media = {"images": [image(3)]}
+    run = run_both(engine, hf, text, template=False, **media)
+    same_everything(run, tokens=family not in TOKENS_DIFFER_IN)
 
 
 def test_gemma3n_raw_prompt_gets_two_bos_by_design(engine3n, tiny3n):
@@ -65,7 +113,9 @@ def test_gemma3n_raw_prompt_gets_two_bos_by_design(engine3n, tiny3n):
     assert run.vllm_ids[:2] == [bos, bos] and run.vllm_ids[2] != bos
     layout = ge.layout_prompt(text, bundle=tiny3n, images=[image(4)], template=False)
     assert any("two <bos>" in w for w in layout.warnings)
-    same_everything(run)  # both stacks ran the same (double-<bos>) prompt
+    # Both stacks ran the same (double-<bos>) prompt; the tokens are Gemma 3n's known
+    # multimodal difference (test_template_prompt_…[gemma3n-image]).
+    same_everything(run, tokens=False)
 
 
 def test_gemma3n_template_prompt_has_one_bos(engine3n, tiny3n):
