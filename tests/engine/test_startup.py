@@ -46,6 +46,10 @@ def test_kv_bytes_per_token_equal_plan_serving(family, request):
     engine = request.getfixturevalue(ENGINE_OF[family])
     facts = engine.facts()
     plan = _plan(engine, facts)
+    # vLLM 0.32's CPU platform supports the hybrid manager (support_hybrid_kv_cache).
+    from vllm.platforms import current_platform
+
+    assert facts.hybrid_kv_cache_manager == current_platform.support_hybrid_kv_cache()
     if facts.hybrid_kv_cache_manager:  # sliding layers in a group of their own
         assert facts.kv_bytes_per_token == {
             "full": plan.kv_bytes_per_token_full,
