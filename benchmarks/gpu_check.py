@@ -104,7 +104,14 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
                 for fam, modality in CASES:
                     if fam != family:
                         continue
-                    for c in checks(run_both(engine, hf, "What is this?", **media_for(modality))):
+                    try:
+                        run = run_both(engine, hf, "What is this?", **media_for(modality))
+                    except Exception as exc:  # noqa: BLE001 - the engine's refusal is the result
+                        failures += 1
+                        lines.append(f"    {modality:6s} BAD {type(exc).__name__}: "
+                                     f"{str(exc)[:120]}")  # fmt: skip
+                        continue
+                    for c in checks(run):
                         failures += not c.ok
                         lines.append(f"    {modality:6s} {c.name:16s} {'ok ' if c.ok else 'BAD'} "
                                      f"{c.detail}")  # fmt: skip

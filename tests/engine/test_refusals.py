@@ -81,3 +81,51 @@ def test_gemma3n_lone_newline_after_placeholder_fails_as_the_layout_says(engine3
     with pytest.raises(BackendError) as info:
         engine3n.bundle.generate(text, images=[image], template=False, max_new_tokens=2)
     assert errors[0] in str(info.value), (errors[0], str(info.value))
+
+
+@pytest.fixture(scope="module")
+def no_audio_engine(tiny4, tmp_path_factory):
+    """A Gemma 4 checkpoint without an audio tower (its config has no audio_config, like
+    26B/31B), started at budget 70 with a small step (max_num_batched_tokens=512), so
+    its encoder cache is 512 tokens."""
+    import json
+
+    folder = tiny4.save_pretrained(tmp_path_factory.mktemp("no_audio") / "tiny-gemma4")
+    config = json.loads((folder / "config.json").read_text())
+    config["audio_config"] = None
+    (folder / "config.json").write_text(json.dumps(config))
+    bundle = ge.load(str(folder), backend="vllm", max_model_len=2048, max_soft_tokens=70,
+                     limit_mm_per_prompt={"image": 1, "video": 0}, max_num_batched_tokens=512)  # fmt: skip
+    yield bundle
+    bundle.engine.llm.llm_engine.engine_core.shutdown()
+
+
+def test_audio_on_a_checkpoint_without_an_audio_tower(no_audio_engine, tiny4, tone):
+    from vllm import SamplingParams
+
+    assert "audio" not in no_audio_engine.modalities
+    with pytest.raises(Exception, match="does not have an audio tower") as ours:  # noqa: PT011
+        no_audio_engine.generate("Hear this.", audios=[(tone, 16_000)], max_new_tokens=2)
+    request = vllm_request(ge.prepare_inputs(tiny4, "Hear this.", audios=[(tone, 16_000)]))
+    with pytest.raises(ValueError) as theirs:
+        no_audio_engine.engine.llm.generate([request], SamplingParams(max_tokens=2),
+                                            use_tqdm=False)  # fmt: skip
+    assert "does not have an audio tower" in str(theirs.value)
+    assert "no audio tower" in str(ours.value)
+
+
+def test_an_item_over_the_encoder_cache(no_audio_engine):
+    image = _image(12, size=(1000, 1000))
+    plan = ge.plan_serving(no_audio_engine.name, max_model_len=2048, max_soft_tokens=70,
+                           limit_mm_per_prompt={"image": 1, "video": 0}, max_num_batched_tokens=512,
+                           dtype="float32")  # fmt: skip
+    count = ge.plan_image(image, family="gemma4", max_soft_tokens=1120).num_soft_tokens
+    assert plan.encoder_cache_size == 512 < count
+    with pytest.raises(BackendError) as info:
+        no_audio_engine.generate("What?", images=[image], max_soft_tokens=1120, max_new_tokens=2)
+    said = str(info.value)
+    assert (
+        f"contains a(n) image item with {count} embedding tokens, which exceeds the "
+        f"pre-allocated encoder cache size {plan.encoder_cache_size}" in said
+    ), said
+    assert "above the start-up budget 70" in said  # our hint
