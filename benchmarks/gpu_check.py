@@ -1,11 +1,17 @@
 """GPU check: both tiny bundles end to end on CUDA through the transformers backend.
 
-    python benchmarks/gpu_check.py [--device cuda] [--real PATH_OR_HUB_ID ...]
+    python benchmarks/gpu_check.py [--device cuda] [--real PATH_OR_HUB_ID ...] [--no-vllm]
 
 Runs image, audio, video (Gemma 4) and mixed prompts, checks every placeholder count
 against the plans and the encoder report, and prints timings. With --real it also
 runs the given checkpoints (folders or hub ids, bf16). Finishes in well under 5
 minutes on one GPU; on a machine without CUDA use --device cpu for a dry run.
+
+Then, where vLLM is installed (CUDA build, or the CPU build with --device cpu), it holds
+both stacks to the same numbers, as ``tests/engine/test_parity.py`` does: each tiny
+family saved once in float32, one in-process vLLM engine per family, and per modality
+the prompt ids, 8 greedy tokens and the multimodal embeddings vLLM gathers (captured
+inside the engine) against transformers' (``--no-vllm`` skips it).
 """
 
 from __future__ import annotations
@@ -69,6 +75,51 @@ def run(name: str, device: str) -> list[str]:
     return lines, failures
 
 
+def vllm_parity(device: str) -> tuple[list[str], int]:
+    """transformers vs vLLM's engine on each tiny family: the parity table's rows."""
+    import tempfile
+    from types import SimpleNamespace
+
+    import torch
+
+    import gemma_explore as ge
+    from gemma_explore.inference.vllm_backend import CPU_KV_CACHE_BYTES
+    from gemma_explore.models.tiny import tiny_name
+    from tests.engine.conftest import LIMITS
+    from tests.engine.parity import CASES, checks, media_for, run_both
+
+    lines, failures = ["vLLM parity (float32, same saved weights):"], 0
+    for family in dict.fromkeys(f for f, _ in CASES):
+        with tempfile.TemporaryDirectory(prefix="gpu_check_") as folder:
+            ge.load(tiny_name(family), device="cpu").save_pretrained(folder)
+            hf = ge.load(folder, device=device, dtype=torch.float32)
+            start = time.perf_counter()
+            bundle = ge.load(folder, backend="vllm", dtype="float32", in_process=True,
+                             max_model_len=4096, limit_mm_per_prompt=LIMITS[family],
+                             kv_cache_memory_bytes=CPU_KV_CACHE_BYTES)  # fmt: skip
+            lines.append(f"  {family}: engine up in {time.perf_counter() - start:.1f} s "
+                         f"on {bundle.device}")  # fmt: skip
+            engine = SimpleNamespace(bundle=bundle, llm=bundle.engine.llm)
+            try:
+                for fam, modality in CASES:
+                    if fam != family:
+                        continue
+                    try:
+                        run = run_both(engine, hf, "What is this?", **media_for(modality))
+                    except Exception as exc:  # noqa: BLE001 - the engine's refusal is the result
+                        failures += 1
+                        lines.append(f"    {modality:6s} BAD {type(exc).__name__}: "
+                                     f"{str(exc)[:120]}")  # fmt: skip
+                        continue
+                    for c in checks(run):
+                        failures += not c.ok
+                        lines.append(f"    {modality:6s} {c.name:16s} {'ok ' if c.ok else 'BAD'} "
+                                     f"{c.detail}")  # fmt: skip
+            finally:
+                bundle.engine.llm.llm_engine.engine_core.shutdown()
+    return lines, failures
+
+
 def _num(value: float | None, scale: float = 1.0) -> str:
     """A timing, or "—" where the backend could not measure it."""
     return "      —" if value is None else f"{value * scale:7.1f}"
@@ -78,6 +129,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--real", nargs="*", default=[])
+    parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM parity checks")
     args = parser.parse_args()
     import torch
 
@@ -87,6 +139,12 @@ def main() -> int:
     total = 0
     for name in ["tiny-gemma3n", "tiny-gemma4", *args.real]:
         lines, failures = run(name, args.device)
+        print("\n".join(lines), flush=True)
+        total += failures
+    from gemma_explore.inference.vllm_processor import vllm_available
+
+    if not args.no_vllm and vllm_available():
+        lines, failures = vllm_parity(args.device)
         print("\n".join(lines), flush=True)
         total += failures
     print("GPU check:", "all cases ok" if total == 0 else f"{total} case(s) failed")

@@ -19,7 +19,7 @@ from typing import Any
 from .families import get_family
 from .inference.hf import HFEngine
 from .inference.openai_backend import DEFAULT_BASE_URL, OpenAIEngine
-from .inference.vllm_backend import VllmEngine, start_vllm
+from .inference.vllm_backend import VllmEngine, start_vllm, vllm_device
 from .models.bundle import Bundle
 from .models.checkpoints import (
     check_folder,
@@ -50,8 +50,9 @@ def load(
 
     ``backend`` is ``"hf"`` (transformers, CPU or GPU; on CUDA real checkpoints load in
     bfloat16, on CPU in float32, unless ``dtype`` says otherwise), ``"vllm"`` (``vllm.LLM``
-    on a CUDA GPU; extra keyword arguments override
-    :func:`~gemma_explore.inference.vllm_backend.engine_args`) or ``"openai"`` (a
+    on a CUDA GPU, or on the CPU with vLLM's CPU build, in this process; extra keyword
+    arguments override :func:`~gemma_explore.inference.vllm_backend.engine_args`, and
+    ``in_process=False`` starts vLLM's own engine process) or ``"openai"`` (a
     running ``vllm serve``: ``base_url=``, ``api_key=``, ``family=``). ``weights=False``
     (``hf``): a config-only bundle, offline for the released ids: the real processor
     settings, the model on the meta device; layouts, masks and serving plans work.
@@ -120,8 +121,9 @@ def _config_or_none(source: str) -> Any:
 
 
 def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
+    device = vllm_device()  # fails first, with the install line, where vLLM cannot run
     source, random_weights, keep = name, False, None
-    if name in TINY_NAMES:
+    if name in TINY_NAMES:  # saved in float32, as the CPU engine runs it
         keep = tempfile.TemporaryDirectory(prefix="gemma_explore_")  # removed with the engine
         load(name, device="cpu").save_pretrained(keep.name)
         source, random_weights = keep.name, True
@@ -148,6 +150,6 @@ def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
         model=None,
         engine=VllmEngine(llm, family, random_weights, keep_alive=keep, startup_budget=startup),
         is_random_weights=random_weights,
-        device="cuda",
+        device=device,
         modalities=modalities,
     )

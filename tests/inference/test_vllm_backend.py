@@ -1,5 +1,5 @@
-"""The vLLM backend around the engine: arguments, requests, errors. vllm.LLM needs a GPU,
-so generation is checked with a stand-in engine that records what it was given."""
+"""The vLLM backend around the engine: arguments, requests, errors, with a stand-in engine
+that records what it was given. The real engine (vLLM's CPU build) runs in tests/engine/."""
 
 import sys
 import typing
@@ -78,8 +78,21 @@ def test_generate_passes_data_and_budget_to_the_engine(tiny4, photo, monkeypatch
     assert gen.text == "a cat" and gen.multimodal_tokens == plan.num_soft_tokens
 
 
-def test_vllm_engine_on_cpu_is_a_clear_error():
-    with pytest.raises((RuntimeError, ImportError), match="CUDA GPU|vllm"):
+def test_cpu_engine_args_size_the_kv_cache_in_bytes():
+    args = vb.engine_args("x", family="gemma4", device="cpu")
+    assert "gpu_memory_utilization" not in args and args["dtype"] == "float32"
+    assert args["kv_cache_memory_bytes"] == vb.CPU_KV_CACHE_BYTES
+    assert vb.engine_args("x", family="gemma4", device="cpu", dtype="bfloat16")["dtype"] == (
+        "bfloat16"
+    )
+
+
+@needs_vllm
+def test_no_vllm_platform_is_a_clear_error(monkeypatch):
+    from vllm.platforms import current_platform
+
+    monkeypatch.setattr(type(current_platform), "is_unspecified", lambda self: True)
+    with pytest.raises(RuntimeError, match="install_vllm.py"):
         ge.load("tiny-gemma4", backend="vllm")
 
 
