@@ -283,43 +283,6 @@ def test_uneven_layer_counts_group_and_pad_like_vllm(vllm_config, pattern):
         _check(vllm_config, text, memory=memory, tp=1, mml=2048, mnbt=256)
 
 
-_ENGINE = """
-import os, sys
-os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-if __name__ == "__main__":
-    from vllm import LLM
-    llm = LLM(model=sys.argv[1], max_model_len=4096, kv_cache_memory_bytes=64 * 2**20,
-              max_num_batched_tokens=512, distributed_executor_backend="uni", dtype="float32",
-              enforce_eager=True, limit_mm_per_prompt={"image": 1, "audio": 0, "video": 0})
-    c, s = llm.llm_engine.vllm_config.cache_config, llm.llm_engine.vllm_config.scheduler_config
-    print("SETTINGS", c.block_size, s.async_scheduling, s.disable_hybrid_kv_cache_manager)
-"""
-
-
-@pytest.mark.vllm
-@pytest.mark.slow
-@pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
-def test_capacity_equals_the_cpu_engines_log_line(tmp_path, tiny4):
-    """vLLM's CPU engine, started for real on the tiny Gemma 4: its start-up line is
-    capacity() with the hybrid manager ON (vLLM 0.32's CPU platform supports it), async
-    scheduling off and 128-token blocks; with the manager off the figure differs."""
-    import re
-    import subprocess
-    import sys
-
-    folder = tiny4.save_pretrained(tmp_path / "tiny-gemma4")
-    script = tmp_path / "engine.py"
-    script.write_text(_ENGINE)
-    run = subprocess.run([sys.executable, str(script), str(folder)], capture_output=True,
-                         text=True, timeout=900)  # fmt: skip
-    out = run.stdout + run.stderr
-    assert run.returncode == 0, out[-3000:]
-    logged = re.search(r"CPU KV cache size: .*x", out).group(0)
-    block, async_on, hybrid_off = re.search(r"SETTINGS (\d+) (\w+) (\w+)", out).groups()
-    assert (block, async_on, hybrid_off) == ("128", "False", "False")
-    plan = plan_serving(folder, max_model_len=4096, max_num_batched_tokens=512, dtype="float32")
-    cpu = dict(
-        kv_cache_memory_bytes=64 * 2**20, async_scheduling=False, block_size=128, device="CPU"
-    )
-    assert capacity(plan, **cpu).log_line() == logged
-    assert capacity(plan, **cpu, hybrid_kv_cache_manager=False).log_line() != logged
+# The real CPU engine's line: tests/engine/test_startup.py holds capacity() to each of the
+# session's three shared engines (test_capacity_reproduces_the_engines_kv_line), and the
+# first engine's logged line to the numbers it stores (test_kv_line_is_the_engines_own_numbers).

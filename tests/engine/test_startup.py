@@ -106,3 +106,30 @@ def test_gemma4_dummy_inputs_reach_the_stated_maxima(family, request):
     count = ge.plan_image((h, w), family=family, max_soft_tokens=budget).num_soft_tokens
     assert dummy["placeholders"] == count <= plan.max_tokens_per_item["image"]
     assert facts.max_tokens_per_item["image"] == plan.max_tokens_per_item["image"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_capacity_reproduces_the_engines_kv_line(family, request):
+    """``ServingPlan.capacity`` (vLLM's start-up arithmetic in our words) gives the line the
+    running engine holds, with the CPU engine's settings: the hybrid manager on (vLLM 0.32's
+    CPU platform supports it), async scheduling off (one batch in flight) and the engine's
+    own block size; with the manager off, the figure would differ."""
+    engine = request.getfixturevalue(ENGINE_OF[family])
+    facts = engine.facts()
+    plan = _plan(engine, facts)
+    cpu = dict(
+        kv_cache_memory_bytes=facts.kv_cache_memory_bytes,
+        async_scheduling=engine.llm.llm_engine.vllm_config.scheduler_config.async_scheduling,
+        block_size=facts.block_size,
+        device="CPU",
+        hybrid_kv_cache_manager=facts.hybrid_kv_cache_manager,
+    )
+    fits = plan.capacity(**cpu)
+    assert fits.log_line() == kv_line_of(facts)
+    assert (fits.num_tokens, round(fits.max_concurrency, 2)) == (
+        facts.kv_cache_tokens,
+        round(facts.max_concurrency, 2),
+    )
+    if facts.hybrid_kv_cache_manager and plan.kv_bytes_per_token_sliding:
+        other = plan.capacity(**{**cpu, "hybrid_kv_cache_manager": False})
+        assert other.num_tokens != fits.num_tokens
