@@ -1,7 +1,8 @@
 """vLLM's own multimodal processor, run on CPU against a saved copy of a bundle.
 
-vLLM's engine needs a GPU, but its placeholder logic (the model file's processor and
-prompt updates) runs anywhere. :data:`VLLM_PROCESSORS` makes each bundle's processor
+vLLM's placeholder logic (the model file's processor and prompt updates) runs without
+starting an engine, so it is cheap to call per request (the engine itself runs on a CUDA
+GPU or, with vLLM's CPU build, on the CPU: ``vllm_backend``). :data:`VLLM_PROCESSORS` makes each bundle's processor
 once, from the bundle's folder or from a temporary copy that is deleted again when the
 cache is cleared or the process exits.
 
