@@ -31,7 +31,8 @@ LIVE = {"trigger_mode": "always_last", "show_progress": "minimal"}  # a re-rende
 # * figures show at the size they were drawn (100 dpi: 9 pt text = 12.5 px), in a box
 #   that scrolls sideways when the column is narrower, so their text never shrinks
 #   below 9 px (a 1200 px figure squeezed to a 390 px phone would show 4 px text);
-# * tables keep vLLM's names whole (no break inside max_num_batched_tokens) and scroll
+# * tables keep vLLM's names and checkpoint ids whole (no break inside
+#   max_num_batched_tokens, nor at the "/" and "-" of google/gemma-4-E4B-it) and scroll
 #   sideways instead;
 # * gr.Examples' headers wrap instead of being cut.
 CSS = """
@@ -41,6 +42,7 @@ CSS = """
                     height: auto !important; }
 .prose table { display: block; overflow-x: auto; }
 .prose td, .prose th { word-break: keep-all; overflow-wrap: normal; hyphens: none; }
+#serving_table td { white-space: nowrap; }
 .gallery th, .examples th, table.examples-table th { white-space: normal !important;
     overflow: visible !important; text-overflow: clip !important; }
 """

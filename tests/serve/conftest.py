@@ -163,14 +163,16 @@ def stop_server(server: Server) -> None:
 
 
 def serve_args_line(folder: str) -> str:
-    """What ``gemma-explore serve-args <folder>`` prints (its last line: the command)."""
+    """The command ``gemma-explore serve-args <folder>`` prints: its one ``vllm serve``
+    line (``# …`` lines of reasons and production advice may surround it)."""
     from typer.testing import CliRunner
 
     from gemma_explore import cli
 
     done = CliRunner().invoke(cli.app, ["serve-args", folder], prog_name="gemma-explore")
     assert done.exit_code == 0, done.output
-    return done.stdout.strip().splitlines()[-1]
+    (command,) = [line for line in done.stdout.splitlines() if line.startswith("vllm serve ")]
+    return command
 
 
 @pytest.fixture(scope="session")
