@@ -184,6 +184,10 @@ def mismatched_engine(tmp_path_factory, tiny4):
         mp.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in-process: one engine, no spawn
         from vllm import LLM
 
+        from gemma_explore.inference.vllm_backend import _let_vllm_scan_llvmlite
+
+        _let_vllm_scan_llvmlite()  # librosa's numba may have loaded llvmlite already
+
         llm = LLM(
             str(folder), kv_cache_memory_bytes=256 << 20, max_model_len=2048,
             enforce_eager=True, dtype="float32", distributed_executor_backend="uni",

@@ -200,6 +200,34 @@ def _multiprocessing(enabled: bool) -> Iterator[None]:
             os.environ[_MULTIPROCESSING] = old
 
 
+def _let_vllm_scan_llvmlite() -> None:
+    """Keep an in-process engine from tripping over numba's compiler library.
+
+    At start-up vLLM 0.32 walks every loaded module's namespace to swap in its kernels
+    (``triton_utils/dispatcher.py``) and reads ``vars(value).get("kernel")`` of each
+    object that has a ``__dict__``. Once librosa has JIT-compiled anything (any mel
+    spectrogram does), ``llvmlite.binding.ffi.lib`` is loaded: a ``__slots__`` object whose
+    ``__getattr__`` answers *every* name, ``__dict__`` too, with a function wrapper, so
+    the walk dies with "'_lib_fn_wrapper' object has no attribute 'get'". Give that one
+    object an empty ``__dict__``; every other attribute still reaches the library.
+    """
+    import sys
+
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    lib = getattr(ffi, "lib", None)
+    if lib is None or isinstance(getattr(lib, "__dict__", None), dict):
+        return
+
+    class _ScannableLib(type(lib)):
+        __slots__ = ()
+
+        @property
+        def __dict__(self) -> dict:  # what vars() reads: no kernels here
+            return {}
+
+    lib.__class__ = _ScannableLib
+
+
 def start_vllm(
     model: str, *, family: str, in_process: bool | None = None, **engine_overrides: Any
 ) -> Any:
@@ -220,6 +248,7 @@ def start_vllm(
     args = engine_args(model, family=family, device=device, **engine_overrides)
     if in_process:
         args.setdefault("distributed_executor_backend", "uni")
+        _let_vllm_scan_llvmlite()
     with _multiprocessing(not in_process):
         return vllm.LLM(**args)
 

@@ -107,3 +107,28 @@ def test_video_request_carries_frames_and_metadata(tiny4):
     prepared = ge.prepare_inputs(tiny4, "What happens?", videos=[(frames, 8.0)])
     ((clip, meta),) = vb.vllm_request(prepared)["multi_modal_data"]["video"]
     assert clip.shape[0] == 32 and meta["fps"] == 8.0 and len(meta["frames_indices"]) == 32
+
+
+@needs_vllm
+def test_in_process_engines_survive_numbas_llvmlite():
+    """Once librosa has JIT-compiled (any mel spectrogram), llvmlite's `lib` object answers
+    every attribute, `__dict__` too; vLLM's start-up walk over the loaded modules then died
+    with "'_lib_fn_wrapper' object has no attribute 'get'". The guard gives that one object
+    an empty `__dict__` and leaves the library working."""
+    import numpy as np
+
+    librosa = pytest.importorskip("librosa")
+    librosa.feature.melspectrogram(y=np.zeros(4000, dtype=np.float32), sr=16000)
+    from llvmlite.binding import ffi
+    from vllm.triton_utils.dispatcher import _rebind_kernels  # vLLM's walk over sys.modules
+
+    from gemma_explore.inference.vllm_backend import _let_vllm_scan_llvmlite
+
+    if not isinstance(getattr(ffi.lib, "__dict__", None), dict):  # not yet guarded here
+        with pytest.raises(AttributeError, match="_lib_fn_wrapper"):
+            _rebind_kernels([])
+    _let_vllm_scan_llvmlite()
+    assert vars(ffi.lib) == {}
+    _rebind_kernels([])  # vLLM's own walk now passes
+    assert callable(ffi.lib.LLVMPY_GetProcessTriple)  # the library still answers
+    librosa.feature.melspectrogram(y=np.ones(4000, dtype=np.float32), sr=16000)
