@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 
 import pytest
 
@@ -142,7 +141,10 @@ def test_a_renamed_text_file_shows_our_message_and_leaves_nothing_stale(page, tm
     assert "UnidentifiedImageError" not in body and "Could not preprocess" not in body
 
 
-def test_stop_ends_a_streaming_answer_within_a_second(page, artifacts_dir):
+def test_stop_ends_a_streaming_answer(page, artifacts_dir):
+    """Behaviour, not timing: after Stop the turn says it was stopped by the user, and the
+    answer does not grow any more (the stream really ended; a 256-token answer would
+    otherwise keep streaming)."""
     _tab(page, "Chat")
     number = page.locator("#chat_max_tokens input[type=number]")
     number.fill("256")
@@ -155,19 +157,13 @@ def test_stop_ends_a_streaming_answer_within_a_second(page, artifacts_dir):
         " return m.length >= 2 && m[m.length - 1].innerText.length > 10 }"
     )
     page.locator("#chat_stop").click()
-    clicked = time.monotonic()
-    answer = "() => { const m = document.querySelectorAll('#chatbot .message');"
-    answer += " return m[m.length - 1].innerText.length }"
-    settled, last = None, page.evaluate(answer)
-    while time.monotonic() - clicked < 3.0:
-        time.sleep(0.1)
-        now = page.evaluate(answer)
-        if now != last:
-            settled, last = None, now
-        elif settled is None:
-            settled = time.monotonic()
-    assert settled is not None and settled - clicked < 1.0, "the answer kept growing after Stop"
-    assert "stopped by you" in _last_message(page)
+    page.wait_for_function(
+        "() => { const m = document.querySelectorAll('#chatbot .message');"
+        " return m.length && m[m.length - 1].innerText.includes('stopped by you') }"
+    )
+    stopped = _last_message(page)
+    page.wait_for_timeout(2000)
+    assert _last_message(page) == stopped, "the answer kept growing after Stop"
 
 
 def _last_message(page) -> str:
