@@ -12,6 +12,11 @@ both stacks to the same numbers, as ``tests/engine/test_parity.py`` does: each t
 family saved once in float32, one in-process vLLM engine per family, and per modality
 the prompt ids, 8 greedy tokens and the multimodal embeddings vLLM gathers (captured
 inside the engine) against transformers' (``--no-vllm`` skips it).
+
+``--released [ID ...]`` then starts vLLM on each released checkpoint's shapes (config-only
+folder, ``load_format="dummy"``, a fixed KV pool) and compares its start-up line by line
+with ``plan_serving`` + ``capacity`` (all seven when no id is given; the 26B-A4B and 31B
+need a large GPU).
 """
 
 from __future__ import annotations
@@ -120,6 +125,84 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
     return lines, failures
 
 
+def released_startup(
+    device: str, ids: list[str], *, kv_gib: float = 8.0, max_model_len: int = 8192
+) -> tuple[list[str], int]:
+    """Start vLLM on each released checkpoint's *shapes* and compare its start-up with ours.
+
+    No weights are needed: a config-only folder (``released_config(id)`` + the family's
+    processor files at released settings) is started with ``load_format="dummy"`` (vLLM
+    fills random weights) and a fixed ``kv_cache_memory_bytes``, so the KV pool is known
+    exactly. Then the engine's own numbers (KV cache size and maximum concurrency, the
+    encoder budget and cache, the per-item maxima) are held to ``plan_serving`` +
+    ``ServingPlan.capacity`` line by line. A 31B in bf16 needs ~62 GiB of device memory;
+    an id that does not fit is reported and skipped. ``ids`` may also name folders.
+    """
+    import tempfile
+    from pathlib import Path
+
+    import gemma_explore as ge
+    from gemma_explore.inference.vllm_backend import start_vllm
+    from gemma_explore.released import is_released, released_config
+    from tests.engine.facts import engine_startup_facts, kv_line_of
+
+    kv_bytes = int(kv_gib * 2**30)
+    lines, failures = [f"vLLM start-up on released shapes ({kv_gib:g} GiB KV, dummy weights):"], 0
+    for model_id in ids:
+        with tempfile.TemporaryDirectory(prefix="gpu_check_released_") as tmp:
+            if is_released(model_id):
+                folder = Path(tmp)
+                released_config(model_id).save_pretrained(folder)
+                ge.load(model_id, weights=False).processor.save_pretrained(folder)
+            else:
+                folder = Path(model_id)
+            bundle_family = ge.load(str(folder), weights=False).family
+            start = time.perf_counter()
+            try:
+                llm = start_vllm(str(folder), family=bundle_family, in_process=True,
+                                 load_format="dummy", kv_cache_memory_bytes=kv_bytes,
+                                 max_model_len=max_model_len)  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - e.g. out of memory: report, go on
+                failures += 1
+                lines.append(f"  {model_id}: BAD engine did not start: "
+                             f"{type(exc).__name__}: {str(exc)[:160]}")  # fmt: skip
+                continue
+            try:
+                facts = engine_startup_facts(llm)
+                vc = llm.llm_engine.vllm_config
+                plan = ge.plan_serving(
+                    model_id, max_model_len=facts.max_model_len,
+                    limit_mm_per_prompt=facts.limits,
+                    max_num_batched_tokens=facts.max_num_batched_tokens,
+                    max_num_seqs=facts.max_num_seqs,
+                    dtype=str(vc.model_config.dtype).removeprefix("torch."),  # KV bytes/value
+                )  # fmt: skip
+                ours = plan.capacity(
+                    kv_cache_memory_bytes=kv_bytes, block_size=facts.block_size,
+                    async_scheduling=vc.scheduler_config.async_scheduling,
+                    hybrid_kv_cache_manager=facts.hybrid_kv_cache_manager,
+                    device=facts.device.upper(),
+                )  # fmt: skip
+                checks = [
+                    ("KV line", ours.log_line(), kv_line_of(facts)),
+                    ("encoder cache", plan.encoder_cache_size, facts.encoder_cache_size),
+                    ("encoder budget", plan.encoder_compute_budget, facts.encoder_compute_budget),
+                    ("max tokens/item", plan.max_tokens_per_item, facts.max_tokens_per_item),
+                ]
+                took = time.perf_counter() - start
+                lines.append(f"  {model_id}: up in {took:.0f} s on {facts.device}")
+                for name, want, got in checks:
+                    ok = want == got
+                    failures += not ok
+                    lines.append(
+                        f"    {name:16s} {'ok ' if ok else 'BAD'} ours {want} | vLLM {got}"
+                    )
+            finally:
+                llm.llm_engine.engine_core.shutdown()
+                del llm
+    return lines, failures
+
+
 def _num(value: float | None, scale: float = 1.0) -> str:
     """A timing, or "—" where the backend could not measure it."""
     return "      —" if value is None else f"{value * scale:7.1f}"
@@ -130,6 +213,14 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--real", nargs="*", default=[])
     parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM parity checks")
+    parser.add_argument(
+        "--released",
+        nargs="*",
+        default=None,
+        help="start vLLM on these released ids' shapes (dummy weights) and compare its "
+        "start-up with plan_serving + capacity; no ids: all seven (a GPU day)",
+    )
+    parser.add_argument("--kv-gib", type=float, default=8.0, help="KV pool for --released")
     args = parser.parse_args()
     import torch
 
@@ -145,6 +236,13 @@ def main() -> int:
 
     if not args.no_vllm and vllm_available():
         lines, failures = vllm_parity(args.device)
+        print("\n".join(lines), flush=True)
+        total += failures
+    if args.released is not None and vllm_available():
+        from gemma_explore.released import RELEASED_IDS
+
+        ids = args.released or list(RELEASED_IDS)
+        lines, failures = released_startup(args.device, ids, kv_gib=args.kv_gib)
         print("\n".join(lines), flush=True)
         total += failures
     print("GPU check:", "all cases ok" if total == 0 else f"{total} case(s) failed")
