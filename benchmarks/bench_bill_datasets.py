@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,21 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PROBE = """
-import json, resource, sys, time
-from gemma_explore.bill import bill
-def cpu(who):
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
-start, cpu0 = time.perf_counter(), cpu(resource.RUSAGE_SELF)
-result = bill(sys.argv[1], family="gemma4", budgets=[70, 280, 1120], workers=2)
-elapsed = time.perf_counter() - start
-busy = cpu(resource.RUSAGE_SELF) - cpu0 + cpu(resource.RUSAGE_CHILDREN)
-main = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024
-worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"rows": result.files, "billed": result.billed_files, "s": elapsed,
-                  "cpu_s": busy, "main_mb": main, "worker_mb": worker}))
-"""
+# The same fresh-process probe as bench_bill.py (a shard folder bills like a file folder).
+from bench_bill import run_probe  # noqa: E402
 
 
 def encoded_images(count: int, seed: int = 0) -> list[tuple[bytes, str]]:
@@ -107,14 +93,6 @@ def processor_rate(images: list[tuple[bytes, str]], n: int) -> tuple[float, list
     return (time.perf_counter() - start) / n, ours, theirs
 
 
-def run_probe(folder: Path) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(folder)], capture_output=True, text=True, check=True,
-        cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def ray_figures(folder: Path, rows: int) -> dict:
     """Ray's start-up, then rows/s with 1 and 2 workers (each run after a warm-up)."""
     import ray
@@ -157,8 +135,8 @@ def main() -> None:
         print(f"(generated {args.rows:,} rows of PNG/JPEG bytes in "
               f"{time.perf_counter() - start:.1f} s)")  # fmt: skip
         local = run_probe(shards)
-        rate = local["rows"] / local["s"]
-        per_cpu = local["rows"] / local["cpu_s"]
+        rate = local["files"] / local["s"]
+        per_cpu = local["files"] / local["cpu_s"]
         per_row, ours, theirs = processor_rate(images, args.processor_rows)
         assert ours == theirs, "header counts differ from the processor's"
         print(
