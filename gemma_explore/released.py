@@ -500,6 +500,15 @@ def _values(block: dict[str, Fact] | None) -> dict[str, Any]:
     return {k: copy.deepcopy(f.value) for k, f in (block or {}).items()}
 
 
+# model_type → (the transformers config classes' prefix, the vision_config key vLLM reads
+# the start-up image budget from: none for Gemma 3n, whose image is always 256 tokens).
+_CONFIG_BUILD: dict[str, tuple[str, str | None]] = {
+    "gemma3n": ("Gemma3n", None),
+    "gemma4": ("Gemma4", "default_output_length"),
+    "gemma4_unified": ("Gemma4Unified", "num_soft_tokens"),
+}
+
+
 def released_config(model_id: str) -> Any:
     """The transformers config of a released checkpoint, built offline from the facts.
 
@@ -514,54 +523,22 @@ def released_config(model_id: str) -> Any:
     text, vision, audio = _values(r.text), _values(r.vision), _values(r.audio)
     tokens = _values(r.token_ids)
     eos = [1, 106] if instruct else 1
-    if r.model_type == "gemma3n":
-        from transformers import (
-            Gemma3nAudioConfig,
-            Gemma3nConfig,
-            Gemma3nTextConfig,
-            Gemma3nVisionConfig,
-        )
+    prefix, budget_key = _CONFIG_BUILD[r.model_type]
+    import transformers
 
-        config = Gemma3nConfig(
-            text_config=Gemma3nTextConfig(**text, eos_token_id=eos),
-            vision_config=Gemma3nVisionConfig(**vision),
-            audio_config=Gemma3nAudioConfig(**audio),
-            **tokens,
-        )
-    elif r.model_type == "gemma4":
-        from transformers import (
-            Gemma4AudioConfig,
-            Gemma4Config,
-            Gemma4TextConfig,
-            Gemma4VisionConfig,
-        )
-
-        budget = vision.pop("default_output_length")
-        vision_config = Gemma4VisionConfig(**vision)
-        vision_config.default_output_length = budget  # what vLLM reads (not a 5.19 field)
-        config = Gemma4Config(
-            text_config=Gemma4TextConfig(**text, eos_token_id=eos),
-            vision_config=vision_config,
-            audio_config=Gemma4AudioConfig(**audio) if r.has_audio else None,
-            **tokens,
-        )
-    else:
-        from transformers import (
-            Gemma4UnifiedAudioConfig,
-            Gemma4UnifiedConfig,
-            Gemma4UnifiedTextConfig,
-            Gemma4UnifiedVisionConfig,
-        )
-
-        budget = vision.pop("num_soft_tokens")
-        vision_config = Gemma4UnifiedVisionConfig(**vision)
-        vision_config.num_soft_tokens = budget  # what vLLM reads (not a 5.19 field)
-        config = Gemma4UnifiedConfig(
-            text_config=Gemma4UnifiedTextConfig(**text, eos_token_id=eos),
-            vision_config=vision_config,
-            audio_config=Gemma4UnifiedAudioConfig(**audio),
-            **tokens,
-        )
+    top, text_cls, vision_cls, audio_cls = (
+        getattr(transformers, f"{prefix}{part}Config") for part in ("", "Text", "Vision", "Audio")
+    )
+    budget = vision.pop(budget_key) if budget_key else None
+    vision_config = vision_cls(**vision)
+    if budget_key:
+        setattr(vision_config, budget_key, budget)  # what vLLM reads (not a 5.19 field)
+    config = top(
+        text_config=text_cls(**text, eos_token_id=eos),
+        vision_config=vision_config,
+        audio_config=audio_cls(**audio) if r.has_audio else None,
+        **tokens,
+    )
     config.architectures = [r.architecture]
     config._name_or_path = str(model_id)
     return config

@@ -13,17 +13,10 @@ import pytest
 
 from gemma_explore.inference.vllm_processor import vllm_available
 from gemma_explore.kv_capacity import capacity, kv_memory_estimate
+from gemma_explore.released import RELEASED_IDS
 from gemma_explore.serving import ServingModel, kv_layers, plan_serving
 
-CHECKPOINTS = [
-    "google/gemma-3n-E2B-it",
-    "google/gemma-3n-E4B-it",
-    "google/gemma-4-E2B-it",
-    "google/gemma-4-E4B-it",
-    "google/gemma-4-26B-A4B-it",
-    "google/gemma-4-31B-it",
-    "google/gemma-4-12B-it (Gemma 4 Unified, encoder-free)",
-]
+CHECKPOINTS = list(RELEASED_IDS)  # the seven instruction-tuned checkpoints
 GiB = 1 << 30
 _TEXT_KEYS = (
     "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -39,7 +32,7 @@ def released_text_config(model_id: str):
     (``gemma_explore.released``: built offline, no hub)."""
     from gemma_explore.released import released_config
 
-    return released_config(model_id.split(" ")[0]).text_config
+    return released_config(model_id).text_config
 
 
 _FAMILY = {
