@@ -349,6 +349,11 @@ FAMILIES: dict[str, FamilySpec] = {
     "gemma4_unified": GEMMA4_UNIFIED,
 }
 
+# Why a default at all: a learner who calls plan_video(clip) or bill(folder) without naming a
+# family should get the family with every modality and a budget. This is the one place that
+# choice is made; everything else reads DEFAULT_FAMILY (never writes "gemma4" itself).
+DEFAULT_FAMILY: FamilySpec = GEMMA4
+
 
 def get_family(family: str | FamilySpec) -> FamilySpec:
     """Return the spec for ``"gemma3n"``, ``"gemma4"`` or ``"gemma4_unified"`` (also
