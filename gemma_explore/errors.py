@@ -10,7 +10,14 @@ True
 
 from __future__ import annotations
 
-__all__ = ["BackendError", "MediaError", "ModelLoadError"]
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["BackendError", "MediaError", "ModelLoadError", "renamed"]
+
+T = TypeVar("T")
 
 
 class MediaError(ValueError):
@@ -23,3 +30,31 @@ class ModelLoadError(RuntimeError):
 
 class BackendError(RuntimeError):
     """A serving backend (vLLM, an OpenAI-compatible server) refused or failed a request."""
+
+
+def renamed(new: Callable[..., T], old_name: str, *, removed_in: str = "0.3") -> Callable[..., T]:
+    """Keep an old public name working for one release, with a DeprecationWarning that says
+    which name to use instead.
+
+    >>> def require_budget(x): return x
+    >>> check_budget = renamed(require_budget, "check_budget")
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     check_budget(3), w[0].category.__name__
+    (3, 'DeprecationWarning')
+    """
+
+    @functools.wraps(new)
+    def old(*args: Any, **kwargs: Any) -> T:
+        warnings.warn(
+            f"{old_name} was renamed {new.__name__}; the old name goes in {removed_in}. "
+            f"Replace {old_name}( with {new.__name__}(.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return new(*args, **kwargs)
+
+    old.__name__ = old.__qualname__ = old_name
+    old.__doc__ = f"Deprecated alias of :func:`{new.__name__}` (goes in {removed_in})."
+    return old
