@@ -26,6 +26,8 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from .loading import BACKENDS, backend_help
+
 __all__ = ["app", "main", "serve_command", "serving_recipe"]
 
 app = typer.Typer(
@@ -558,24 +560,13 @@ def _advice(args: dict[str, Any], gpu_memory_gib: float) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- demo
 
-_DEMO: dict[str, Any] = {}
-
 
 def demo_main() -> Any:
-    """``demo_app.main(argv)`` from the repository's ``demo_app.py``: one definition of
-    the demo's flags and launch, shared with ``python demo_app.py``."""
-    if "main" not in _DEMO:
-        path = Path(__file__).resolve().parent.parent / "demo_app.py"
-        if not path.exists():
-            _fail(
-                "The web demo (demo_app.py) ships with the repository, not the package: run "
-                "this from a checkout of gemma_explore."
-            )
-        spec = importlib.util.spec_from_file_location("demo_app", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _DEMO["main"] = module.main
-    return _DEMO["main"]
+    """The demo's ``main(argv)``: :func:`gemma_explore.app.demo.main`, inside the package,
+    so an installed wheel serves the demo too (``python demo_app.py`` calls the same)."""
+    from .app.demo import main as demo
+
+    return demo
 
 
 @app.command(
@@ -584,8 +575,8 @@ def demo_main() -> Any:
     epilog="Example: gemma-explore demo --model tiny-gemma3n --port 7861",
 )
 def demo(ctx: typer.Context) -> None:
-    """Start the web demo on 127.0.0.1 (the same flags as `python demo_app.py`)."""
-    argv = list(ctx.args)  # demo_app's --help prints its usage, options, then an example
+    """Start the web demo on 127.0.0.1 (the same flags as `python -m gemma_explore.app`)."""
+    argv = list(ctx.args)  # the demo's --help prints its usage, options, then an example
     program, sys.argv[0] = sys.argv[0], "gemma-explore demo"  # argparse's usage line
     try:
         demo_main()(argv)  # argparse: --help exits 0, a bad flag exits 2 with its reason
@@ -617,9 +608,9 @@ def transcribe(
     model: Annotated[
         str, typer.Option(help="A Gemma 3n checkpoint, folder or hub id.")
     ] = "tiny-gemma3n",
-    backend: Annotated[str, typer.Option(help="hf, vllm or openai (a running vllm serve).")] = "hf",
+    backend: Annotated[str, typer.Option(help=f"Who answers: {backend_help()}.")] = BACKENDS[0],
     base_url: Annotated[
-        str | None, typer.Option(help="For --backend openai: the server URL.")
+        str | None, typer.Option(help="For a server backend (openai): its URL.")
     ] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Longest answer.")] = 128,
     show_prompt: Annotated[
@@ -627,14 +618,16 @@ def transcribe(
     ] = False,
 ) -> None:
     """Transcribe (or translate) a clip with Gemma 3n's fixed speech-to-text prompt."""
-    from .loading import BACKENDS, load
+    from .loading import backend_options, load
     from .models.checkpoints import guess_family
     from .models.tiny import TINY_NAMES
     from .transcription import transcription_request
 
     task = "translate" if translate or translate_to else "transcribe"
-    if backend not in BACKENDS:
-        _fail(f"Unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}.")
+    try:
+        options = backend_options(backend, base_url=base_url)
+    except ValueError as exc:
+        _fail(str(exc))
     try:
         family = TINY_NAMES.get(model) or (None if Path(model).is_dir() else guess_family(model))
         # Check the request before loading any model: languages, limits, the clip itself.
@@ -644,10 +637,9 @@ def transcribe(
         )  # fmt: skip
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
-    options = {"base_url": base_url} if backend == "openai" and base_url else {}
     with _progress(total=2, desc=f"loading {model}", unit="step") as bar:
         try:
-            bundle = load(model, backend=backend, **options)
+            bundle = load(model, **options)
             bar.set_description("transcribing")
             bar.update()
             result = bundle.transcribe(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,79 @@ from .models.checkpoints import (
 )
 from .models.tiny import TINY_NAMES
 
-__all__ = ["BACKENDS", "load"]
+__all__ = [
+    "BACKENDS",
+    "BACKEND_TABLE",
+    "Backend",
+    "backend_help",
+    "backend_options",
+    "load",
+    "require_backend",
+]
 
-BACKENDS = ("hf", "vllm", "openai")
+
+@dataclass(frozen=True)
+class Backend:
+    """One way to answer: what front ends say about it and which options it takes.
+
+    >>> BACKEND_TABLE["openai"].takes_base_url
+    True
+    """
+
+    name: str  # the value of load(backend=…) and of every --backend flag
+    label: str  # who generates the answers, in a help text's words
+    takes_base_url: bool  # answers come from a running server at base_url
+
+
+BACKEND_TABLE: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        Backend("hf", "transformers in this process", takes_base_url=False),
+        Backend("vllm", "vLLM in this process", takes_base_url=False),
+        Backend("openai", "a running vllm serve", takes_base_url=True),
+    )
+}
+BACKENDS = tuple(BACKEND_TABLE)  # the names, in the order help texts list them
+
+
+def require_backend(name: str, *, flag: str = "--backend") -> Backend:
+    """The backend called ``name``, or a ValueError that lists the choices in ``flag``'s words.
+
+    >>> require_backend("hf").label
+    'transformers in this process'
+    """
+    try:
+        return BACKEND_TABLE[name]
+    except KeyError:
+        raise ValueError(
+            f"Unknown backend {name!r}: give {flag} one of {', '.join(BACKENDS)}."
+        ) from None
+
+
+def backend_options(name: str, *, base_url: str | None = None) -> dict[str, Any]:
+    """The :func:`load` options a front end's ``--backend`` / ``--base-url`` flags mean
+    (``base_url`` only where the backend is a server; none means its default address).
+
+    >>> backend_options("openai", base_url="http://127.0.0.1:8000/v1")
+    {'backend': 'openai', 'base_url': 'http://127.0.0.1:8000/v1'}
+    >>> backend_options("hf", base_url="http://ignored")
+    {'backend': 'hf'}
+    """
+    backend = require_backend(name)
+    options: dict[str, Any] = {"backend": backend.name}
+    if backend.takes_base_url and base_url:
+        options["base_url"] = base_url
+    return options
+
+
+def backend_help() -> str:
+    """Each backend and who answers, for a ``--backend`` help text.
+
+    >>> backend_help()
+    'transformers in this process (hf), vLLM in this process (vllm) or a running vllm serve (openai)'
+    """
+    items = [f"{b.label} ({b.name})" for b in BACKEND_TABLE.values()]
+    return ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def load(
@@ -65,8 +136,7 @@ def load(
         return _load_openai(name, **engine_args)
     if backend == "vllm":
         return _load_vllm(name, **engine_args)
-    if backend != "hf":
-        raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
+    require_backend(backend, flag="backend=")
     if engine_args:
         raise TypeError(f"Unexpected arguments for backend='hf': {sorted(engine_args)}")
     parts = load_parts(name, device=device, dtype=dtype, weights=weights)

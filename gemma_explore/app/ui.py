@@ -521,13 +521,10 @@ def launch(
 ):
     """Serve the demo: on 127.0.0.1 unless told otherwise, never a share link, uploads
     capped at :data:`MAX_UPLOAD`. The model loads in the background."""
+    from ..loading import backend_options
     from . import handlers as h
 
-    if backend != "hf":
-        options: dict[str, Any] = {"backend": backend}
-        if backend == "openai" and base_url:
-            options["base_url"] = base_url
-        h.configure(model, **options)
+    h.configure(model, **backend_options(backend, base_url=base_url))
     demo = build_app(model)
     demo.launch(
         server_name=host,

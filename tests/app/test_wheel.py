@@ -1,0 +1,136 @@
+"""The demo from an installed package, not a checkout: ``pip install .`` into a fresh venv,
+then, from a folder outside the repository, ``gemma-explore demo --help`` and a started
+demo that serves its page.
+
+No download: the venv sees the test environment's packages (a ``.pth`` line naming its
+site-packages, which ``--system-site-packages`` alone would not reach from inside a venv),
+and pip (the environment's own) installs only gemma-explore (``--no-deps --no-build-isolation``), non-editable,
+from a copy of the sources (a build writes ``build/`` and ``*.egg-info`` next to them).
+Not skipped anywhere: CI runs it with the rest (about 30 s on an idle 2-core machine).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.request
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(bin folder, environment, a working folder outside the repo) of a venv holding a
+    non-editable install of this checkout."""
+    base = tmp_path_factory.mktemp("wheel")
+    source = base / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "build", "*.egg-info", "__pycache__", "artifacts", "notebooks",
+            "tests", "benchmarks", "docs", ".*_cache", ".hypothesis", "demo_app.py",
+        ),
+    )  # fmt: skip
+    env_dir = base / "venv"
+    venv.create(env_dir, system_site_packages=True, with_pip=False, symlinks=True)
+    bin_dir = env_dir / "bin"
+    py = bin_dir / "python"
+    site = subprocess.run(
+        [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    # This environment's packages, after the venv's own: nothing to download.
+    ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    (Path(site) / "_test_environment.pth").write_text("\n".join(ours) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", GRADIO_ANALYTICS_ENABLED="0")
+    pip = subprocess.run(
+        [py, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+         "--disable-pip-version-check", "--quiet", str(source)],
+        capture_output=True, text=True, env=env, cwd=base,
+    )  # fmt: skip
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    shutil.rmtree(source)  # nothing of the checkout is left to fall back on
+    cwd = base / "elsewhere"
+    cwd.mkdir()
+    return bin_dir, env, cwd
+
+
+def test_the_installed_package_is_the_one_that_runs(installed):
+    bin_dir, env, cwd = installed
+    where = subprocess.run(
+        [bin_dir / "python", "-c", "import gemma_explore.app.demo as d; print(d.__file__)"],
+        capture_output=True, text=True, env=env, cwd=cwd, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert where.startswith(str(bin_dir.parent)), where  # the venv's copy, not the checkout
+    assert str(ROOT) not in where
+
+
+def test_demo_help_from_the_installed_script(installed):
+    bin_dir, env, cwd = installed
+    run = subprocess.run(
+        [bin_dir / "gemma-explore", "demo", "--help"],
+        capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("usage: gemma-explore demo")
+    assert "--backend {hf,vllm,openai}" in run.stdout and "--port PORT" in run.stdout
+    assert "ships with the repository" not in run.stdout + run.stderr
+
+
+def test_the_installed_demo_serves_its_page(installed):
+    bin_dir, env, cwd = installed
+    port = _free_port()
+    server = subprocess.Popen(
+        [bin_dir / "gemma-explore", "demo", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        page, deadline = None, time.monotonic() + 120
+        while page is None and time.monotonic() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as r:
+                    page = (r.status, r.read().decode("utf-8", "replace"))
+            except OSError:
+                time.sleep(0.5)
+        if page is None:
+            server.kill()
+            output = server.communicate(timeout=10)[0]
+            pytest.fail(f"the installed demo served no page; it said:\n{output[-3000:]}")
+        status, html = page
+        assert status == 200 and "gemma_explore" in html
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+
+
+def test_python_dash_m_gemma_explore_app_has_the_same_flags():
+    run = subprocess.run(
+        [sys.executable, "-m", "gemma_explore.app", "--help"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0 and "--backend {hf,vllm,openai}" in run.stdout
