@@ -79,43 +79,42 @@ def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
         try:
             return chat(name, "Hi")
         finally:
-            h._BUNDLES.options.pop(name, None)
-            h._BUNDLES.loaded.pop(name, None)
+            h.bundles.forget(name)
 
     return {
-        ("demo · Image", "no image"): lambda f: h.image_tab("tiny-gemma4", None)["error"],
-        ("demo · Image", "a text file renamed .png"): lambda f: h.image_tab(
-            "tiny-gemma4", f["notes.png"]
-        )["error"],
-        ("demo · Image", "a truncated JPEG"): lambda f: h.image_tab("tiny-gemma4", f["cut.jpg"])[
-            "error"
-        ],
-        ("demo · Audio", "no clip"): lambda f: h.audio_tab("tiny-gemma4", None)["error"],
-        ("demo · Audio", "a text file renamed .wav"): lambda f: h.audio_tab(
-            "tiny-gemma4", f["notes.wav"]
-        )["error"],
-        ("demo · Audio", "a WAV cut short"): lambda f: h.audio_tab("tiny-gemma4", f["cut.wav"])[
-            "error"
-        ],
-        ("demo · Audio · Transcribe", "no clip"): lambda f: transcribe_tab("tiny-gemma3n", None)[
-            "error"
-        ],
-        ("demo · Audio · Transcribe", "a Gemma 4 model"): lambda f: transcribe_tab(
-            "tiny-gemma4", SPEECH
-        )["error"],
-        ("demo · Audio · Transcribe", "an unknown Language"): lambda f: transcribe_tab(
-            "tiny-gemma3n", SPEECH, "xx"
-        )["error"],
-        ("demo · Video", "a Gemma 3n model"): lambda f: h.video_tab("tiny-gemma3n", VIDEO)["error"],
-        ("demo · Video", "a JPEG"): lambda f: h.video_tab("tiny-gemma4", PHOTO)["error"],
-        ("demo · Video", "a file with no decodable frame"): lambda f: h.video_tab(
-            "tiny-gemma4", f["noframes.mp4"]
-        )["error"],
-        ("demo · Prompt layout", "Raw prompt ticked, no placeholder typed"): lambda f: h.layout_tab(
-            "tiny-gemma4", "Describe this.", PHOTO, None, 280, True
-        )["error"],
+        ("demo · Image", "no image"): lambda f: h.image_tab("tiny-gemma4", None).error,
+        ("demo · Image", "a text file renamed .png"): lambda f: (
+            h.image_tab("tiny-gemma4", f["notes.png"]).error
+        ),
+        ("demo · Image", "a truncated JPEG"): lambda f: (
+            h.image_tab("tiny-gemma4", f["cut.jpg"]).error
+        ),
+        ("demo · Audio", "no clip"): lambda f: h.audio_tab("tiny-gemma4", None).error,
+        ("demo · Audio", "a text file renamed .wav"): lambda f: (
+            h.audio_tab("tiny-gemma4", f["notes.wav"]).error
+        ),
+        ("demo · Audio", "a WAV cut short"): lambda f: (
+            h.audio_tab("tiny-gemma4", f["cut.wav"]).error
+        ),
+        ("demo · Audio · Transcribe", "no clip"): lambda f: (
+            transcribe_tab("tiny-gemma3n", None).error
+        ),
+        ("demo · Audio · Transcribe", "a Gemma 4 model"): lambda f: (
+            transcribe_tab("tiny-gemma4", SPEECH).error
+        ),
+        ("demo · Audio · Transcribe", "an unknown Language"): lambda f: (
+            transcribe_tab("tiny-gemma3n", SPEECH, "xx").error
+        ),
+        ("demo · Video", "a Gemma 3n model"): lambda f: h.video_tab("tiny-gemma3n", VIDEO).error,
+        ("demo · Video", "a JPEG"): lambda f: h.video_tab("tiny-gemma4", PHOTO).error,
+        ("demo · Video", "a file with no decodable frame"): lambda f: (
+            h.video_tab("tiny-gemma4", f["noframes.mp4"]).error
+        ),
+        ("demo · Prompt layout", "Raw prompt ticked, no placeholder typed"): lambda f: (
+            h.layout_tab("tiny-gemma4", "Describe this.", PHOTO, None, 280, True).error
+        ),
         ("demo · Prompt layout", "Raw prompt ticked, a placeholder but no attachment"): (
-            lambda f: h.layout_tab("tiny-gemma4", "Look <|image|>", None, None, 280, True)["error"]
+            lambda f: h.layout_tab("tiny-gemma4", "Look <|image|>", None, None, 280, True).error
         ),
         ("demo · Chat", "nothing typed or attached"): lambda f: chat("tiny-gemma4", ""),
         ("demo · Chat", "an attachment of another type"): lambda f: chat(

@@ -1,11 +1,11 @@
 """The demo's Serving tab: engine arguments in, what vLLM reserves out (pure handler).
 
-The handler takes plain values (as sliders give them) and returns a dict with the
-figure, a table and a message; it never raises, so a bad combination shows a one-line
-reason instead of breaking the demo.
+The handler takes plain values (as sliders give them) and returns a
+:class:`~gemma_explore.app.results.ServingResult` (figure, table, plan, error); it never
+raises, so a bad combination shows a one-line reason instead of breaking the demo.
 
 >>> out = serving_tab("tiny-gemma4", max_model_len=4096, image_limit=2)  # doctest: +SKIP
->>> out["plan"].encoder_cache_size                                       # doctest: +SKIP
+>>> out.plan.encoder_cache_size                                          # doctest: +SKIP
 8192
 """
 
@@ -17,10 +17,11 @@ from typing import Any
 from ..released import RELEASED_IDS
 from ..serving import ServingPlan, plan_serving
 from ..viz.serving import show_serving
+from .results import ServingResult
 
 __all__ = ["LOADED_MODEL", "SERVING_CHOICES", "SERVING_DEFAULT", "SERVING_KEYS", "serving_tab"]
 
-SERVING_KEYS = ("figure", "table", "error")
+SERVING_KEYS = ("figure", "table", "error")  # kept for old imports: ServingResult's fields
 # The tab plans a released checkpoint by default (the E4B: image, audio and video, so every
 # slider means something); the last choice plans whatever the Model box has loaded.
 LOADED_MODEL = "the model loaded above"
@@ -48,7 +49,7 @@ def serving_tab(
     max_soft_tokens: Any = None,
     gpu_memory_gib: Any = 80,
     video_frames: Any = 32,
-) -> dict[str, Any]:
+) -> ServingResult:
     """Plan serving for these engine arguments: ``figure`` (:func:`show_serving`),
     ``table`` (markdown, vLLM's names), ``plan`` and ``error`` (None when all went well)."""
     try:
@@ -74,10 +75,10 @@ def serving_tab(
             max_soft_tokens=budget,  # Gemma 3n ignores it, as vLLM does
         )
         fig = show_serving(plan, gpu_memory_gib=float(gpu_memory_gib) if gpu_memory_gib else None)
-        return {"figure": fig, "table": _table(plan), "plan": plan, "error": None}
+        return ServingResult(figure=fig, table=_table(plan), plan=plan)
     except Exception as exc:  # noqa: BLE001 - the demo shows every failure as a line
         kind = "" if isinstance(exc, ValueError | TypeError) else f"{type(exc).__name__}: "
-        return {"figure": None, "table": f"✗ {kind}{exc}", "plan": None, "error": str(exc)}
+        return ServingResult(error=str(exc), table=f"✗ {kind}{exc}")
 
 
 def _table(plan: ServingPlan) -> str:

@@ -5,7 +5,7 @@ It asks the demo's bundle for Gemma 3n's fixed speech-to-text prompt
 (an unknown language code, a clip over 30 s, a Gemma 4 model) comes back as a message,
 never an exception, so the demo keeps answering.
 
->>> transcribe_tab("tiny-gemma3n", "speech.wav", "en")["text"]     # doctest: +SKIP
+>>> transcribe_tab("tiny-gemma3n", "speech.wav", "en").text        # doctest: +SKIP
 '**Transcript** (transcribe, English): `…`\\n\\n⚠ Random weights: this text is noise, …'
 """
 
@@ -16,12 +16,13 @@ from typing import Any
 
 from ..models.bundle import Bundle
 from ..transcription import LANGUAGES, _supported
+from .results import TranscribeResult
 
 __all__ = ["transcribe_tab"]
 
 
 def _bundles() -> Callable[[str], Bundle]:
-    from .handlers import get_bundle  # the demo's one bundle cache
+    from .bundles import get_bundle  # the demo's one bundle cache
 
     return get_bundle
 
@@ -34,13 +35,11 @@ def transcribe_tab(
     *,
     max_new_tokens: int = 64,
     get_bundle: Callable[[str], Bundle] | None = None,
-) -> dict[str, Any]:
-    """Transcribe (or, with ``translate_to``, translate) the uploaded clip.
-
-    Returns ``{"text": Markdown, "prompt": the fixed prompt or None, "error": message or
-    None, "noise": True when the model's weights are random}``.
+) -> TranscribeResult:
+    """Transcribe (or, with ``translate_to``, translate) the uploaded clip: a
+    :class:`~gemma_explore.app.results.TranscribeResult` (``text`` in Markdown, the fixed
+    ``prompt``, ``error`` or None, ``noise`` when the model's weights are random).
     """
-    out: dict[str, Any] = {"text": "", "prompt": None, "error": None, "noise": False}
     try:
         if audio is None:
             raise ValueError("Upload or record a clip first (30 s at most).")
@@ -63,13 +62,11 @@ def transcribe_tab(
         message = str(exc) if isinstance(exc, ValueError | RuntimeError | ConnectionError) else (
             f"Something went wrong ({type(exc).__name__}: {exc}). Try another clip."
         )  # fmt: skip
-        out.update(error=f"✗ {message}", text=f"✗ {message}")
-        return out
+        return TranscribeResult.failed(f"✗ {message}")
     names = [LANGUAGES[c] for c in (result.language, result.to_language) if c]
     how = ", ".join([result.task, *names])
     text = f"**{'Translation' if task == 'translate' else 'Transcript'}** ({how}): "
     text += f"`{result.text.strip()}`" if result.text.strip() else "*(empty)*"
     if result.note:
         text += f"\n\n⚠ {result.note}"
-    out.update(text=text, prompt=result.prompt, noise=result.is_random_weights)
-    return out
+    return TranscribeResult(text=text, prompt=result.prompt, noise=result.is_random_weights)

@@ -6,12 +6,14 @@ dropping superseded requests, so nothing waits for a button. Uploads arrive as f
 paths (``gr.File`` / ``type="filepath"``): gradio never decodes them, our handlers do,
 so every bad upload gets our one-line message and clears the tab's stale outputs.
 
-To add a tab: write ``def my_tab(ctx: Context) -> None`` that builds its controls inside
-``with gr.Tab(...)`` and wires its listeners, and append it to :data:`TABS`.
+To add a tab: write ``def build_my_tab(ctx: Context) -> None`` that builds its controls
+inside ``with gr.Tab(...)`` and wires its listeners (its handler, in ``tabs.py`` or its
+own ``*_tab.py``, returns a frozen result whose fields the listener reads), and append
+it to :data:`TABS`.
 
 >>> from gemma_explore.app.ui import TABS
 >>> [t.__name__ for t in TABS][:2]
-['image_tab', 'audio_tab']
+['build_image_tab', 'build_audio_tab']
 """
 
 import threading
@@ -19,13 +21,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..families import GEMMA4
+from ..errors import renamed
+from ..families import DEFAULT_FAMILY, FamilySpec
+from . import bundles
+from .results import AudioResult, ImageResult, VideoResult
 
-__all__ = ["CONCURRENCY", "CSS", "MAX_UPLOAD", "TABS", "Context", "build_app"]
+__all__ = [
+    "CONCURRENCY",
+    "CSS",
+    "MAX_UPLOAD",
+    "TABS",
+    "Context",
+    "budget_choices",
+    "build_app",
+    "build_audio_tab",
+    "build_chat_tab",
+    "build_image_tab",
+    "build_layout_tab",
+    "build_serving_tab",
+    "build_video_tab",
+]
 
 MAX_UPLOAD = "20mb"  # gradio refuses bigger uploads before they reach a handler
 CONCURRENCY = 2  # requests that may run the model at once
-BUDGETS = list(GEMMA4.image.budgets)  # Gemma 4's max_soft_tokens choices
 LIVE = {"trigger_mode": "always_last", "show_progress": "minimal"}  # a re-render per edit
 # The page's style (gradio takes it in launch()):
 # * figures show at the size they were drawn (100 dpi: 9 pt text = 12.5 px), in a box
@@ -65,30 +83,48 @@ class Context:
 
 
 def _budget_box(elem_id: str, ctx: Context | None = None) -> Any:
+    """An image-budget dropdown; its choices follow the loaded model (see build_app)."""
     import gradio as gr
 
+    choices, value, enabled = budget_choices(DEFAULT_FAMILY)  # until the model has loaded
     box = gr.Dropdown(
-        BUDGETS,
-        value=GEMMA4.image.default_budget,
-        label="Image budget (max_soft_tokens; Gemma 3n has none)",
+        choices,
+        value=value,
+        label="Image budget (max_soft_tokens; families without one: fixed tokens)",
         elem_id=elem_id,
+        interactive=enabled,
     )
     if ctx is not None:
         ctx.budgets.append(box)
     return box
 
 
+def budget_choices(spec: FamilySpec, current: Any = None) -> tuple[list[Any], Any, bool]:
+    """(choices, value, enabled) of a budget dropdown for a family: its own budgets and
+    default (``current`` kept when it is one of them); a family without budgets keeps
+    ``current`` shown but disabled (changing it would re-run the model for an
+    identical result).
+
+    >>> from gemma_explore.families import get_family
+    >>> budget_choices(get_family("gemma4"), 70)
+    ([70, 140, 280, 560, 1120], 70, True)
+    >>> budget_choices(get_family("gemma3n"), 70)[2]
+    False
+    """
+    budgets = list(spec.image.budgets)
+    if not budgets:
+        return ([current] if current is not None else []), current, False
+    return budgets, (current if current in budgets else spec.image.default_budget), True
+
+
 def budget_enabled(model: str) -> bool:
-    """Whether ``model``'s family has an image budget (Gemma 3n has none: its dropdown
-    would re-run the model for an identical result).
+    """Whether ``model``'s family has an image budget.
 
     >>> budget_enabled("tiny-gemma3n"), budget_enabled("tiny-gemma4")  # doctest: +SKIP
     (False, True)
     """
-    from . import handlers as h
-
     try:
-        return bool(h.analysis_bundle(model).spec.image.budgets)
+        return bool(bundles.analysis_bundle(model).spec.image.budgets)
     except Exception:  # noqa: BLE001 - the notice says why the model did not load
         return True
 
@@ -106,19 +142,10 @@ def _plot(elem_id: str) -> Any:
     return gr.Plot(show_label=False, elem_id=elem_id)
 
 
-def _pick(result: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
-    return tuple(result.get(k) for k in keys)
-
-
-def _empty(keys: tuple[str, ...]) -> tuple[Any, ...]:
-    """A tab with no input yet (or just cleared): every output blank, no error."""
-    return tuple(None if k.endswith("figure") else "" for k in keys)
-
-
-def image_tab(ctx: Context) -> None:
+def build_image_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from . import handlers as h
+    from .tabs import image_tab
 
     with gr.Tab("Image", id="image"):
         with gr.Row():
@@ -135,12 +162,10 @@ def image_tab(ctx: Context) -> None:
                 patch = _plot("patch_plot")
                 _heading("Which soft tokens are real, and which are padding")
                 pooled = _plot("pooled_plot")
-        keys = ("patch_figure", "pooled_figure", "counts", "parity", "timings")
 
         def run(model: str, image: Any, b: Any) -> tuple[Any, ...]:
-            if image is None:
-                return _empty(keys)
-            return _pick(h.image_tab(model, image, b), keys)
+            r = ImageResult.blank() if image is None else image_tab(model, image, b)
+            return r.patch_figure, r.pooled_figure, r.counts, r.parity, r.timings
 
         gr.on(
             [image_in.change, budget.change, ctx.model.change, *ctx.on_open()],
@@ -152,10 +177,10 @@ def image_tab(ctx: Context) -> None:
         )
 
 
-def audio_tab(ctx: Context) -> None:
+def build_audio_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from . import handlers as h
+    from .tabs import audio_tab
 
     with gr.Tab("Audio", id="audio"):
         with gr.Row():
@@ -169,10 +194,14 @@ def audio_tab(ctx: Context) -> None:
             with gr.Column(scale=2, min_width=300):
                 _heading("Waveform, its frames and their tokens")
                 mel = _plot("mel_plot")
-        keys = ("mel_figure", "counts", "parity", "timings")
+
+        def run(model: str, audio: Any) -> tuple[Any, ...]:
+            r = AudioResult.blank() if audio is None else audio_tab(model, audio)
+            return r.mel_figure, r.counts, r.parity, r.timings
+
         gr.on(
             [audio_in.change, ctx.model.change, *ctx.on_open()],
-            lambda m, a: _empty(keys) if a is None else _pick(h.audio_tab(m, a), keys),
+            run,
             [ctx.model, audio_in],
             [mel, counts, parity, timings],
             api_name="audio",
@@ -196,19 +225,18 @@ def transcribe_row(ctx: Context, audio_in: Any) -> None:
     # A transcript belongs to one clip and one model: a change clears it.
     gr.on([audio_in.change, ctx.model.change], lambda: "", None, [transcript], queue=False)
     button.click(
-        lambda m, a, lang, dest: transcribe_tab(m, a, lang, dest)["text"],
+        lambda m, a, lang, dest: transcribe_tab(m, a, lang, dest).text,
         [ctx.model, audio_in, language, to],
         [transcript],
         api_name="transcribe",
     )
 
 
-def serving_tab(ctx: Context) -> None:
+def build_serving_tab(ctx: Context) -> None:
     """What vLLM reserves at start-up for these engine arguments, re-planned live."""
     import gradio as gr
 
-    from .serving_tab import LOADED_MODEL, SERVING_CHOICES, SERVING_DEFAULT
-    from .serving_tab import serving_tab as plan_tab
+    from .serving_tab import LOADED_MODEL, SERVING_CHOICES, SERVING_DEFAULT, serving_tab
 
     with gr.Tab("Serving", id="serving"):
         with gr.Row():
@@ -236,8 +264,8 @@ def serving_tab(ctx: Context) -> None:
 
         def run(model: str, chosen: str, b: Any, *values: Any) -> tuple[Any, Any]:
             name = model if chosen == LOADED_MODEL else chosen
-            out = plan_tab(name, *values, max_soft_tokens=b)
-            return out["figure"], out["table"]
+            r = serving_tab(name, *values, max_soft_tokens=b)
+            return r.figure, r.table
 
         changes = [ctx.model.change, checkpoint.change, budget.change]
         gr.on(
@@ -250,10 +278,10 @@ def serving_tab(ctx: Context) -> None:
         )
 
 
-def video_tab(ctx: Context) -> None:
+def build_video_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from . import handlers as h
+    from .tabs import video_tab
 
     with gr.Tab("Video", id="video"):
         with gr.Row():
@@ -269,10 +297,14 @@ def video_tab(ctx: Context) -> None:
             with gr.Column(scale=2, min_width=300):
                 _heading("Sampled frames, their timestamps and tokens")
                 frames = _plot("frames_plot")
-        keys = ("frames_figure", "counts", "parity", "timings")
+
+        def run(model: str, video: Any) -> tuple[Any, ...]:
+            r = VideoResult.blank() if video is None else video_tab(model, video)
+            return r.frames_figure, r.counts, r.parity, r.timings
+
         gr.on(
             [video_in.change, ctx.model.change, *ctx.on_open()],
-            lambda m, v: _empty(keys) if v is None else _pick(h.video_tab(m, v), keys),
+            run,
             [ctx.model, video_in],
             [frames, counts, parity, timings],
             api_name="video",
@@ -280,10 +312,10 @@ def video_tab(ctx: Context) -> None:
         )
 
 
-def layout_tab(ctx: Context) -> None:
+def build_layout_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from . import handlers as h
+    from .tabs import layout_tab
 
     with gr.Tab("Prompt layout", id="layout"):
         with gr.Row():
@@ -320,11 +352,15 @@ def layout_tab(ctx: Context) -> None:
                     elem_id="layout_keys",
                 )
                 timings = gr.Markdown(elem_id="layout_time")
-        keys = ("layout_figure", "layout_html", "counts", "parity", "timings")
+
+        def run(model: str, *inputs: Any) -> tuple[Any, ...]:
+            r = layout_tab(model, *inputs)
+            return r.layout_figure, r.layout_html, r.counts, r.parity, r.timings
+
         gr.on(
             [text.change, image.change, audio.change, budget.change, raw.change,
              ctx.model.change, *ctx.on_open()],
-            lambda m, t, i, a, b, r: _pick(h.layout_tab(m, t, i, a, b, r), keys),
+            run,
             [ctx.model, text, image, audio, budget, raw],
             [plot, page, counts, checks, timings],
             api_name="layout",
@@ -355,10 +391,10 @@ class _StopEvents:
 _STOPS = _StopEvents()
 
 
-def chat_tab(ctx: Context) -> None:
+def build_chat_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from . import handlers as h
+    from .chat import chat_preview, chat_stream
 
     with gr.Tab("Chat", id="chat"):
         chatbot = gr.Chatbot(label="Conversation", height=380, elem_id="chatbot")
@@ -386,8 +422,8 @@ def chat_tab(ctx: Context) -> None:
         def respond(m, message, history, n, b, request: gr.Request):
             stop = _STOPS.new(getattr(request, "session_hash", None) or "")
             outcome: dict[str, Any] = {}
-            for hist, line in h.chat_stream(m, message, history, n, b, stop=stop,
-                                            outcome=outcome):  # fmt: skip
+            for hist, line in chat_stream(m, message, history, n, b, stop=stop,
+                                          outcome=outcome):  # fmt: skip
                 # A turn that failed keeps the question in the box, to fix and resend.
                 yield hist, (message if outcome.get("failed") else None), line
 
@@ -399,7 +435,7 @@ def chat_tab(ctx: Context) -> None:
 
         gr.on(
             [ctx.model.change, budget.change, *ctx.on_open()],
-            h.chat_preview,
+            chat_preview,
             [ctx.model, chat_in, budget],
             [counts],
             api_visibility="private",
@@ -415,13 +451,21 @@ def chat_tab(ctx: Context) -> None:
 
 
 TABS: list[Callable[[Context], None]] = [
-    image_tab,
-    audio_tab,
-    video_tab,
-    layout_tab,
-    serving_tab,
-    chat_tab,
+    build_image_tab,
+    build_audio_tab,
+    build_video_tab,
+    build_layout_tab,
+    build_serving_tab,
+    build_chat_tab,
 ]
+
+# The builders' names until 0.2, which the handlers in tabs.py share: kept for one release.
+image_tab = renamed(build_image_tab, "image_tab")
+audio_tab = renamed(build_audio_tab, "audio_tab")
+video_tab = renamed(build_video_tab, "video_tab")
+layout_tab = renamed(build_layout_tab, "layout_tab")
+serving_tab = renamed(build_serving_tab, "serving_tab")
+chat_tab = renamed(build_chat_tab, "chat_tab")
 
 
 def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None]] | None = None):
@@ -429,7 +473,6 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
     import gradio as gr
 
     from ..samples import SAMPLES_DIR
-    from . import handlers as h
 
     samples = {
         "photo": str(SAMPLES_DIR / "photo.jpg"),
@@ -446,10 +489,9 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
             "into tokens — computed by the real processors and encoders."
         )
         model_box = gr.Dropdown(choices, value=model, label="Model", elem_id="model")
-        loaded = model in h._BUNDLES.loaded
         notice = gr.Markdown(
-            h.model_notice(model)
-            if loaded
+            bundles.model_notice(model)
+            if bundles.is_loaded(model)
             else f"Loading **{model}**… (the tabs answer once it is ready)",
             elem_id="notice",
         )
@@ -461,18 +503,23 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
             for tab in tabs if tabs is not None else TABS:
                 tab(ctx)
-        model_box.change(h.model_notice, [model_box], [notice], api_name="model")
-        demo.load(h.model_notice, [model_box], [notice]).then(
+        model_box.change(bundles.model_notice, [model_box], [notice], api_name="model")
+        demo.load(bundles.model_notice, [model_box], [notice]).then(
             lambda n: n + 1, [ready], [ready], api_visibility="private"
         )
         if ctx.budgets:
 
-            def budgets(m: str) -> list[Any]:
-                on = budget_enabled(m)
-                return [gr.update(interactive=on)] * len(ctx.budgets)
+            def budgets(m: str, *current: Any) -> list[Any]:
+                """Each dropdown follows the loaded family: its budgets, or disabled."""
+                try:
+                    spec = bundles.analysis_bundle(m).spec
+                except Exception:  # noqa: BLE001 - the notice says why it did not load
+                    return [gr.update() for _ in current]
+                updates = [budget_choices(spec, value) for value in current]
+                return [gr.update(choices=c, value=v, interactive=on) for c, v, on in updates]
 
-            gr.on([model_box.change, ready.change], budgets, [model_box], ctx.budgets,
-                  api_visibility="private")  # fmt: skip
+            gr.on([model_box.change, ready.change], budgets, [model_box, *ctx.budgets],
+                  ctx.budgets, api_visibility="private")  # fmt: skip
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     return demo
 
@@ -495,11 +542,10 @@ def preload(model: str) -> threading.Thread:
     """Load ``model`` and warm matplotlib in a background thread, so the page is served
     while torch and the model load (the notice says so until the first request finds it
     ready)."""
-    from . import handlers as h
 
     def work() -> None:
         try:
-            h.get_bundle(model)
+            bundles.get_bundle(model)
         except Exception:  # noqa: BLE001 - the notice shows the error on the first request
             pass
         _warm_figures()
@@ -522,9 +568,8 @@ def launch(
     """Serve the demo: on 127.0.0.1 unless told otherwise, never a share link, uploads
     capped at :data:`MAX_UPLOAD`. The model loads in the background."""
     from ..loading import backend_options
-    from . import handlers as h
 
-    h.configure(model, **backend_options(backend, base_url=base_url))
+    bundles.configure(model, **backend_options(backend, base_url=base_url))
     demo = build_app(model)
     demo.launch(
         server_name=host,

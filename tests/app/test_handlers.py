@@ -15,28 +15,28 @@ VIDEO = str(SAMPLES_DIR / "video.mp4")
 @pytest.mark.parametrize("model", ["tiny-gemma4", "tiny-gemma3n"])
 def test_image_tab(model):
     r = h.image_tab(model, PHOTO, 280)
-    assert r["error"] is None and r["patch_figure"] is not None and r["pooled_figure"] is not None
-    assert f"| soft tokens | {r['plan'].num_soft_tokens} |" in r["counts"]
-    assert r["parity"].startswith("✓") and "random weights" in r["notice"]
-    assert "vision tower" in r["timings"]
-    assert f"| {r['plan'].patch_size} px patches |" in r["counts"]
-    assert any(hub in r["notice"] for hub in h.get_bundle(model).spec.hub_ids)
+    assert r.error is None and r.patch_figure is not None and r.pooled_figure is not None
+    assert f"| soft tokens | {r.plan.num_soft_tokens} |" in r.counts
+    assert r.parity.startswith("✓") and "random weights" in r.notice
+    assert "vision tower" in r.timings
+    assert f"| {r.plan.patch_size} px patches |" in r.counts
+    assert any(hub in r.notice for hub in h.get_bundle(model).spec.hub_ids)
 
 
 def test_unified_speaks_of_blocks_and_names_its_own_checkpoint():
     """Unified has no tower and no pooler: its table counts 48 px blocks, as its figure
     does, and the notice names a Unified checkpoint."""
     r = h.image_tab("tiny-gemma4-unified", PHOTO, 280)
-    plan = r["plan"]
-    assert r["error"] is None and r["pooled_figure"] is not None
+    plan = r.plan
+    assert r.error is None and r.pooled_figure is not None
     text = " ".join(str(r[k]) for k in ("counts", "parity", "timings", "notice")).lower()
     assert "tower" not in text and "pooler" not in text
     per = plan.pooling_kernel**2
     blocks = f"| 48 px blocks | {plan.num_patches // per} of {plan.max_patches // per} "
-    assert blocks in r["counts"] and plan.num_patches // per == plan.num_soft_tokens
+    assert blocks in r.counts and plan.num_patches // per == plan.num_soft_tokens
     spec = h.get_bundle("tiny-gemma4-unified").spec
-    assert any(hub in r["notice"] for hub in spec.hub_ids)
-    assert "gemma-4-E4B" not in r["notice"]
+    assert any(hub in r.notice for hub in spec.hub_ids)
+    assert "gemma-4-E4B" not in r.notice
 
 
 @pytest.mark.parametrize("model", ["tiny-gemma3n", "tiny-gemma4", "tiny-gemma4-unified"])
@@ -48,24 +48,24 @@ def test_raw_prompt_messages_keep_their_token_names(model):
 
     token = h.get_bundle(model).spec.placeholder_tokens["image"]
     r = h.layout_tab(model, "Describe this.", PHOTO, None, 280, True)
-    assert r["error"] and "untick" in r["error"] and "template=True" not in r["error"]
-    assert html.escape(token, quote=False) in r["error"] and token not in r["error"]
-    assert html.unescape(r["error"]).count(token) == 2
+    assert r.error and "untick" in r.error and "template=True" not in r.error
+    assert html.escape(token, quote=False) in r.error and token not in r.error
+    assert html.unescape(r.error).count(token) == 2
     ok = h.layout_tab(model, f"<bos>Look {token} here", PHOTO, None, 280, True)
-    assert ok["error"] is None and "<bos>" not in ok["parity"] + ok["counts"]
-    assert token not in ok["layout_html"] and "<bos>" not in ok["layout_html"]
+    assert ok.error is None and "<bos>" not in ok.parity + ok.counts
+    assert token not in ok.layout_html and "<bos>" not in ok.layout_html
 
 
 def test_image_tab_parity_badge_names_the_difference():
     r = h.image_tab("tiny-gemma4", np.zeros((3, 900, 3), np.uint8), 280)
-    assert r["parity"].startswith("⚠") and "resized size" in r["parity"]
+    assert r.parity.startswith("⚠") and "resized size" in r.parity
 
 
 @pytest.mark.parametrize("model", ["tiny-gemma4", "tiny-gemma3n"])
 def test_audio_tab(model):
     r = h.audio_tab(model, SPEECH)
-    assert r["error"] is None and r["mel_figure"] is not None
-    assert f"| placeholders | {r['plan'].num_placeholders} |" in r["counts"]
+    assert r.error is None and r.mel_figure is not None
+    assert f"| placeholders | {r.plan.num_placeholders} |" in r.counts
 
 
 def test_audio_tab_stereo_44k(tmp_path):
@@ -75,27 +75,28 @@ def test_audio_tab_stereo_44k(tmp_path):
         path, np.stack([np.sin(2 * np.pi * 300 * t), np.sin(2 * np.pi * 500 * t)], 1) * 0.2, 44_100
     )
     r = h.audio_tab("tiny-gemma4", str(path))
-    assert "2 averaged to mono" in r["counts"] and "44100 Hz" in r["counts"]
+    assert "2 averaged to mono" in r.counts and "44100 Hz" in r.counts
 
 
 def test_video_tab():
     r = h.video_tab("tiny-gemma4", VIDEO)
-    assert r["error"] is None and "| sampled | 32 |" in r["counts"]
-    assert f"| prompt tokens (with markers) | {r['plan'].total_tokens} |" in r["counts"]
+    assert r.error is None and "| sampled | 32 |" in r.counts
+    assert f"| prompt tokens (with markers) | {r.plan.total_tokens} |" in r.counts
     r = h.video_tab("tiny-gemma4", PHOTO)  # a JPEG is not a one-frame video
-    assert r["error"].startswith("✗") and "image, not a video" in r["error"]
+    assert r.error.startswith("✗") and "image, not a video" in r.error
     r = h.video_tab("tiny-gemma3n", VIDEO)
-    assert r["error"].startswith("✗") and "no video" in r["error"]
+    assert r.error.startswith("✗") and "no video" in r.error
 
 
 def test_layout_tab():
     r = h.layout_tab("tiny-gemma3n", "Describe.", PHOTO, SPEECH)
-    assert r["error"] is None and "✓ image #0" in r["parity"] and "newline merge" in r["parity"]
-    assert "<span" in r["layout_html"]
+    assert r.error is None and "✓ image #0" in r.parity and "newline merge" in r.parity
+    assert "<span" in r.layout_html
 
 
 def test_chat_streams_and_says_the_weights_are_random():
-    updates = list(h.chat_turn("tiny-gemma4", {"text": "What is this?", "files": [PHOTO]}, [], 6))
+    message = {"text": "What is this?", "files": [PHOTO]}
+    updates = [hist for hist, _ in h.chat_stream("tiny-gemma4", message, [], 6)]
     assert len(updates) >= 3  # several partial answers, then the final one
     final = updates[-1]
     assert final[0]["role"] == "user" and "photo.jpg" in final[0]["content"]
@@ -117,8 +118,8 @@ def test_chat_streams_and_says_the_weights_are_random():
 )
 def test_bad_input_is_a_message_and_the_next_request_works(tab, args, message):
     r = tab(*args)
-    assert r["error"].startswith("✗") and message in r["error"]
-    assert h.image_tab("tiny-gemma4", PHOTO)["error"] is None
+    assert r.error.startswith("✗") and message in r.error
+    assert h.image_tab("tiny-gemma4", PHOTO).error is None
 
 
 def test_a_failed_turn_gives_one_message_per_bad_attachment(tmp_path):
@@ -141,22 +142,16 @@ def test_a_finished_answer_says_nothing_about_stopping():
     assert "stopped" not in history[-1]["content"] and "ms" in history[-1]["content"]
 
 
-def test_image_question_answers_with_counts(photo):
-    answer, notice = h.answer_image_question("tiny-gemma4", photo, "What?", 3)
-    assert "prompt tokens" in answer and "random weights" in notice
-
-
 def test_a_served_model_uses_the_tiny_processor_for_analysis_and_reports_a_dead_server():
     name = "google/gemma-4-E4B-it"
     h.configure(name, backend="openai", base_url="http://127.0.0.1:9/v1")
     try:
         r = h.image_tab(name, PHOTO, 280)
-        assert r["error"] is None and "| soft tokens | 270 |" in r["counts"]
-        (final,) = list(h.chat_turn(name, "Hi", [], 2))
+        assert r.error is None and "| soft tokens | 270 |" in r.counts
+        (final,) = [hist for hist, _ in h.chat_stream(name, "Hi", [], 2)]
         assert final[-1]["content"].startswith("✗") and "vllm serve" in final[-1]["content"]
     finally:
-        h._BUNDLES.options.pop(name, None)
-        h._BUNDLES.loaded.pop(name, None)
+        h.bundles.forget(name)
 
 
 def _generating() -> int:
@@ -230,22 +225,22 @@ def test_every_tab_works_with_the_encoder_free_model():
 
     m = "tiny-gemma4-unified"
     image = h.image_tab(m, PHOTO, 280)
-    assert image["error"] is None and image["parity"].startswith("✓")
-    assert "6912 raw values" in image["patch_figure"].axes[1].get_title()  # no tower
+    assert image.error is None and image.parity.startswith("✓")
+    assert "6912 raw values" in image.patch_figure.axes[1].get_title()  # no tower
     audio = h.audio_tab(m, SPEECH)
-    assert audio["error"] is None and "no mel" in audio["mel_figure"].axes[0].get_title()
-    assert f"| placeholders | {audio['plan'].num_placeholders} |" in audio["counts"]
+    assert audio.error is None and "no mel" in audio.mel_figure.axes[0].get_title()
+    assert f"| placeholders | {audio.plan.num_placeholders} |" in audio.counts
     video = h.video_tab(m, VIDEO)
-    assert video["error"] is None and "| sampled | 32 |" in video["counts"]
+    assert video.error is None and "| sampled | 32 |" in video.counts
     layout = h.layout_tab(m, "Describe.", PHOTO, SPEECH)
-    assert layout["error"] is None and "<span" in layout["layout_html"]
+    assert layout.error is None and "<span" in layout.layout_html
     serving = serving_tab(m, 8192, 2, 1, 1, 8192)
-    assert serving["error"] is None and serving["figure"] is not None
+    assert serving.error is None and serving.figure is not None
     *_, (history, counts) = h.chat_stream(m, {"text": "What is this?", "files": [PHOTO]}, [], 4)
     assert "random weights" in history[-1]["content"]
     assert "image 270" in counts  # the photo's image placeholders at budget 280
     stt = transcribe_tab(m, SPEECH)
-    assert stt["error"] and "Gemma 3n" in stt["error"]  # no transcription prompt for Gemma 4
+    assert stt.error and "Gemma 3n" in stt.error  # no transcription prompt for Gemma 4
 
 
 def test_the_budget_dropdown_is_enabled_only_where_the_family_has_budgets():
@@ -254,3 +249,51 @@ def test_the_budget_dropdown_is_enabled_only_where_the_family_has_budgets():
     for name in ("tiny-gemma3n", "tiny-gemma4", "tiny-gemma4-unified"):
         assert budget_enabled(name) == bool(h.get_bundle(name).spec.image.budgets)
     assert not budget_enabled("tiny-gemma3n")
+
+
+def test_each_tab_result_is_frozen_and_the_old_mapping_reads_warn():
+    """One frozen dataclass per tab; ``r["key"]`` (the dict these were) still works for
+    one release, with a DeprecationWarning that names the attribute."""
+    import dataclasses
+
+    from gemma_explore.app import results
+
+    r = h.image_tab("tiny-gemma4", None)
+    assert isinstance(r, results.ImageResult) and isinstance(r, h.TabResult)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.error = None
+    with pytest.warns(DeprecationWarning, match=r"read \.error"):
+        assert r["error"] == r.error and r["counts"] == r.error  # the message, where counts were
+    with pytest.warns(DeprecationWarning), pytest.raises(KeyError):
+        r["no_such_output"]
+    assert "patch_figure" in r and "mel_figure" not in r
+    blank = results.AudioResult.blank()
+    assert blank.mel_figure is None and blank.counts == "" and blank.error is None
+
+
+def test_the_chat_reads_the_suffixes_headers_knows(tmp_path):
+    """One suffix list (headers.py): the chat box takes every suffix the command line's
+    plan takes, and its refusal lists them."""
+    from gemma_explore.app.attachments import attachment
+    from gemma_explore.headers import AUDIO_SUFFIXES, IMAGE_SUFFIXES, VIDEO_SUFFIXES
+
+    other = tmp_path / "photo.ppm"  # in headers' list, not in the chat's old one
+    from PIL import Image
+
+    Image.new("RGB", (8, 6)).save(other)
+    assert attachment(str(other))["type"] == "image"
+    with pytest.raises(ValueError) as refused:
+        attachment(str(tmp_path / "notes.txt"))
+    for suffix in (*IMAGE_SUFFIXES, *AUDIO_SUFFIXES, *VIDEO_SUFFIXES):
+        assert suffix in str(refused.value)
+
+
+def test_the_page_builders_old_names_warn_and_build():
+    from gemma_explore.app import ui
+
+    assert [t.__name__ for t in ui.TABS][0] == "build_image_tab"
+    assert ui.image_tab is not h.image_tab  # no longer one name for two things
+    import gradio as gr
+
+    with gr.Blocks(), pytest.warns(DeprecationWarning, match="build_serving_tab"):
+        ui.serving_tab(ui.Context(model=gr.Dropdown(["tiny-gemma4"]), samples={}))

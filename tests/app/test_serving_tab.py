@@ -8,20 +8,18 @@ def test_serving_tab_shows_the_plan():
     out = serving_tab("tiny-gemma4", 4096, 2, 1, 0, 2048, 560)
     plan = plan_serving("tiny-gemma4", max_model_len=4096, max_num_batched_tokens=2048,
                         limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0}, max_soft_tokens=560)  # fmt: skip
-    assert out["error"] is None and out["figure"] is not None
-    assert out["plan"].max_items_per_batch == plan.max_items_per_batch
-    assert "encoder_cache_size" in out["table"] and str(plan.encoder_cache_size) in out["table"]
+    assert out.error is None and out.figure is not None
+    assert out.plan.max_items_per_batch == plan.max_items_per_batch
+    assert "encoder_cache_size" in out.table and str(plan.encoder_cache_size) in out.table
 
 
 def test_serving_tab_ignores_the_budget_for_gemma3n_and_reports_bad_values():
     out = serving_tab("tiny-gemma3n", 2048, 1, 1, 0, 2048, 560)
-    assert out["error"] is None and out["plan"].max_tokens_per_item == {"image": 256, "audio": 188}
+    assert out.error is None and out.plan.max_tokens_per_item == {"image": 256, "audio": 188}
     bad = serving_tab("tiny-gemma4", "lots", 1, 1, 1, 2048, None)
-    assert bad["figure"] is None and bad["table"].startswith(
-        "✗ max_model_len must be a whole number"
-    )
+    assert bad.figure is None and bad.table.startswith("✗ max_model_len must be a whole number")
     worse = serving_tab("tiny-gemma4", 2048, 1, 1, 1, 2048, 333)
-    assert "one of [70, 140, 280, 560, 1120]" in worse["table"]
+    assert "one of [70, 140, 280, 560, 1120]" in worse.table
 
 
 def test_demo_has_a_serving_endpoint(tmp_path):

@@ -13,15 +13,15 @@ SPEECH = str(SAMPLES_DIR / "speech.wav")
 
 def test_tiny_gemma3n_transcript_says_it_is_noise():
     r = transcribe_tab("tiny-gemma3n", SPEECH, "en", max_new_tokens=4)
-    assert r["error"] is None and r["noise"] is True
-    assert r["prompt"] == transcription_prompt(language="en")
-    assert r["text"].startswith("**Transcript** (transcribe, English):")
-    assert "this text is noise" in r["text"]
+    assert r.error is None and r.noise is True
+    assert r.prompt == transcription_prompt(language="en")
+    assert r.text.startswith("**Transcript** (transcribe, English):")
+    assert "this text is noise" in r.text
 
 
 def test_translation_names_both_languages():
     r = transcribe_tab("tiny-gemma3n", SPEECH, "fr", "en", max_new_tokens=2)
-    assert r["text"].startswith("**Translation** (translate, French, English):")
+    assert r.text.startswith("**Translation** (translate, French, English):")
 
 
 @pytest.mark.parametrize(
@@ -35,14 +35,14 @@ def test_translation_names_both_languages():
 )
 def test_bad_input_is_a_message(model, audio, language, reason):
     r = transcribe_tab(model, audio, language)
-    assert r["error"].startswith("✗") and reason in r["error"] and r["text"] == r["error"]
+    assert r.error.startswith("✗") and reason in r.error and r.text == r.error
 
 
 def test_a_clip_over_30_s_is_a_message(tmp_path):
     path = tmp_path / "long.wav"
     sf.write(path, np.zeros(16_000 * 31, np.float32), 16_000)
     r = transcribe_tab("tiny-gemma3n", str(path))
-    assert "at most 30 s" in r["error"]
+    assert "at most 30 s" in r.error
 
 
 def test_the_demo_serves_the_transcribe_button(app_url):

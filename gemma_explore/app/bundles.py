@@ -1,0 +1,130 @@
+"""The demo's one bundle cache, and the model notice every tab keeps.
+
+Each model is loaded once, with the options it was launched with (e.g.
+``backend="vllm"``), and shared by every request and every tab.
+
+>>> configure("tiny-gemma4", backend="hf")                 # doctest: +SKIP
+>>> get_bundle("tiny-gemma4").family                      # doctest: +SKIP
+'gemma4'
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..families import get_family
+from ..loading import load
+from ..models.bundle import Bundle
+from .results import error_text
+
+__all__ = [
+    "RANDOM_WEIGHTS_NOTICE",
+    "analysis_bundle",
+    "configure",
+    "forget",
+    "get_bundle",
+    "is_loaded",
+    "model_notice",
+    "notice_of",
+    "random_weights_notice",
+]
+
+RANDOM_WEIGHTS_NOTICE = (
+    "⚠ **Tiny offline model with random weights**: its answers are noise. Everything before "
+    "generation (resizing, patches, pooling, mel frames, token counts) is the real computation. "
+    "Launch with `--model {checkpoint}` on a GPU for real answers."
+)  # {checkpoint}: a released checkpoint of the chosen family (see random_weights_notice)
+
+
+def random_weights_notice(family: Any) -> str:
+    """The random-weights banner, naming a released checkpoint of ``family``.
+
+    >>> "gemma-4-12B" in random_weights_notice("gemma4_unified")
+    True
+    """
+    spec = get_family(family)
+    hub = spec.hub_ids[-1] if spec.hub_ids else "a released checkpoint"
+    return RANDOM_WEIGHTS_NOTICE.format(checkpoint=hub)
+
+
+class _Bundles:
+    """Loaded bundles by name, and how to load each one."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, dict[str, Any]] = {}
+        self.loaded: dict[str, Bundle] = {}
+        self.lock = threading.Lock()
+
+    def get(self, name: str) -> Bundle:
+        with self.lock:
+            if name not in self.loaded:
+                self.loaded[name] = load(name, **self.options.get(name, {}))
+            return self.loaded[name]
+
+
+_BUNDLES = _Bundles()
+
+
+def configure(name: str, **load_options: Any) -> None:
+    """Remember how to load ``name`` (e.g. ``backend="vllm"``) for when it is first used."""
+    _BUNDLES.options[name] = dict(load_options)
+
+
+def get_bundle(name: str) -> Bundle:
+    """Load (once) and return the bundle called ``name``."""
+    return _BUNDLES.get(name)
+
+
+def is_loaded(name: str) -> bool:
+    """Whether ``name`` is loaded already (no load is started).
+
+    >>> is_loaded("no-such-model")
+    False
+    """
+    return name in _BUNDLES.loaded
+
+
+def analysis_bundle(name: str) -> Bundle:
+    """The bundle whose processor and towers the analysis tabs run.
+
+    vLLM and remote servers do not expose their processor's tensors or towers, so with
+    those backends the tabs use the tiny transformers bundle of the same family: the
+    same processor settings, hence the same counts (the notice says so)."""
+    bundle = get_bundle(name)
+    if bundle.model is not None and bundle.processor is not None:
+        return bundle
+    from ..models.tiny import tiny_name
+
+    return get_bundle(tiny_name(bundle.family))
+
+
+def notice_of(bundle: Bundle) -> str:
+    """The banner a tab shows beside its result: the random-weights warning, or nothing."""
+    return random_weights_notice(bundle.family) if bundle.is_random_weights else ""
+
+
+def loaded_notice(name: str | None) -> str:
+    """The notice of ``name`` if it is loaded (a failed tab never starts a load)."""
+    loaded = _BUNDLES.loaded.get(name) if name is not None else None
+    return notice_of(loaded) if loaded is not None else ""
+
+
+def model_notice(name: str) -> str:
+    """The banner for ``name``: the random-weights warning, or why it did not load.
+
+    Tab errors never touch it, so a bad upload cannot hide that the answers are noise."""
+    try:
+        return notice_of(get_bundle(name))
+    except Exception as exc:  # noqa: BLE001 - shown in the banner
+        return error_text(exc)
+
+
+def forget(name: str) -> None:
+    """Drop ``name``'s bundle and load options (the next request loads it afresh).
+
+    >>> forget("no-such-model")
+    """
+    with _BUNDLES.lock:
+        _BUNDLES.options.pop(name, None)
+        _BUNDLES.loaded.pop(name, None)

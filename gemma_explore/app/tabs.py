@@ -1,0 +1,309 @@
+"""The analysis tabs' handlers: Image, Audio, Video and Prompt layout, as plain functions
+(no gradio import). Each plans its input once, runs the processor once, draws, checks
+parity, and returns its tab's frozen result; a bad input gives the result's ``failed``
+form (a message, every output cleared, the notice kept), never an exception.
+
+``budget`` is the image budget dropdown's value; None (or a family without budgets)
+means the family's own default.
+
+>>> image_tab("tiny-gemma4", None).error                        # doctest: +SKIP
+'✗ Upload an image first (PNG or JPEG), or click an example.'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import MediaError
+from ..families import AUDIO_SAMPLING_RATE, FAMILIES, FamilySpec
+from ..features import audio_features
+from ..inspect import vision_pooling
+from ..layout import PromptLayout, layout_prompt
+from ..media import load_audio, load_image, load_video
+from ..models.bundle import Bundle
+from ..parity import check_audio_parity, check_image_parity, check_video_parity
+from ..plans import plan_audio, plan_image, plan_video
+from ..prompting import prepare_inputs
+from ..viz.audio import show_mel
+from ..viz.embedder import show_embedder_grid
+from ..viz.layout import show_layout
+from ..viz.patches import show_patch_grid
+from ..viz.pooling import show_pooled_mask
+from ..viz.video import show_video_frames
+from .bundles import analysis_bundle, loaded_notice, notice_of
+from .results import (
+    AudioResult,
+    ImageResult,
+    LayoutResult,
+    Timer,
+    VideoResult,
+    counts_table,
+    error_text,
+    md,
+    parity_badge,
+)
+
+__all__ = ["audio_tab", "budget_of", "image_tab", "layout_tab", "video_tab"]
+
+
+def budget_of(bundle: Bundle, budget: Any) -> int | None:
+    """The dropdown's budget, for families that have one (else None: the family's own).
+
+    >>> from types import SimpleNamespace as NS
+    >>> budget_of(NS(spec=NS(image=NS(budgets=()))), "280") is None
+    True
+    """
+    return int(budget) if bundle.spec.image.budgets and budget not in (None, "") else None
+
+
+def _grid_row(plan: Any, *, encoder_free: bool) -> tuple[str, str]:
+    """The patch count in the family's own unit: Unified's blocks (one per soft token,
+    as its figure draws them), the patches of a vision tower otherwise."""
+    if encoder_free:
+        per = plan.pooling_kernel**2  # patches per block
+        side = plan.patch_size * plan.pooling_kernel
+        return (
+            f"{side} px blocks",
+            f"{plan.num_patches // per} of {plan.max_patches // per} "
+            f"({plan.num_padding_patches // per} padding)",
+        )
+    return (
+        f"{plan.patch_size} px patches",
+        f"{plan.num_patches} of {plan.max_patches} ({plan.num_padding_patches} padding)",
+    )
+
+
+def _image_rows(spec: FamilySpec, plan: Any) -> list[tuple[str, Any]]:
+    return [
+        ("family", spec.display_name),
+        ("original (W×H px)", f"{plan.original_size[1]}×{plan.original_size[0]}"),
+        ("resized (W×H px)", f"{plan.resized_size[1]}×{plan.resized_size[0]}"),
+        _grid_row(plan, encoder_free=spec.encoder_free),
+        ("soft tokens", plan.num_soft_tokens),
+        ("prompt tokens (with markers)", plan.total_tokens),
+    ]
+
+
+def image_tab(model_name: str, image: Any, budget: Any = None) -> ImageResult:
+    """Image → patch grid, real pooled mask, counts, parity badge, timings.
+
+    Plans the image once, runs the processor once and the vision tower once; the
+    figures and the parity badge read those results.
+    """
+    try:
+        bundle = analysis_bundle(model_name)
+        t = Timer()
+        if image is None:
+            raise MediaError("Upload an image first (PNG or JPEG), or click an example.")
+        pil = load_image(image)
+        b = budget_of(bundle, budget)
+        plan = plan_image(pil, family=bundle.family, max_soft_tokens=b)
+        prepared = prepare_inputs(bundle, "", images=[pil], max_soft_tokens=b)
+        t.lap("plan + processor")
+        patch_fig = show_patch_grid(plan)
+        t.lap("patch grid")
+        if bundle.spec.encoder_free:  # no tower, no pooler: each block is its own token
+            pooled_fig = show_embedder_grid(plan)
+            t.lap("embedder figure")
+        else:
+            pooled_fig = show_pooled_mask(vision_pooling(bundle, plan=plan, prepared=prepared))
+            t.lap("vision tower")
+        report = check_image_parity(
+            pil, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
+        )
+        t.lap("parity")
+        return ImageResult(
+            patch_figure=patch_fig,
+            pooled_figure=pooled_fig,
+            counts=counts_table(_image_rows(bundle.spec, plan)),
+            parity=parity_badge(report),
+            timings=t.text(),
+            notice=notice_of(bundle),
+            plan=plan,
+        )
+    except Exception as exc:  # noqa: BLE001 - the UI shows every failure as text
+        return ImageResult.failed(error_text(exc), notice=loaded_notice(model_name))
+
+
+def _audio_rows(spec: FamilySpec, plan: Any, notes: dict[str, Any]) -> list[tuple[str, Any]]:
+    raw = plan.frame_kind == "raw"  # Unified: raw sample frames, no mel
+    cut = f" (cut to {spec.audio.max_seconds:g} s)" if plan.truncated else ""
+    rows: list[tuple[str, Any]] = [
+        ("family", spec.display_name),
+        ("duration", f"{plan.duration_s:.2f} s{cut}"),
+        (
+            f"{spec.audio.samples_per_token}-sample frames" if raw else "mel frames",
+            f"{plan.num_mel_frames} ({plan.num_valid_frames} from the clip, "
+            f"{plan.num_mel_frames - plan.num_valid_frames} padding)",
+        ),
+        ("embedder rows" if raw else "encoder tokens", plan.num_encoder_tokens),
+        ("placeholders", plan.num_placeholders),
+        ("padding slots", plan.padding_slots),
+        ("ms per token", f"{plan.ms_per_token:.0f}"),
+    ]
+    if notes.get("downmixed"):
+        rows.append(("channels", f"{notes['downmixed']} averaged to mono"))
+    if notes.get("resampled_from"):
+        rate = spec.audio.sampling_rate
+        rows.append(("resampled", f"{notes['resampled_from']} Hz → {rate / 1000:g} kHz"))
+    if plan.silent:
+        rows.append(("note", "the clip is silent — it still costs tokens"))
+    return rows
+
+
+def audio_tab(model_name: str, audio: Any) -> AudioResult:
+    """Clip → waveform + mel + token slots, counts, parity badge, timings.
+
+    The feature extractor runs once, inside the processor; the mel figure and the parity
+    badge read its output.
+    """
+    try:
+        bundle = analysis_bundle(model_name)
+        t = Timer()
+        if audio is None:
+            raise MediaError(
+                "Upload or record a clip first (WAV, FLAC or MP3), or click an example."
+            )
+        rate = bundle.spec.audio.sampling_rate
+        wave, notes = load_audio(audio, target_rate=rate)
+        plan = plan_audio((wave, rate), family=bundle.family)
+        prepared = prepare_inputs(bundle, "", audios=[(wave, rate)])
+        t.lap("load + plan + processor")
+        fig = show_mel(audio_features(family=bundle.family, plan=plan, prepared=prepared))
+        t.lap("frames figure" if plan.frame_kind == "raw" else "mel figure")
+        report = check_audio_parity(
+            wave, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
+        )
+        t.lap("parity")
+        return AudioResult(
+            mel_figure=fig,
+            counts=counts_table(_audio_rows(bundle.spec, plan, notes)),
+            parity=parity_badge(report),
+            timings=t.text(),
+            notice=notice_of(bundle),
+            plan=plan,
+        )
+    except Exception as exc:  # noqa: BLE001
+        return AudioResult.failed(error_text(exc), notice=loaded_notice(model_name))
+
+
+def video_tab(model_name: str, video: Any, fps: float | None = None) -> VideoResult:
+    """Video → sampled frames with timestamps and per-frame tokens (families with video)."""
+    try:
+        bundle = analysis_bundle(model_name)
+        t = Timer()
+        spec = bundle.spec
+        if not spec.has_video:
+            with_video = " or ".join(f.display_name for f in FAMILIES.values() if f.has_video)
+            raise MediaError(
+                f"{spec.display_name} has no video input: pick a {with_video} model in Model, "
+                "or send a few frames on the Image tab."
+            )
+        if video is None:
+            raise MediaError("Upload a video first (MP4), or click an example.")
+        v = load_video(video, fps=fps or None)
+        plan = plan_video(v, family=spec)
+        t.lap("decode + plan")
+        fig = show_video_frames(plan)
+        t.lap("frames figure")
+        report = check_video_parity(v, bundle=bundle, plan=plan, use_vllm=False)
+        t.lap("processor + parity")
+        rows = [
+            ("frames", f"{plan.num_frames} at {plan.fps:g} fps = {plan.duration_s:.2f} s"),
+            ("sampled", len(plan.frame_indices)),
+            ("tokens per frame", plan.soft_tokens_per_frame),
+            ("soft tokens", plan.total_soft_tokens),
+            ("markers", plan.total_tokens - plan.total_soft_tokens),
+            ("prompt tokens (with markers)", plan.total_tokens),
+            ("timestamps", ", ".join(dict.fromkeys(plan.timestamps))),
+        ]
+        return VideoResult(
+            frames_figure=fig,
+            counts=counts_table(rows),
+            parity=parity_badge(report),
+            timings=t.text(),
+            notice=notice_of(bundle),
+            plan=plan,
+        )
+    except Exception as exc:  # noqa: BLE001
+        return VideoResult.failed(error_text(exc), notice=loaded_notice(model_name))
+
+
+def layout_tab(
+    model_name: str,
+    text: str,
+    image: Any = None,
+    audio: Any = None,
+    budget: Any = None,
+    raw: bool = False,
+) -> LayoutResult:
+    """A chat turn with attachments → the layout ribbon and its HTML form.
+
+    ``raw=True``: ``text`` is the prompt as vLLM's ``LLM.generate`` takes it (one
+    placeholder per attachment, no chat template), laid out as vLLM expands it.
+    """
+    try:
+        bundle = analysis_bundle(model_name)
+        t = Timer()
+        images = [load_image(image)] if image is not None else []
+        audios = [load_audio(audio)] if audio is not None else []
+        if raw:
+            _check_raw(bundle.spec, text or "", image=len(images), audio=len(audios))
+        layout = layout_prompt(
+            text or "",
+            bundle=bundle,
+            images=images,
+            audios=[(wave, AUDIO_SAMPLING_RATE) for wave, _notes in audios],
+            max_soft_tokens=budget_of(bundle, budget),
+            template=not raw,
+        )
+        t.lap("processor + layout")
+        fig = show_layout(layout)
+        t.lap("ribbon")
+        rows = [(k, v) for k, v in layout.counts().items()] + [("total", layout.num_tokens)]
+        return LayoutResult(
+            layout_figure=fig,
+            layout_html=layout._repr_html_(),
+            counts=counts_table(rows),
+            parity=_layout_checks(layout),
+            timings=t.text(),
+            notice=notice_of(bundle),
+            layout=layout,
+        )
+    except Exception as exc:  # noqa: BLE001
+        return LayoutResult.failed(error_text(exc), notice=loaded_notice(model_name))
+
+
+def _layout_checks(layout: PromptLayout) -> str:
+    """Each placeholder run against its plan, the newline merges, where vLLM and
+    transformers part, and the layout's warnings: one paragraph each."""
+    checks = [
+        f"{'✓' if p.agrees else '✗'} {p.modality} #{p.item}: {p.num_embeds} "
+        f"placeholders at {p.start}…{p.start + p.length - 1} (plan {p.expected})"
+        for p in layout.placeholders
+    ]
+    merges = [f"newline merge at {m.position}: {md(m.note)}" for m in layout.newline_merges]
+    problems = [
+        f"⚠ **vLLM ≠ transformers** at token {d.position}: {md(d.error or d.rule)}"
+        + (f" ({md(d.rule)})" if d.error else "")
+        for d in layout.divergences
+    ] + [f"⚠ {md(w)}" for w in layout.warnings]
+    return "\n\n".join(checks + merges + problems) or "No attachments: text only."
+
+
+def _check_raw(spec: FamilySpec, text: str, **items: int) -> None:
+    """A raw prompt needs one placeholder per attachment: said in the words of the
+    Prompt layout tab's controls (the library's message names ``template=True``)."""
+    for modality, count in items.items():
+        token = spec.placeholder_tokens[modality]
+        found = text.count(token)
+        if found != count:
+            where = "where the " + modality + " goes" if count == 1 else "per " + modality
+            raise MediaError(
+                f"The raw prompt has {found} {token} for {count} {modality} attachment(s): "
+                f'type one {token} {where} in Text, or untick "Raw prompt" to let the '
+                "chat template place it."
+                if count
+                else f"The raw prompt has {found} {token} but no {modality} is attached: "
+                f"attach one, or delete the {token} from Text."
+            )
