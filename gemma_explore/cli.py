@@ -25,6 +25,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from .families import DEFAULT_FAMILY, FAMILIES
 from .loading import BACKENDS, backend_help
 from .serve_args import serve_command, serving_advice, serving_recipe
 
@@ -57,6 +58,14 @@ def _fail(message: str) -> NoReturn:
     """One line on stderr saying what to fix, and exit code 2 (bad input)."""
     typer.echo(f"gemma-explore: error: {' '.join(str(message).split())}", err=True)
     raise typer.Exit(2)
+
+
+_FAMILY_HELP = " or ".join([", ".join(list(FAMILIES)[:-1]), list(FAMILIES)[-1]]) + "."
+_BUDGETS = DEFAULT_FAMILY.image.budgets
+_BUDGET_HELP = (
+    f"{DEFAULT_FAMILY.display_name} image budget: {', '.join(map(str, _BUDGETS[:-1]))} or "
+    f"{_BUDGETS[-1]} (default {DEFAULT_FAMILY.image.default_budget})."
+)
 
 
 def _progress(**kwargs: Any) -> Any:
@@ -113,10 +122,10 @@ def _plain(value: Any) -> Any:
 )
 def plan(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Images, clips or videos.")],
-    family: Annotated[str, typer.Option(help="gemma4, gemma3n or gemma4_unified.")] = "gemma4",
+    family: Annotated[str, typer.Option(help=_FAMILY_HELP)] = DEFAULT_FAMILY.name,
     budget: Annotated[
         int | None,
-        typer.Option(help="Gemma 4 image budget: 70, 140, 280, 560 or 1120 (default 280)."),
+        typer.Option(help=_BUDGET_HELP),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file.")] = False,
 ) -> None:
@@ -188,10 +197,13 @@ def bill(
             "a save_to_disk folder, or a hub dataset name in the local cache (org/name).",
         ),
     ],
-    family: Annotated[str, typer.Option(help="gemma4, gemma3n or gemma4_unified.")] = "gemma4",
+    family: Annotated[str, typer.Option(help=_FAMILY_HELP)] = DEFAULT_FAMILY.name,
     budget: Annotated[
         str | None,
-        typer.Option(help="Gemma 4 budgets, comma-separated (default: 280). Not for Gemma 3n."),
+        typer.Option(
+            help="Image budgets, comma-separated (default: the family's own; not for a "
+            "family without budgets)."
+        ),
     ] = None,
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Walk sub-folders too.")
@@ -240,18 +252,37 @@ def bill(
     ] = 20,
 ) -> None:
     """Total the tokens a dataset costs at each budget, reading headers only."""
-    from .bill import BillWriter, budget_label, resolve_budgets
-    from .bill import bill as run_bill
-    from .bill_engines import ENGINES
-    from .bill_sources import hf_cache_folder
-
     spec = _family(family, _budgets(budget))
+    budgets = _bill_budgets(spec, budget, out)
+    _check_bill_flags(folder, engine, plot)
+    serving = _serving_for(checkpoint)
+    counter = _text_counter(spec, text=text, tokenizer=tokenizer)
+    settings = {"family": spec.name, "budgets": budgets, "recursive": recursive,
+                "workers": workers, "engine": engine, "column": column,
+                "text_column": text_column, "text": counter}  # fmt: skip
+    result, shown = _run_bill(folder, settings, out=out, per_file=per_file)
+    _print_rows(result, shown, budgets)
+    _print_costs(result, serving, out=out, plot=plot)
+
+
+def _bill_budgets(spec: Any, budget: str | None, out: Path | None) -> list[int]:
+    """The budgets to bill at (the family's default when none given); --out checked."""
+    from .bill import BillWriter, resolve_budgets
+
     try:
         budgets = resolve_budgets(spec.name, _budgets(budget))
         if out is not None:
             BillWriter.check(out)
     except ValueError as exc:
         _fail(str(exc))
+    return budgets
+
+
+def _check_bill_flags(folder: Path, engine: str, plot: Path | None) -> None:
+    """--engine, the source and --plot, each refused in its own flag's words."""
+    from .bill_engines import ENGINES
+    from .bill_sources import hf_cache_folder
+
     if engine not in ENGINES:
         _fail(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
     if engine == "ray" and importlib.util.find_spec("ray") is None:
@@ -261,26 +292,45 @@ def bill(
               "cache. Check the path.")  # fmt: skip
     if plot is not None and plot.suffix.lower() != ".png":
         _fail(f"--plot saves a PNG: give a name ending in .png, got {str(plot)!r}.")
-    serving = None
-    if checkpoint is not None:
-        from .serving import plan_serving
 
-        try:
-            serving = plan_serving(checkpoint)
-        except (ValueError, OSError) as exc:
-            _fail(f"--checkpoint {checkpoint}: {exc}")
-    counter = None
-    if text or tokenizer is not None:
-        from .bill_cost import text_counter
 
-        counter = text_counter(spec.name, tokenizer=tokenizer)
-        if tokenizer is not None and counter.source != tokenizer:
-            _fail(f"--tokenizer {tokenizer}: no tokenizer there or in the local Hugging Face "
-                  "cache (nothing is downloaded). Give a folder, or drop --tokenizer.")  # fmt: skip
-    writer = BillWriter(out, budgets) if out is not None else None
+def _serving_for(checkpoint: str | None) -> Any:
+    """--checkpoint's serving plan (its KV bytes per budget), or None."""
+    if checkpoint is None:
+        return None
+    from .serving import plan_serving
+
+    try:
+        return plan_serving(checkpoint)
+    except (ValueError, OSError) as exc:
+        _fail(f"--checkpoint {checkpoint}: {exc}")
+
+
+def _text_counter(spec: Any, *, text: bool, tokenizer: str | None) -> Any:
+    """The caption counter for --text / --tokenizer, or None."""
+    if not (text or tokenizer is not None):
+        return None
+    from .bill_cost import text_counter
+
+    counter = text_counter(spec.name, tokenizer=tokenizer)
+    if tokenizer is not None and counter.source != tokenizer:
+        _fail(f"--tokenizer {tokenizer}: no tokenizer there or in the local Hugging Face "
+              "cache (nothing is downloaded). Give a folder, or drop --tokenizer.")  # fmt: skip
+    return counter
+
+
+def _run_bill(
+    folder: Path, settings: dict[str, Any], *, out: Path | None, per_file: int
+) -> tuple[Any, list[Any]]:
+    """Bill the source with a progress bar, writing rows to --out as they come; return the
+    bill and the first --per-file good rows (memory stays flat)."""
+    from .bill import BillWriter
+    from .bill import bill as run_bill
+
+    writer = BillWriter(out, settings["budgets"]) if out is not None else None
+    shown: list[Any] = []
     try:
         with _progress(desc="billing", unit="row") as bar:
-            shown: list[Any] = []  # the first --per-file rows only: memory stays flat
 
             def on_row(row: Any) -> None:
                 bar.update()
@@ -294,29 +344,37 @@ def bill(
                     bar.total = p.rows_total  # tqdm's own ETA from the shards' row counts
                 bar.set_postfix_str(p.text(), refresh=False)
 
-            result = run_bill(
-                folder, family=spec.name, budgets=budgets, recursive=recursive, workers=workers,
-                engine=engine, column=column, text_column=text_column, text=counter,
-                on_row=on_row, on_progress=on_progress,
-            )  # fmt: skip
+            result = run_bill(folder, **settings, on_row=on_row, on_progress=on_progress)
     finally:
         if writer is not None:
             writer.close()
+    return result, shown
+
+
+def _print_rows(result: Any, shown: list[Any], budgets: list[int]) -> None:
+    """The first files' tokens per budget, one line each."""
+    from .bill import budget_label
+
+    if not shown:
+        return
     unit = result.unit
-    if shown:
-        labels = "  ".join(f"{budget_label(b):>13}" for b in budgets)
-        width = max(40, min(80, max(len(r.path) for r in shown)))
-        typer.echo(f"{unit:<{width}} {'kind':<10} {labels}")
-        for row in shown:
-            tokens = "  ".join(f"{t:>13,}" for t in row.tokens)
-            typer.echo(f"{_short(row.path, width):<{width}} {row.kind:<10} {tokens}")
-        if result.billed_files > len(shown):
-            more = result.billed_files - len(shown)
-            typer.echo(f"… and {more} more billed {unit}s (--out bill.csv writes every row)")
-        typer.echo("")
+    labels = "  ".join(f"{budget_label(b):>13}" for b in budgets)
+    width = max(40, min(80, max(len(r.path) for r in shown)))
+    typer.echo(f"{unit:<{width}} {'kind':<10} {labels}")
+    for row in shown:
+        tokens = "  ".join(f"{t:>13,}" for t in row.tokens)
+        typer.echo(f"{_short(row.path, width):<{width}} {row.kind:<10} {tokens}")
+    if result.billed_files > len(shown):
+        more = result.billed_files - len(shown)
+        typer.echo(f"… and {more} more billed {unit}s (--out bill.csv writes every row)")
+    typer.echo("")
+
+
+def _print_costs(result: Any, serving: Any, *, out: Path | None, plot: Path | None) -> None:
+    """The bill's totals, its cost per budget, and where --out and --plot went."""
     typer.echo(result.text())
     typer.echo("")
-    typer.echo(f"Cost per budget ({result.billed_files} billed {unit}s):")
+    typer.echo(f"Cost per budget ({result.billed_files} billed {result.unit}s):")
     typer.echo(result.summary(serving).text())
     typer.echo(
         "(Read from headers only, for speed: damaged pixels or frames go unnoticed here; "
@@ -343,7 +401,7 @@ def serve_args(
     model: Annotated[str, typer.Argument(help="A hub id or a local checkpoint folder.")],
     family: Annotated[
         str | None,
-        typer.Option(help="gemma4, gemma3n or gemma4_unified (default: from the name)."),
+        typer.Option(help=_FAMILY_HELP[:-1] + " (default: from the name)."),
     ] = None,
     budget: Annotated[int | None, typer.Option(help="Gemma 4's start-up image budget.")] = None,
     max_model_len: Annotated[int | None, typer.Option(help="Context length to reserve.")] = None,
@@ -514,10 +572,8 @@ def transcribe(
     try:
         family = TINY_NAMES.get(model) or (None if Path(model).is_dir() else guess_family(model))
         # Check the request before loading any model: languages, limits, the clip itself.
-        transcription_request(
-            clip, family=family or "gemma3n", language=language, task=task,
-            to_language=translate_to,
-        )  # fmt: skip
+        known = {"family": family} if family else {}  # a folder's family: read once loaded
+        transcription_request(clip, language=language, task=task, to_language=translate_to, **known)
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
     with _progress(total=2, desc=f"loading {model}", unit="step") as bar:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .families import AUDIO_SAMPLING_RATE, FAMILIES, GEMMA4, get_family
+from .families import AUDIO_SAMPLING_RATE, DEFAULT_FAMILY, FAMILIES, FamilySpec, get_family
 from .features import audio_features
 from .plans import plan_audio, plan_image
 
@@ -20,6 +20,33 @@ __all__ = ["explore_audio", "explore_image", "explore_prompt", "raw_prompt_examp
 
 
 _FAMILY_OPTIONS = [(f.display_name, f.name) for f in reversed(FAMILIES.values())]
+
+
+def _budget_slider(spec: FamilySpec):
+    """A budget slider over ``spec``'s budgets (the default family's, disabled, for a
+    family without any)."""
+    import ipywidgets as widgets
+
+    shown = spec if spec.image.budgets else DEFAULT_FAMILY
+    return widgets.SelectionSlider(
+        options=list(shown.image.budgets),
+        value=shown.image.default_budget,
+        description="budget",
+        disabled=not spec.image.budgets,
+    )
+
+
+def _follow_family(budget, spec: FamilySpec) -> int | None:
+    """Point ``budget`` at ``spec``'s budgets; return the budget to plan with (None: the
+    family has none)."""
+    budget.disabled = not spec.image.budgets
+    if not spec.image.budgets:
+        return None
+    if tuple(budget.options) != tuple(spec.image.budgets):
+        keep = budget.value if budget.value in spec.image.budgets else spec.image.default_budget
+        budget.options = list(spec.image.budgets)
+        budget.value = keep
+    return budget.value
 
 
 def _figure_widget():
@@ -55,7 +82,7 @@ class _Explorer:
 
 
 def explore_image(image: Any):
-    """Family toggle and budget slider over Gemma 4's five budgets → patch grid + counts."""
+    """Family toggle and a budget slider over the family's budgets → patch grid + counts."""
     import ipywidgets as widgets
 
     from .media import load_image
@@ -64,22 +91,26 @@ def explore_image(image: Any):
     pil = load_image(image)
     family = widgets.ToggleButtons(
         options=_FAMILY_OPTIONS,
-        value="gemma4",
+        value=DEFAULT_FAMILY.name,
         description="family",
     )
-    budget = widgets.SelectionSlider(
-        options=list(GEMMA4.image.budgets), value=GEMMA4.image.default_budget, description="budget"
-    )
+    budget = _budget_slider(DEFAULT_FAMILY)
     counts = widgets.HTML()
     out = _figure_widget()
     ex = _Explorer(widgets.VBox([family, budget, counts, out]))
     ex.family, ex.budget, ex.counts, ex.output = family, budget, counts, out
 
+    busy = []  # set while update() moves the slider itself: one plan per change
+
     def update(_change=None) -> None:
-        fam = family.value
-        budget.disabled = not get_family(fam).image.budgets
-        b = budget.value if get_family(fam).image.budgets else None
-        ex.plan = plan_image(pil, family=fam, max_soft_tokens=b)
+        if busy:
+            return
+        busy.append(True)
+        try:
+            b = _follow_family(budget, get_family(family.value))
+        finally:
+            busy.clear()
+        ex.plan = plan_image(pil, family=family.value, max_soft_tokens=b)
         ex.figure = show_patch_grid(ex.plan)
         counts.value = ex.plan._repr_html_()
         _show(out, ex.figure)
@@ -102,7 +133,7 @@ def explore_audio(audio: Any, *, sampling_rate: int | None = None):
     duration = wave.shape[0] / rate
     family = widgets.ToggleButtons(
         options=_FAMILY_OPTIONS,
-        value="gemma4",
+        value=DEFAULT_FAMILY.name,
         description="family",
     )
     crop = widgets.FloatRangeSlider(
@@ -141,6 +172,32 @@ def raw_prompt_example(bundle: Any) -> str:
     )
 
 
+def _sample_items() -> tuple[np.ndarray, tuple[np.ndarray, int]]:
+    """A noise picture and a 2 s quiet noise clip: stand-ins whose sizes set the counts."""
+    rng = np.random.RandomState(0)
+    image = (rng.rand(480, 640, 3) * 255).astype(np.uint8)  # (H, W, 3)
+    rate = AUDIO_SAMPLING_RATE
+    return image, (rng.uniform(-0.1, 0.1, rate * 2).astype(np.float32), rate)  # (2 s,)
+
+
+def _prompt_controls(bundle: Any) -> dict[str, Any]:
+    """The explorer's controls, by name."""
+    import ipywidgets as widgets
+
+    return {
+        "raw": widgets.Checkbox(value=False, description="raw prompt (as LLM.generate takes it)"),
+        "text": widgets.Textarea(value=_PLAIN_QUESTION, description="text"),
+        "images": widgets.IntSlider(value=1, min=0, max=3, description="images"),
+        "audios": widgets.IntSlider(value=0, min=0, max=2, description="clips"),
+        "budget": _budget_slider(bundle.spec),
+        "counts": widgets.HTML(),
+        "output": _figure_widget(),
+    }
+
+
+_PLAIN_QUESTION = "What is in this picture?"
+
+
 def explore_prompt(bundle: Any):
     """Text and attachments → the expanded prompt's layout ribbon.
 
@@ -153,72 +210,53 @@ def explore_prompt(bundle: Any):
     from .layout import layout_prompt
     from .viz.layout import show_layout
 
-    text = widgets.Textarea(value="What is in this picture?", description="text")
-    raw = widgets.Checkbox(value=False, description="raw prompt (as LLM.generate takes it)")
-    n_images = widgets.IntSlider(value=1, min=0, max=3, description="images")
-    n_audio = widgets.IntSlider(value=0, min=0, max=2, description="clips")
-    budget = widgets.SelectionSlider(
-        options=list(GEMMA4.image.budgets),
-        value=GEMMA4.image.default_budget,
-        description="budget",
-        disabled=not bundle.spec.image.budgets,
-    )
-    counts = widgets.HTML()
-    out = _figure_widget()
-    ex = _Explorer(widgets.VBox([raw, text, n_images, n_audio, budget, counts, out]))
-    ex.raw, ex.text, ex.images, ex.audios, ex.budget, ex.counts, ex.output = (
-        raw,
-        text,
-        n_images,
-        n_audio,
-        budget,
-        counts,
-        out,
-    )
+    c = _prompt_controls(bundle)
+    ex = _Explorer(widgets.VBox([c[k] for k in c]))
+    for name, control in c.items():
+        setattr(ex, name, control)
     spec = bundle.spec
-    rng = np.random.RandomState(0)
-    sample_image = (rng.rand(480, 640, 3) * 255).astype(np.uint8)
-    sample_clip = (
-        rng.uniform(-0.1, 0.1, AUDIO_SAMPLING_RATE * 2).astype(np.float32),
-        AUDIO_SAMPLING_RATE,
-    )
+    sample_image, sample_clip = _sample_items()
 
     def on_raw(change) -> None:
-        text.value = raw_prompt_example(bundle) if change["new"] else "What is in this picture?"
+        ex.text.value = raw_prompt_example(bundle) if change["new"] else _PLAIN_QUESTION
 
     busy = []  # set while update() moves the sliders itself: one layout per change
+
+    def follow_raw_prompt() -> None:
+        """A raw prompt decides the items by its placeholders; the sliders follow it."""
+        ex.images.disabled = ex.audios.disabled = ex.raw.value
+        if not ex.raw.value:
+            return
+        busy.append(True)
+        try:
+            ex.images.value = min(ex.text.value.count(spec.image_token), ex.images.max)
+            ex.audios.value = min(ex.text.value.count(spec.audio_token), ex.audios.max)
+        finally:
+            busy.clear()
 
     def update(_change=None) -> None:
         if busy:
             return
-        # A raw prompt decides the items by its placeholders; the sliders follow it.
-        n_images.disabled = n_audio.disabled = raw.value
-        if raw.value:
-            busy.append(True)
-            try:
-                n_images.value = min(text.value.count(spec.image_token), n_images.max)
-                n_audio.value = min(text.value.count(spec.audio_token), n_audio.max)
-            finally:
-                busy.clear()
+        follow_raw_prompt()
         try:
             ex.plan = layout_prompt(
-                text.value,
+                ex.text.value,
                 bundle=bundle,
-                images=[sample_image] * n_images.value,
-                audios=[sample_clip] * n_audio.value,
-                max_soft_tokens=budget.value if bundle.spec.image.budgets else None,
-                template=not raw.value,
+                images=[sample_image] * ex.images.value,
+                audios=[sample_clip] * ex.audios.value,
+                max_soft_tokens=ex.budget.value if spec.image.budgets else None,
+                template=not ex.raw.value,
             )
             ex.figure = show_layout(ex.plan)
             ex.error = None
-            counts.value = ", ".join(f"{k}: {v}" for k, v in ex.plan.counts().items())
-            _show(out, ex.figure)
+            ex.counts.value = ", ".join(f"{k}: {v}" for k, v in ex.plan.counts().items())
+            _show(ex.output, ex.figure)
         except ValueError as exc:
             ex.error = str(exc)
-            counts.value = f"<b style='color:#D55E00'>{exc}</b>"
+            ex.counts.value = f"<b style='color:#D55E00'>{exc}</b>"
 
-    raw.observe(on_raw, names="value")
-    for w in (text, n_images, n_audio, budget):
+    ex.raw.observe(on_raw, names="value")
+    for w in (ex.text, ex.images, ex.audios, ex.budget):
         w.observe(update, names="value")
     update()
     return ex

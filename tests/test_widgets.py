@@ -38,3 +38,26 @@ def test_explore_prompt(tiny4):
     w.audios.value = 1
     assert [p.modality for p in w.plan.placeholders] == ["image", "image", "audio"]
     assert w.error is None and np.isfinite(w.plan.num_tokens)
+
+
+def test_the_budget_slider_follows_the_family():
+    """The slider holds the chosen family's budgets (the default family's at first), is
+    disabled for a family without budgets, and comes back when one has them again."""
+    from gemma_explore.families import DEFAULT_FAMILY
+
+    w = ge.explore_image((1080, 1920))
+    assert w.family.value == DEFAULT_FAMILY.name
+    assert tuple(w.budget.options) == DEFAULT_FAMILY.image.budgets
+    w.budget.value = DEFAULT_FAMILY.image.budgets[0]
+    w.family.value = "gemma3n"
+    assert w.budget.disabled
+    w.family.value = DEFAULT_FAMILY.name
+    assert not w.budget.disabled
+    expected = ge.plan_image((1080, 1920), family=DEFAULT_FAMILY, max_soft_tokens=w.budget.value)
+    assert w.plan.num_soft_tokens == expected.num_soft_tokens
+
+
+def test_explore_prompt_on_a_family_without_budgets(tiny3n):
+    w = ge.explore_prompt(tiny3n)
+    assert w.budget.disabled and w.error is None
+    assert all(p.agrees for p in w.plan.placeholders)
