@@ -185,8 +185,11 @@ def build_audio_tab(ctx: Context) -> None:
     with gr.Tab("Audio", id="audio"):
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
-                audio_in = gr.Audio(ctx.samples["speech"], type="filepath",
-                                    label="Clip (WAV, FLAC, MP3)", elem_id="audio_in")  # fmt: skip
+                # A file input, as on the Image tab: gr.Audio would refuse a wrong file
+                # with gradio's MIME toast before our handler could say what is wrong.
+                audio_in = gr.File(ctx.samples["speech"], label="Clip (WAV, FLAC, MP3…)",
+                                   type="filepath", elem_id="audio_in")  # fmt: skip
+                _recorder(audio_in, "audio_record")
                 gr.Examples([[ctx.samples["speech"]]], inputs=[audio_in], label="Example clip")
                 counts = gr.Markdown(elem_id="audio_counts")
                 parity = gr.Markdown(elem_id="audio_parity")
@@ -208,6 +211,16 @@ def build_audio_tab(ctx: Context) -> None:
             **LIVE,
         )
         transcribe_row(ctx, audio_in)
+
+
+def _recorder(target: Any, elem_id: str) -> Any:
+    """A microphone box whose recording becomes ``target``'s file (and so runs its tab)."""
+    import gradio as gr
+
+    mic = gr.Audio(sources=["microphone"], type="filepath", label="…or record a clip",
+                   elem_id=elem_id)  # fmt: skip
+    mic.stop_recording(lambda path: path or gr.update(), [mic], [target], queue=False)
+    return mic
 
 
 def transcribe_row(ctx: Context, audio_in: Any) -> None:
@@ -330,8 +343,8 @@ def build_layout_tab(ctx: Context) -> None:
                                   elem_id="layout_text")  # fmt: skip
                 image = gr.File(ctx.samples["photo"], label="Image (optional)", type="filepath",
                                 elem_id="layout_image")  # fmt: skip
-                audio = gr.Audio(ctx.samples["speech"], type="filepath", label="Clip (optional)",
-                                 elem_id="layout_audio")  # fmt: skip
+                audio = gr.File(ctx.samples["speech"], label="Clip (optional)", type="filepath",
+                                elem_id="layout_audio")  # fmt: skip
                 budget = _budget_box("layout_budget", ctx)
                 gr.Examples(
                     [["Describe this.", ctx.samples["photo"], ctx.samples["speech"]]],

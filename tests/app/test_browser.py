@@ -84,6 +84,43 @@ def _wait_text(page, selector, *needles):
     return page.locator(selector).inner_text()
 
 
+def _settled(page, selector, *, other_than: str | None = None, timeout: float = 60_000) -> str:
+    """The Markdown output's text once its request is done (gradio's status tracker
+    hidden) and it shows something (other than ``other_than``): what the test then asserts
+    on. A page that never answers fails here, saying what it showed."""
+    js = """([sel, old]) => {
+        const el = document.querySelector(sel);
+        if (!el) return null;
+        const busy = el.querySelector('[data-testid=status-tracker]:not(.hide)');
+        const md = el.querySelector('[data-testid=markdown]');
+        const t = md ? md.innerText.trim() : '';
+        return !busy && t !== '' && t !== old ? t : null }"""
+    old = (other_than or "").strip()
+    try:
+        return page.wait_for_function(js, arg=[selector, old], timeout=timeout).json_value()
+    except Exception:  # noqa: BLE001 - Playwright's TimeoutError: say what is on screen
+        shown = page.locator(selector).inner_text() if page.locator(selector).count() else None
+        raise AssertionError(f"{selector} never settled; it shows {shown!r}") from None
+
+
+def _row(text: str, name: str) -> str:
+    """The value in a counts table's row called ``name`` (as the browser renders it)."""
+    for line in text.splitlines():
+        if line.strip().startswith(name):
+            return line.strip()[len(name) :].strip()
+    raise AssertionError(f"no {name!r} row in {text!r}")
+
+
+def _photo_tokens(budget: int) -> int:
+    """Soft tokens of the bundled photo at ``budget`` for the page's model (tiny-gemma4)."""
+    from gemma_explore.media import load_image
+    from gemma_explore.plans import plan_image
+    from gemma_explore.samples import SAMPLES_DIR
+
+    photo = load_image(SAMPLES_DIR / "photo.jpg")
+    return plan_image(photo, family="gemma4", max_soft_tokens=budget).num_soft_tokens
+
+
 def _plot_src(page, selector):
     return page.evaluate(
         """sel => { const img = document.querySelector(sel + ' img');
@@ -95,8 +132,9 @@ def _plot_src(page, selector):
 def test_an_example_fills_and_runs_in_one_click(page, artifacts_dir):
     _tab(page, "Image")
     _click_example(page)
-    counts = _wait_text(page, "#image_counts", "soft tokens", "270")  # photo at budget 280
+    counts = _wait_text(page, "#image_counts", "soft tokens")
     assert "quantity" in counts  # the table has headers
+    assert _row(counts, "soft tokens") == str(_photo_tokens(280))  # the photo at budget 280
     page.wait_for_selector("#patch_plot img")
     assert "Parity" in page.locator("#image_parity").inner_text()
     assert "random weights" in page.locator("#notice").inner_text()
@@ -104,28 +142,32 @@ def test_an_example_fills_and_runs_in_one_click(page, artifacts_dir):
 
 
 def test_changing_the_budget_updates_the_patch_grid_without_a_click(page):
+    """Picking budget 70 re-plans with no button: the table's soft tokens become the
+    plan's count at 70, and the patch grid is a new figure."""
     _tab(page, "Image")
-    _click_example(page)
-    _wait_text(page, "#image_counts", "270")
+    before = _settled(page, "#image_counts")
+    assert _row(before, "soft tokens") == str(_photo_tokens(280))  # the page opens at 280
     page.wait_for_selector("#patch_plot img")
-    before = _plot_src(page, "#patch_plot")
+    old_figure = _plot_src(page, "#patch_plot")
     page.locator("#image_budget input").click()
     page.get_by_role("option", name="70", exact=True).click()
-    page.wait_for_function(  # 270 soft tokens at budget 280 → 63 at 70
-        r"""() => { const t = document.querySelector('#image_counts').innerText;
-                   return /soft tokens\s+63\b/.test(t) && !t.includes('270') }"""
-    )
+    after = _settled(page, "#image_counts", other_than=before)
+    assert _row(after, "soft tokens") == str(_photo_tokens(70)), after
     page.wait_for_function(
-        """([sel, before]) => { const img = document.querySelector(sel + ' img');
-                               return img && img.getAttribute('src') !== before }""",
-        arg=["#patch_plot", before],
+        """([sel, old]) => { const img = document.querySelector(sel + ' img');
+                            return img && img.getAttribute('src') !== old }""",
+        arg=["#patch_plot", old_figure],
+        timeout=30_000,
     )
+    assert _plot_src(page, "#patch_plot") != old_figure
 
 
 def test_a_renamed_text_file_shows_our_message_and_leaves_nothing_stale(page, tmp_path):
     _tab(page, "Image")
     _click_example(page)
-    _wait_text(page, "#image_counts", "270")
+    assert _row(_wait_text(page, "#image_counts", "soft tokens"), "soft tokens") == str(
+        _photo_tokens(280)
+    )
     page.wait_for_selector("#patch_plot img")
     page.locator("#image_in button[aria-label='Clear']").first.click()
     bad = tmp_path / "notes.png"
@@ -139,6 +181,25 @@ def test_a_renamed_text_file_shows_our_message_and_leaves_nothing_stale(page, tm
     assert "random weights" in page.locator("#notice").inner_text()  # the notice stays
     body = page.locator("body").inner_text()
     assert "UnidentifiedImageError" not in body and "Could not preprocess" not in body
+
+
+def test_a_text_file_on_the_audio_tab_gets_our_one_line_message(page, tmp_path):
+    """As on the Image tab: the file reaches our handler (no gradio MIME toast), which
+    says what is wrong in one line and clears the stale figure and counts."""
+    _tab(page, "Audio")
+    before = _settled(page, "#audio_counts")
+    assert "placeholders" in before
+    page.locator("#audio_in button[aria-label='Clear']").first.click()
+    bad = tmp_path / "notes.txt"
+    bad.write_text("shopping list: eggs, milk")
+    page.locator("#audio_in input[type=file]").set_input_files(str(bad))
+    counts = _settled(page, "#audio_counts", other_than=before, timeout=30_000)
+    assert counts.startswith("✗") and "not audio" in counts and "WAV or FLAC" in counts, counts
+    assert len(counts.strip().splitlines()) == 1 and "/tmp" not in counts
+    assert page.locator("#mel_plot img").count() == 0  # the old figure is gone
+    assert page.locator("#audio_parity").inner_text().strip() == ""
+    toasts = page.locator("[data-testid=toast-body]").filter(visible=True)  # gradio's toasts
+    assert toasts.count() == 0, toasts.all_inner_texts()
 
 
 def test_stop_ends_a_streaming_answer(page, artifacts_dir):
@@ -205,8 +266,10 @@ def test_every_tab_shows_its_example_on_load_and_reads_at_this_width(
         assert page.locator("#tabs .overflow-menu button").filter(visible=True).count() == 0
         for tab, selector, needles in ON_LOAD:
             _tab(page, tab)
-            text = _wait_text(page, selector, *needles)
+            text = _settled(page, selector)  # the example's result, with no click
             assert "✗" not in text, f"{tab}: {text}"
+            missing = [n for n in needles if n not in text]
+            assert missing == [], f"{tab} shows {text!r}, without {missing}"
             plots = page.locator("[id$=_plot] img").filter(visible=True)
             if tab != "Chat":
                 plots.first.wait_for()
@@ -258,7 +321,10 @@ def test_raw_prompt_messages_show_their_token_names(page):
     text = _wait_text(page, "#layout_counts", "✗", "<image_soft_token>")
     assert "The raw prompt has 0 <image_soft_token> for 1 image" in text
     # Gemma 3n has no image budget: its dropdowns are disabled (no re-run for nothing).
-    page.wait_for_function("() => document.querySelector('#layout_budget input').disabled")
+    page.wait_for_function(
+        "() => document.querySelector('#layout_budget input').disabled", timeout=30_000
+    )
+    assert page.locator("#layout_budget input").is_disabled()
 
 
 def test_chat_turns_finished_failed_and_kept(page, tmp_path):
