@@ -1,4 +1,4 @@
-"""The web demo's command line: see how Gemma 3n, Gemma 4 and Gemma 4 Unified turn inputs into tokens.
+"""gemma_explore's web demo: see how Gemma 3n, Gemma 4 and Gemma 4 Unified turn inputs into tokens.
 
     gemma-explore demo [--model tiny-gemma4|tiny-gemma3n|tiny-gemma4-unified|PATH|HUB_ID]
                        [--backend hf|vllm|openai] [--base-url URL] [--host 127.0.0.1] [--port 7860]
@@ -20,11 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..loading import BACKENDS, backend_help
+from ..loading import BACKEND_TABLE, BACKENDS, backend_help
 
 __all__ = ["main", "parse_args"]
 
 EXAMPLE = "Example: gemma-explore demo --model tiny-gemma3n --port 7861"
+_SERVERS = [b.name for b in BACKEND_TABLE.values() if b.takes_base_url]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -51,7 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--base-url",
         metavar="URL",
         default=None,
-        help="for a server backend (openai): its address, e.g. http://127.0.0.1:8000/v1",
+        help=f"for a server backend ({', '.join(_SERVERS)}): its address, e.g. "
+        "http://127.0.0.1:8000/v1",
     )
     parser.add_argument(
         "--host",

@@ -227,6 +227,24 @@ def test_stop_ends_a_streaming_answer(page, artifacts_dir):
     assert _last_message(page) == stopped, "the answer kept growing after Stop"
 
 
+def _tofu(page) -> list[str]:
+    """Characters on screen that the browser draws as the missing-glyph box (issue 23's
+    ⏳): each is drawn in the body's font and compared, pixel for pixel, with a code
+    point no font has."""
+    return page.evaluate(
+        """() => {
+            const font = '20px ' + getComputedStyle(document.body).fontFamily;
+            const draw = ch => { const c = document.createElement('canvas');
+                c.width = 40; c.height = 30; const x = c.getContext('2d');
+                x.font = font; x.fillText(ch, 5, 22);
+                return Array.from(x.getImageData(0, 0, 40, 30).data).join(',') };
+            const box = draw('\u0378');  // unassigned: every font lacks it
+            const seen = new Set([...document.body.innerText].filter(ch => ch > '\u024f'
+                && !/\s/.test(ch)));
+            return [...seen].filter(ch => draw(ch) === box) }"""
+    )
+
+
 def _last_message(page) -> str:
     return page.evaluate(
         "() => { const m = document.querySelectorAll('#chatbot .message');"
@@ -296,6 +314,7 @@ def test_every_tab_shows_its_example_on_load_and_reads_at_this_width(
                        .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.innerText)"""
             )
             assert cut == [], f"{tab}: headers cut: {cut}"
+            assert _tofu(page) == [], f"{tab}: characters with no font here: {_tofu(page)}"
             page.screenshot(path=str(artifacts_dir / f"{name}_{tab.lower().replace(' ', '_')}.png"),
                             full_page=True)  # fmt: skip
         body = page.locator("body").inner_text()
