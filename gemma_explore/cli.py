@@ -551,7 +551,7 @@ def transcribe(
     ] = "tiny-gemma3n",
     backend: Annotated[str, typer.Option(help=f"Who answers: {backend_help()}.")] = BACKENDS[0],
     base_url: Annotated[
-        str | None, typer.Option(help="For a server backend (openai): its URL.")
+        str | None, typer.Option(help="For a server backend: its URL (…/v1).")
     ] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Longest answer.")] = 128,
     show_prompt: Annotated[

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from ..errors import MediaError, ModelLoadError
+from ..loading import BACKEND_TABLE
 from ..tables import Table
 
 __all__ = [
@@ -167,9 +168,10 @@ def error_text(exc: BaseException) -> str:
     """
     if isinstance(exc, ConnectionError):  # the library's text names base_url=; ours the flag
         where = str(exc).split(" (")[0]
+        server = next(b.name for b in BACKEND_TABLE.values() if b.takes_base_url)
         return (
             f"✗ {md(where)}. Start the server (`vllm serve MODEL`), or relaunch the demo with "
-            "--backend openai --base-url http://HOST:PORT/v1."
+            f"--backend {server} --base-url http://HOST:PORT/v1."
         )
     if isinstance(exc, MediaError | ModelLoadError | ValueError):
         return f"✗ {md(exc)}"

@@ -571,7 +571,7 @@ def preload(model: str) -> threading.Thread:
 def launch(
     model: str = "tiny-gemma4",
     *,
-    backend: str = "hf",
+    backend: str | None = None,
     base_url: str | None = None,
     host: str = "127.0.0.1",
     port: int = 7860,
@@ -579,10 +579,12 @@ def launch(
     quiet: bool = False,
 ):
     """Serve the demo: on 127.0.0.1 unless told otherwise, never a share link, uploads
-    capped at :data:`MAX_UPLOAD`. The model loads in the background."""
-    from ..loading import backend_options
+    capped at :data:`MAX_UPLOAD`. The model loads in the background. ``backend``: a name
+    from :data:`~gemma_explore.loading.BACKENDS` (None: the first, transformers)."""
+    from ..loading import BACKENDS, backend_options
 
-    bundles.configure(model, **backend_options(backend, base_url=base_url))
+    name = backend or BACKENDS[0]
+    bundles.configure(model, **backend_options(name, base_url=base_url))
     demo = build_app(model)
     demo.launch(
         server_name=host,
