@@ -39,6 +39,17 @@ def _free_port() -> int:
 def installed(tmp_path_factory):
     """(bin folder, environment, a working folder outside the repo) of a venv holding a
     non-editable install of this checkout."""
+    import tomllib
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+
+    (needed,) = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    have = version("setuptools")
+    assert Requirement(needed).specifier.contains(have), (
+        f"this environment's setuptools {have} cannot build the package ({needed}, from "
+        "pyproject.toml's build-system); pip install -U setuptools"
+    )
     base = tmp_path_factory.mktemp("wheel")
     source = base / "source"
     shutil.copytree(
