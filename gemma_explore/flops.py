@@ -121,7 +121,10 @@ def _eager(config: Any) -> Any:
     for sub in (config, *(getattr(config, k, None) for k in ("vision_config", "audio_config",
                                                              "text_config"))):  # fmt: skip
         if sub is not None:
-            sub._attn_implementation = "eager"
+            # A timm tower (its config names a timm ``architecture``: 3n's MobileNet-V5)
+            # picks its own attention, scaled_dot_product_attention, whose matmuls
+            # FlopCounterMode counts too; asking it for eager only draws a warning.
+            sub._attn_implementation = "sdpa" if hasattr(sub, "architecture") else "eager"
     text = config.get_text_config()
     if getattr(text, "enable_moe_block", False):
         # One matmul per (token, routed expert): the FLOPs of the k experts each token
@@ -132,46 +135,14 @@ def _eager(config: Any) -> Any:
 
 @cache
 def _built(key: str, part: str, device: str) -> Any:
-    """The modules of one part of a config, built once per (config, part, device)."""
+    """``(tower, embedder)`` of one part of a config (eager attention), built once per
+    (config, part, device): :func:`~gemma_explore.models.encoders.build_part`."""
     import torch
 
-    from .models.tiny import register_tiny_mobilenet
+    from .models.encoders import build_part
 
-    config = _eager(_CONFIGS[key])
-    family = config.model_type
-    text = config.get_text_config()
-    register_tiny_mobilenet()
     with torch.device(device):
-        if family == "gemma3n":
-            from transformers.models.gemma3n import modeling_gemma3n as m
-
-            if part == "vision":
-                import timm
-
-                tower = timm.create_model(config.vision_config.architecture, pretrained=False,
-                                          **(config.vision_config.model_args or {}))  # fmt: skip
-                return tower.eval(), m.Gemma3nMultimodalEmbedder(config.vision_config, text)
-            if part == "audio":
-                return (m.Gemma3nAudioEncoder(config.audio_config).eval(),
-                        m.Gemma3nMultimodalEmbedder(config.audio_config, text))  # fmt: skip
-            return m.Gemma3nTextModel(text).eval(), None
-        if family == "gemma4_unified":
-            from transformers.models.gemma4_unified import modeling_gemma4_unified as m
-
-            if part == "vision":  # the embedder ends in its own projection to the text width
-                return m.Gemma4UnifiedVisionEmbedder(config.vision_config, text).eval(), None
-            if part == "audio":
-                return None, m.Gemma4UnifiedMultimodalEmbedder(config.audio_config, text)
-            return m.Gemma4UnifiedTextModel(text).eval(), None
-        from transformers.models.gemma4 import modeling_gemma4 as m
-
-        if part == "vision":
-            return (m.Gemma4VisionModel(config.vision_config).eval(),
-                    m.Gemma4MultimodalEmbedder(config.vision_config, text))  # fmt: skip
-        if part == "audio":
-            return (m.Gemma4AudioModel(config.audio_config).eval(),
-                    m.Gemma4MultimodalEmbedder(config.audio_config, text))  # fmt: skip
-        return m.Gemma4TextModel(text).eval(), None
+        return build_part(_eager(_CONFIGS[key]), part)
 
 
 _CONFIGS: dict[str, Any] = {}  # config JSON → config (the key _built caches on)
@@ -222,7 +193,13 @@ def encoder_flops(
                 n = spec.image.fixed_soft_tokens
                 pixels = torch.zeros(1, 3, h, w, device=device)  # (1, 3, 768, 768)
                 feats = torch.zeros(1, n, config.vision_config.hidden_size, device=device)
-                return n, _count(lambda: (tower(pixels), proj(inputs_embeds=feats)))
+                # As get_image_features runs it: the tower's map, unpooled, then the projection.
+                return n, _count(
+                    lambda: (
+                        tower(pixel_values=pixels, do_pooling=False),
+                        proj(inputs_embeds=feats),
+                    )
+                )
             default = (
                 spec.image.video_budget if item == "video frame" else spec.image.default_budget
             )
@@ -236,7 +213,8 @@ def encoder_flops(
                 bpos = torch.stack([xs[::3, ::3].flatten() // 3, ys[::3, ::3].flatten() // 3], -1)
                 bpos = bpos[None].to(device)  # (1, B, 2)
 
-                return budget, _count(lambda: tower(pixel_values=blocks, image_position_ids=bpos))
+                # The embedder is the whole path (no tower), its projection included.
+                return budget, _count(lambda: proj(pixel_values=blocks, image_position_ids=bpos))
             n = rows * cols
             width = config.vision_config.hidden_size
             pixels = torch.zeros(1, n, 3 * spec.image.patch_size**2, device=device)  # (1, 9B, 768)
@@ -266,10 +244,9 @@ def encoder_flops(
             rows = torch.zeros(1, frames, spec.audio.samples_per_token, device=device)
             return frames, _count(lambda: proj(inputs_embeds=rows))
         mel = torch.zeros(1, frames, spec.audio.mel_bins, device=device)  # (1, T, 128)
-        if spec.name == "gemma3n":
-            mask = torch.zeros(1, frames, dtype=torch.bool, device=device)  # True = padding
-        else:
-            mask = torch.ones(1, frames, dtype=torch.bool, device=device)  # True = valid
+        # Every frame real: all False where the tower's mask marks padding (3n), else all True.
+        fill = torch.zeros if spec.audio.tower_mask_is_padding else torch.ones
+        mask = fill(1, frames, dtype=torch.bool, device=device)  # (1, T)
         holder: dict[str, Any] = {}
 
         def run_audio() -> None:
@@ -347,12 +324,13 @@ def flops_table(model_ids: tuple[str, ...] | None = None) -> Table:
     from .released import RELEASED_IDS
 
     rows = []
+    longest = max(CLIP_SECONDS)  # the clip the table prices
     for model_id in model_ids or RELEASED_IDS:
         r = flops_report(model_id)
         images = [c for c in r.costs if c.item == "image"]
         lo, hi = images[0], images[-1]
         frame = next((c for c in r.costs if c.item == "video frame"), None)
-        clip = next((c for c in r.costs if c.item == "audio clip" and c.setting == 30.0), None)
+        clip = next((c for c in r.costs if c.item == "audio clip" and c.setting == longest), None)
         rows.append((
             model_id,
             f"{lo.flops / 1e9:,.0f} ({lo.label})",
@@ -364,7 +342,7 @@ def flops_table(model_ids: tuple[str, ...] | None = None) -> Table:
         ))  # fmt: skip
     return Table(
         ("checkpoint", "image, smallest (GFLOPs)", "image, largest (GFLOPs)", "ratio",
-         "video frame (GFLOPs)", "30 s clip (GFLOPs)", "prefill / token (GFLOPs)"),
+         "video frame (GFLOPs)", f"{longest:g} s clip (GFLOPs)", "prefill / token (GFLOPs)"),
         tuple(rows),
         title="encoder and prefill FLOPs at released size (FlopCounterMode, meta device)",
     )  # fmt: skip
