@@ -245,7 +245,7 @@ def show_three_way(comparison: Any, *, image: Any = None):
     clip = (
         "" if comparison.audio_seconds is None else f" and a {comparison.audio_seconds:.2f} s clip"
     )
-    fig.suptitle(f"One {size_label((h, w))} image{clip} through three families", fontsize=12)
+    fig.suptitle(f"One {w}×{h} px (W×H) image{clip} through three families", fontsize=12)
     return fig
 
 
