@@ -120,7 +120,7 @@ class TransformersClasses:
     the vision and audio configs, and code that needs them does the same. An encoder-free
     family has none; its embedders are the whole path.
 
-    >>> GEMMA4.classes.load("model").__name__                          # doctest: +SKIP
+    >>> GEMMA4.classes.resolve("model").__name__
     'Gemma4ForConditionalGeneration'
     """
 
@@ -140,7 +140,7 @@ class TransformersClasses:
     feature_extractor: str
     video_processor: str | None  # None: the family takes no video
 
-    def load(self, role: str) -> type:
+    def resolve(self, role: str) -> type:
         """The class named by field ``role`` ("model", "feature_extractor", …): from
         ``transformers`` when it exports it, else from the family's modeling module."""
         import importlib

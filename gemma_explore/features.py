@@ -50,7 +50,7 @@ def _default_extractor(family: str) -> Any:
     """The family's feature extractor with its released settings (built once): Unified's
     cuts raw samples into frames of ``samples_per_token``, the others compute log-mel."""
     spec = get_family(family)
-    return spec.classes.load("feature_extractor")()
+    return spec.classes.resolve("feature_extractor")()
 
 
 def audio_features(

@@ -521,7 +521,7 @@ def released_config(model_id: str) -> Any:
     # whose image is always the same count).
     budget_key = spec.budget_config_field
     top, text_cls, vision_cls, audio_cls = (
-        spec.classes.load(part)
+        spec.classes.resolve(part)
         for part in ("config", "text_config", "vision_config", "audio_config")
     )
     budget = vision.pop(budget_key) if budget_key else None

@@ -25,22 +25,22 @@ def test_the_classes_belong_together(spec):
     """The model is built from the config the spec names, the config from its three
     sub-configs, the language model from the text config; the embedders exist."""
     c = spec.classes
-    assert c.load("model").config_class is c.load("config")
-    subs = c.load("config").sub_configs
+    assert c.resolve("model").config_class is c.resolve("config")
+    subs = c.resolve("config").sub_configs
     assert {k: v.__name__ for k, v in subs.items()} == {
         "text_config": c.text_config, "vision_config": c.vision_config,
         "audio_config": c.audio_config,
     }  # fmt: skip
-    assert c.load("text_model").config_class is c.load("text_config")
+    assert c.resolve("text_model").config_class is c.resolve("text_config")
     for role in ("vision_embedder", "audio_embedder", "processor", "image_processor"):
-        assert c.load(role).__name__ == getattr(c, role)
+        assert c.resolve(role).__name__ == getattr(c, role)
     assert (c.video_processor is None) == (not spec.has_video)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_audio_facts_are_the_extractors_own(spec):
     """Window, hop and rate as transformers' extractor holds them; prose reads frame_ms."""
-    fe = spec.classes.load("feature_extractor")()
+    fe = spec.classes.resolve("feature_extractor")()
     a = spec.audio
     assert fe.sampling_rate == a.sampling_rate
     if a.has_mel:

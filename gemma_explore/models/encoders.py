@@ -62,13 +62,13 @@ def build_part(config: Any, part: str) -> tuple[Any, Any]:
     classes = spec.classes
     text = config.get_text_config()
     if part == "text":
-        return classes.load("text_model")(text).eval(), None
+        return classes.resolve("text_model")(text).eval(), None
     from transformers import AutoModel
 
     register_tiny_mobilenet()  # a tiny Gemma 3n's vision config names our slim timm encoder
     sub = getattr(config, f"{part}_config")
     tower = None if spec.encoder_free else AutoModel.from_config(sub).eval()
-    return tower, classes.load(f"{part}_embedder")(sub, text).eval()
+    return tower, classes.resolve(f"{part}_embedder")(sub, text).eval()
 
 
 def _count(module: Any) -> int:

@@ -124,19 +124,19 @@ def _tiny_gemma3n_config(spec: FamilySpec) -> dict[str, Any]:
     """Gemma 3n's sub-configs: LAuReL, AltUp, the slim MobileNet-V5, a one-layer Conformer."""
     register_tiny_mobilenet()
     c = spec.classes
-    text = c.load("text_config")(
+    text = c.resolve("text_config")(
         **_tiny_text_sizes(spec),
         laurel_rank=8,
         altup_num_inputs=2,
         num_kv_shared_layers=0,
         activation_sparsity_pattern=[0.0, 0.0],
     )
-    vision = c.load("vision_config")(
+    vision = c.resolve("vision_config")(
         architecture=TINY_MNV5,
         model_args={"channel_multiplier": 0.125},
         hidden_size=2048,  # MobileNet-V5's fusion adapter always outputs 2048 channels
     )
-    audio = c.load("audio_config")(
+    audio = c.resolve("audio_config")(
         hidden_size=32,
         conf_num_attention_heads=2,
         conf_num_hidden_layers=1,
@@ -149,8 +149,8 @@ def _tiny_gemma4_config(spec: FamilySpec) -> dict[str, Any]:
     """Gemma 4's sub-configs: a one-layer ViT with the released patch and pooling, a
     one-layer Conformer."""
     c = spec.classes
-    text = c.load("text_config")(**_tiny_text_sizes(spec), global_head_dim=32)
-    vision = c.load("vision_config")(
+    text = c.resolve("text_config")(**_tiny_text_sizes(spec), global_head_dim=32)
+    vision = c.resolve("vision_config")(
         hidden_size=32,
         intermediate_size=64,
         num_hidden_layers=1,
@@ -160,7 +160,7 @@ def _tiny_gemma4_config(spec: FamilySpec) -> dict[str, Any]:
         patch_size=spec.image.patch_size,
         pooling_kernel_size=spec.image.pooling_kernel,
     )
-    audio = c.load("audio_config")(
+    audio = c.resolve("audio_config")(
         hidden_size=32,
         num_hidden_layers=1,
         num_attention_heads=2,
@@ -180,15 +180,15 @@ def _tiny_unified_config(spec: FamilySpec) -> dict[str, Any]:
     sizes = _tiny_text_sizes(spec)
     for key in ("vocab_size_per_layer_input", "hidden_size_per_layer_input"):
         sizes.pop(key)  # Unified's language model has no per-layer embeddings
-    text = c.load("text_config")(**sizes, global_head_dim=32)
-    vision = c.load("vision_config")(
+    text = c.resolve("text_config")(**sizes, global_head_dim=32)
+    vision = c.resolve("vision_config")(
         patch_size=spec.image.patch_size,
         pooling_kernel_size=spec.image.pooling_kernel,
         mm_embed_dim=32,
         mm_posemb_size=max(spec.image.budgets),
         output_proj_dims=32,
     )
-    audio = c.load("audio_config")(audio_embed_dim=spec.audio.samples_per_token)
+    audio = c.resolve("audio_config")(audio_embed_dim=spec.audio.samples_per_token)
     return dict(text_config=text, vision_config=vision, audio_config=audio)
 
 
@@ -209,7 +209,7 @@ def tiny_config(family: str | FamilySpec):
     280
     """
     spec = get_family(family)
-    config = spec.classes.load("config")(**_TINY_SUBCONFIGS[spec.classes.config](spec))
+    config = spec.classes.resolve("config")(**_TINY_SUBCONFIGS[spec.classes.config](spec))
     if spec.budget_config_field:
         # vLLM reads the default image budget from here (transformers never does): a
         # checkpoint without it fails in vLLM with an AttributeError.
@@ -230,7 +230,7 @@ def build_tiny_model(family: str | FamilySpec):
     state = torch.random.get_rng_state()
     torch.manual_seed(SEED)
     try:
-        model = spec.classes.load("model")(config)
+        model = spec.classes.resolve("model")(config)
     finally:
         torch.random.set_rng_state(state)
     model.eval()
@@ -241,7 +241,7 @@ def _image_processor(spec: FamilySpec) -> Any:
     """The image processor at the released settings: 3n squashes every image to its
     fixed size (SigLIP's processor, no normalisation); Gemma 4 and Unified resize to a
     soft-token budget."""
-    cls = spec.classes.load("image_processor")
+    cls = spec.classes.resolve("image_processor")
     img = spec.image
     if img.fixed_size is None:
         return cls(max_soft_tokens=img.default_budget)
@@ -260,7 +260,7 @@ def _image_processor(spec: FamilySpec) -> Any:
 def _feature_extractor(spec: FamilySpec) -> Any:
     """The audio feature extractor: log-mel at its defaults, or raw frames of
     ``samples_per_token`` samples (Unified)."""
-    cls = spec.classes.load("feature_extractor")
+    cls = spec.classes.resolve("feature_extractor")
     n = spec.audio.samples_per_token
     return cls() if n is None else cls(feature_size=n, audio_samples_per_token=n)
 
@@ -284,9 +284,9 @@ def build_tiny_processor(family: str | FamilySpec):
         audio_seq_length=audio.fixed_placeholders or audio.max_tokens,
     )
     if spec.classes.video_processor:
-        kwargs["video_processor"] = spec.classes.load("video_processor")(
+        kwargs["video_processor"] = spec.classes.resolve("video_processor")(
             max_soft_tokens=img.video_budget, num_frames=img.max_video_frames
         )
     if audio.fixed_placeholders is None:  # the count follows the clip's length
         kwargs["audio_ms_per_token"] = audio.ms_per_token
-    return spec.classes.load("processor")(**kwargs)
+    return spec.classes.resolve("processor")(**kwargs)
