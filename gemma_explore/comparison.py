@@ -18,6 +18,7 @@ from typing import Any
 from .families import FAMILIES, get_family
 from .models.encoders import EncoderSizes, encoder_sizes
 from .plans import AudioPlan, ImagePlan, plan_audio, plan_image
+from .sizes import size_label
 from .tables import Table
 from .vllm_rules import vllm_audio_tokens
 
@@ -74,7 +75,7 @@ class FamilyComparison:
         return Table(
             head,
             tuple(body),
-            title=f"One {w}×{h} px (W×H) image{clip}, three families",
+            title=f"One {size_label((h, w))} image{clip}, three families",
             notes=tuple(
                 f"{r.display_name}: {r.image_encoder}; {r.audio_encoder}" for r in self.rows
             ),

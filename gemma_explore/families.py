@@ -11,17 +11,22 @@ Nothing here imports torch, so plans and docs can use it cheaply.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 __all__ = [
     "AUDIO_SAMPLING_RATE",
     "AudioSpec",
+    "DEFAULT_FAMILY",
     "FAMILIES",
     "FamilySpec",
     "GEMMA3N",
     "GEMMA4",
     "GEMMA4_UNIFIED",
     "ImageSpec",
+    "SPEECH_TO_TEXT_FAMILY",
+    "TransformersClasses",
     "WRAPPER",
+    "family_from_name",
     "get_family",
 ]
 
@@ -71,6 +76,19 @@ class AudioSpec:
     # Encoder-free (Unified): no mel at all; the raw waveform is cut into frames of this
     # many samples, one token each (640 = 40 ms). None: a mel spectrogram and a tower.
     samples_per_token: int | None = None
+    # The audio tower's mask says True = padding (3n: Gemma3nModel.forward passes it
+    # ~input_features_mask); False: True = valid frame, as the extractor writes it (Gemma 4).
+    tower_mask_is_padding: bool = False
+
+    @property
+    def frame_ms(self) -> float:
+        """One analysis window in ms (3n 32, Gemma 4 20, Unified's raw frame 40)."""
+        return self.frame_length * 1000 / self.sampling_rate
+
+    @property
+    def hop_ms(self) -> float:
+        """Time between frame starts in ms (10 for the mel families, 40 for Unified)."""
+        return self.hop_length * 1000 / self.sampling_rate
 
     @property
     def subsampling(self) -> int:
@@ -94,6 +112,53 @@ class AudioSpec:
 
 
 @dataclass(frozen=True)
+class TransformersClasses:
+    """The transformers classes one family is built from, by name (looked up only when
+    needed, so this module never imports transformers).
+
+    The towers are not named: the model builds them with ``AutoModel.from_config`` from
+    the vision and audio configs, and code that needs them does the same. An encoder-free
+    family has none; its embedders are the whole path.
+
+    >>> GEMMA4.classes.resolve("model").__name__
+    'Gemma4ForConditionalGeneration'
+    """
+
+    module: str  # transformers.models.<module>.modeling_<module> holds the model classes
+    config: str  # the top-level config (text_config, vision_config, audio_config inside)
+    text_config: str
+    vision_config: str
+    audio_config: str
+    model: str  # the …ForConditionalGeneration class a checkpoint's config.json names
+    text_model: str  # the language model alone (prefill FLOPs)
+    # Projects the vision tower's rows (Unified: raw 48 px blocks) into the language
+    # model, built as cls(vision_config, text_config); the same for audio.
+    vision_embedder: str
+    audio_embedder: str
+    processor: str
+    image_processor: str  # 3n reuses SigLIP's resize-and-rescale processor
+    feature_extractor: str
+    video_processor: str | None  # None: the family takes no video
+
+    def resolve(self, role: str) -> type:
+        """The class named by field ``role`` ("model", "feature_extractor", …): from
+        ``transformers`` when it exports it, else from the family's modeling module."""
+        import importlib
+
+        import transformers
+
+        name = getattr(self, role)
+        if name is None:
+            raise ValueError(f"This family has no {role.replace('_', ' ')}.")
+        if hasattr(transformers, name):
+            return getattr(transformers, name)
+        modeling = importlib.import_module(
+            f"transformers.models.{self.module}.modeling_{self.module}"
+        )
+        return getattr(modeling, name)
+
+
+@dataclass(frozen=True)
 class FamilySpec:
     """The facts for one family. Ids are the released checkpoints' ids."""
 
@@ -112,6 +177,8 @@ class FamilySpec:
     eoa_token: str
     audio_token: str
     video_token: str | None  # Gemma 4 video frames use their own placeholder
+    classes: TransformersClasses  # what transformers builds this family from
+    tiny_name: str  # the offline random-weight bundle of this family (gemma_explore.load)
     token_ids: dict[str, int] = field(hash=False)  # token string → real id
     wraps_in_newlines: bool = False  # 3n wraps each image/audio run in "\n\n" … "\n\n"
     # Gemma 4 E-models look placeholders up as <pad> in their per-layer embeddings, so
@@ -139,6 +206,10 @@ class FamilySpec:
     # vLLM counts this family's audio placeholders with another family's formula
     # (Unified inherits Gemma 4's mel-based count, which is not what its embedder does).
     vllm_audio_rule: str | None = None
+    # Longest clip vLLM's /v1/audio/transcriptions takes for this family
+    # (get_speech_to_text_config's max_audio_clip_s, chunking off); None: the model class
+    # defines no speech-to-text interface (no get_generation_prompt), so vLLM serves none.
+    transcription_max_s: int | None = None
 
     def id_of(self, token: str) -> int:
         """The real id of a special token string."""
@@ -190,6 +261,22 @@ GEMMA3N = FamilySpec(
     eoa_token="<end_of_audio>",
     audio_token="<audio_soft_token>",
     video_token=None,
+    classes=TransformersClasses(
+        module="gemma3n",
+        config="Gemma3nConfig",
+        text_config="Gemma3nTextConfig",
+        vision_config="Gemma3nVisionConfig",
+        audio_config="Gemma3nAudioConfig",
+        model="Gemma3nForConditionalGeneration",
+        text_model="Gemma3nTextModel",
+        vision_embedder="Gemma3nMultimodalEmbedder",
+        audio_embedder="Gemma3nMultimodalEmbedder",
+        processor="Gemma3nProcessor",
+        image_processor="SiglipImageProcessor",
+        feature_extractor="Gemma3nAudioFeatureExtractor",
+        video_processor=None,
+    ),
+    tiny_name="tiny-gemma3n",
     token_ids={
         **_COMMON_IDS,
         "<start_of_turn>": 105,
@@ -230,11 +317,14 @@ GEMMA3N = FamilySpec(
         conformer_reduction=4,
         fixed_placeholders=188,
         max_tokens=188,
+        tower_mask_is_padding=True,
     ),
     hub_ids=("google/gemma-3n-E2B-it", "google/gemma-3n-E4B-it"),
     source="transformers Gemma3nProcessor / Gemma3nAudioFeatureExtractor / SiglipImageProcessor",
     image_encoder="MobileNet-V5 CNN tower (timm) on a 768×768 px squash",
     audio_encoder="USM Conformer tower on 128-bin mel frames",
+    # vLLM gemma3n_mm.py get_speech_to_text_config: max_audio_clip_s=30, chunking off.
+    transcription_max_s=30,
 )
 
 GEMMA4 = FamilySpec(
@@ -253,6 +343,22 @@ GEMMA4 = FamilySpec(
     eoa_token="<audio|>",
     audio_token="<|audio|>",
     video_token="<|video|>",
+    classes=TransformersClasses(
+        module="gemma4",
+        config="Gemma4Config",
+        text_config="Gemma4TextConfig",
+        vision_config="Gemma4VisionConfig",
+        audio_config="Gemma4AudioConfig",
+        model="Gemma4ForConditionalGeneration",
+        text_model="Gemma4TextModel",
+        vision_embedder="Gemma4MultimodalEmbedder",
+        audio_embedder="Gemma4MultimodalEmbedder",
+        processor="Gemma4Processor",
+        image_processor="Gemma4ImageProcessor",
+        feature_extractor="Gemma4AudioFeatureExtractor",
+        video_processor="Gemma4VideoProcessor",
+    ),
+    tiny_name="tiny-gemma4",
     token_ids={
         **_COMMON_IDS,
         "<|turn>": 105,
@@ -310,6 +416,22 @@ GEMMA4_UNIFIED = replace(
     GEMMA4,
     name="gemma4_unified",
     display_name="Gemma 4 Unified",
+    classes=TransformersClasses(
+        module="gemma4_unified",
+        config="Gemma4UnifiedConfig",
+        text_config="Gemma4UnifiedTextConfig",
+        vision_config="Gemma4UnifiedVisionConfig",
+        audio_config="Gemma4UnifiedAudioConfig",
+        model="Gemma4UnifiedForConditionalGeneration",
+        text_model="Gemma4UnifiedTextModel",
+        vision_embedder="Gemma4UnifiedVisionEmbedder",  # LayerNorm → Linear → positions
+        audio_embedder="Gemma4UnifiedMultimodalEmbedder",  # RMSNorm → Linear
+        processor="Gemma4UnifiedProcessor",
+        image_processor="Gemma4UnifiedImageProcessor",
+        feature_extractor="Gemma4UnifiedAudioFeatureExtractor",
+        video_processor="Gemma4UnifiedVideoProcessor",
+    ),
+    tiny_name="tiny-gemma4-unified",
     # The language model has no per-layer embeddings (no PLE fields in its config).
     pads_placeholders_per_layer=False,
     audio=AudioSpec(
@@ -343,27 +465,56 @@ GEMMA4_UNIFIED = replace(
     vllm_audio_rule="gemma4",
 )
 
-FAMILIES: dict[str, FamilySpec] = {
-    "gemma3n": GEMMA3N,
-    "gemma4": GEMMA4,
-    "gemma4_unified": GEMMA4_UNIFIED,
-}
+FAMILIES: dict[str, FamilySpec] = {f.name: f for f in (GEMMA3N, GEMMA4, GEMMA4_UNIFIED)}
 
 # Why a default at all: a learner who calls plan_video(clip) or bill(folder) without naming a
 # family should get the family with every modality and a budget. This is the one place that
 # choice is made; everything else reads DEFAULT_FAMILY (never writes "gemma4" itself).
 DEFAULT_FAMILY: FamilySpec = GEMMA4
 
+# The family vLLM serves /v1/audio/transcriptions for (the one with a transcription_max_s);
+# what transcription_prompt and transcription_request default to.
+SPEECH_TO_TEXT_FAMILY: FamilySpec = next(
+    f for f in FAMILIES.values() if f.transcription_max_s is not None
+)
 
-def get_family(family: str | FamilySpec) -> FamilySpec:
-    """Return the spec for ``"gemma3n"``, ``"gemma4"`` or ``"gemma4_unified"`` (also
-    accepts a spec).
+# Substrings of a checkpoint's name that say its family, tried in this order: Unified's
+# names ("gemma-4-12b", "…unified…") also contain Gemma 4's markers, so they come first.
+_NAME_MARKERS: tuple[tuple[str, FamilySpec], ...] = (
+    ("gemma-3n", GEMMA3N),
+    ("unified", GEMMA4_UNIFIED),
+    ("gemma-4-12b", GEMMA4_UNIFIED),
+    ("gemma-4", GEMMA4),
+)
+
+
+def family_from_name(name: str) -> FamilySpec | None:
+    """The family a checkpoint's *name* suggests (for a model we cannot open), or None.
+
+    >>> family_from_name("my-org/Gemma4_Unified-finetune").name
+    'gemma4_unified'
+    >>> family_from_name("my-org/llama") is None
+    True
+    """
+    low = str(name).lower().replace("_", "-")
+    for marker, spec in _NAME_MARKERS:
+        if marker in low or marker.replace("-", "") in low:
+            return spec
+    return None
+
+
+def get_family(family: str | FamilySpec | Any) -> FamilySpec:
+    """Return the spec for ``"gemma3n"``, ``"gemma4"`` or ``"gemma4_unified"``; also
+    accepts a spec, or a loaded bundle (anything with a ``.spec``), so every ``family=``
+    takes all three.
 
     >>> get_family("unified").audio.samples_per_token
     640
     """
     if isinstance(family, FamilySpec):
         return family
+    if isinstance(getattr(family, "spec", None), FamilySpec):  # a Bundle (a higher layer)
+        return family.spec
     key = str(family).lower().replace(" ", "").replace("-", "").replace("_", "")
     aliases = {
         "gemma3n": "gemma3n",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .families import get_family
+from .families import DEFAULT_FAMILY, FamilySpec, get_family
 from .plans import AudioPlan, plan_audio
 
 if TYPE_CHECKING:
@@ -47,24 +47,16 @@ class AudioFeatures:
 
 @cache
 def _default_extractor(family: str) -> Any:
-    """The family's feature extractor with its released settings (built once)."""
-    if family == "gemma3n":
-        from transformers import Gemma3nAudioFeatureExtractor
-
-        return Gemma3nAudioFeatureExtractor()
-    if family == "gemma4_unified":  # raw 640-sample frames, not mel
-        from transformers import Gemma4UnifiedAudioFeatureExtractor
-
-        return Gemma4UnifiedAudioFeatureExtractor()
-    from transformers import Gemma4AudioFeatureExtractor
-
-    return Gemma4AudioFeatureExtractor()
+    """The family's feature extractor with its released settings (built once): Unified's
+    cuts raw samples into frames of ``samples_per_token``, the others compute log-mel."""
+    spec = get_family(family)
+    return spec.classes.resolve("feature_extractor")()
 
 
 def audio_features(
     audio: Any = None,
     *,
-    family: str,
+    family: str | FamilySpec = DEFAULT_FAMILY,
     sampling_rate: int | None = None,
     plan: AudioPlan | None = None,
     prepared: PreparedInputs | None = None,
@@ -74,6 +66,11 @@ def audio_features(
 
     Give ``audio`` (any audio input), or a ``plan`` that holds its waveform, or a
     ``prepared`` request whose processor already computed the features (clip ``item``).
+    ``family``: a name, a spec or a bundle (default ``DEFAULT_FAMILY``).
+
+    >>> feats = audio_features((np.zeros(16_000, np.float32), 16_000), family="gemma4")
+    >>> feats.num_frames, feats.mel.shape[1]
+    (99, 128)
     """
     spec = get_family(family)
     if plan is None:

@@ -121,7 +121,10 @@ def _eager(config: Any) -> Any:
     for sub in (config, *(getattr(config, k, None) for k in ("vision_config", "audio_config",
                                                              "text_config"))):  # fmt: skip
         if sub is not None:
-            sub._attn_implementation = "eager"
+            # A timm tower (its config names a timm ``architecture``: 3n's MobileNet-V5)
+            # picks its own attention, scaled_dot_product_attention, whose matmuls
+            # FlopCounterMode counts too; asking it for eager only draws a warning.
+            sub._attn_implementation = "sdpa" if hasattr(sub, "architecture") else "eager"
     text = config.get_text_config()
     if getattr(text, "enable_moe_block", False):
         # One matmul per (token, routed expert): the FLOPs of the k experts each token
@@ -132,46 +135,14 @@ def _eager(config: Any) -> Any:
 
 @cache
 def _built(key: str, part: str, device: str) -> Any:
-    """The modules of one part of a config, built once per (config, part, device)."""
+    """``(tower, embedder)`` of one part of a config (eager attention), built once per
+    (config, part, device): :func:`~gemma_explore.models.encoders.build_part`."""
     import torch
 
-    from .models.tiny import register_tiny_mobilenet
+    from .models.encoders import build_part
 
-    config = _eager(_CONFIGS[key])
-    family = config.model_type
-    text = config.get_text_config()
-    register_tiny_mobilenet()
     with torch.device(device):
-        if family == "gemma3n":
-            from transformers.models.gemma3n import modeling_gemma3n as m
-
-            if part == "vision":
-                import timm
-
-                tower = timm.create_model(config.vision_config.architecture, pretrained=False,
-                                          **(config.vision_config.model_args or {}))  # fmt: skip
-                return tower.eval(), m.Gemma3nMultimodalEmbedder(config.vision_config, text)
-            if part == "audio":
-                return (m.Gemma3nAudioEncoder(config.audio_config).eval(),
-                        m.Gemma3nMultimodalEmbedder(config.audio_config, text))  # fmt: skip
-            return m.Gemma3nTextModel(text).eval(), None
-        if family == "gemma4_unified":
-            from transformers.models.gemma4_unified import modeling_gemma4_unified as m
-
-            if part == "vision":  # the embedder ends in its own projection to the text width
-                return m.Gemma4UnifiedVisionEmbedder(config.vision_config, text).eval(), None
-            if part == "audio":
-                return None, m.Gemma4UnifiedMultimodalEmbedder(config.audio_config, text)
-            return m.Gemma4UnifiedTextModel(text).eval(), None
-        from transformers.models.gemma4 import modeling_gemma4 as m
-
-        if part == "vision":
-            return (m.Gemma4VisionModel(config.vision_config).eval(),
-                    m.Gemma4MultimodalEmbedder(config.vision_config, text))  # fmt: skip
-        if part == "audio":
-            return (m.Gemma4AudioModel(config.audio_config).eval(),
-                    m.Gemma4MultimodalEmbedder(config.audio_config, text))  # fmt: skip
-        return m.Gemma4TextModel(text).eval(), None
+        return build_part(_eager(_CONFIGS[key]), part)
 
 
 _CONFIGS: dict[str, Any] = {}  # config JSON → config (the key _built caches on)
@@ -202,84 +173,134 @@ def encoder_flops(
     projection into the language model, counted by ``FlopCounterMode``.
 
     ``item`` is "image", "video frame" (Gemma 4: ``max_soft_tokens``, default the
-    family's image / video budget) or "audio clip" (``seconds``).
+    family's image / video budget) or "audio clip" (``seconds``). One pass per path:
+    a fixed squash through a CNN (:func:`_fixed_image_flops`), a budget of patches
+    through a ViT and its pooler (:func:`_vit_image_flops`), raw blocks through an
+    embedder (:func:`_embedder_image_flops`), a clip (:func:`_audio_flops`).
 
     >>> from gemma_explore.released import released_config
     >>> encoder_flops(released_config("google/gemma-4-31B-it"), "image",
     ...               max_soft_tokens=70)[0]                            # doctest: +SKIP
     70
     """
-    import numpy as np
     import torch
 
     spec = get_family(config.model_type)
     key = _key(config)
     with torch.no_grad():
-        if item in ("image", "video frame"):
-            tower, proj = _built(key, "vision", device)
-            if spec.image.fixed_soft_tokens is not None:  # Gemma 3n: 768×768, 256 tokens
-                h, w = spec.image.fixed_size
-                n = spec.image.fixed_soft_tokens
-                pixels = torch.zeros(1, 3, h, w, device=device)  # (1, 3, 768, 768)
-                feats = torch.zeros(1, n, config.vision_config.hidden_size, device=device)
-                return n, _count(lambda: (tower(pixels), proj(inputs_embeds=feats)))
-            default = (
-                spec.image.video_budget if item == "video frame" else spec.image.default_budget
-            )
-            budget = max_soft_tokens or default
-            rows, cols = _grid(budget)
-            ys, xs = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
-            pos = torch.stack([xs.flatten(), ys.flatten()], -1)[None].to(device)  # (1, 9B, 2)
-            if spec.encoder_free:  # Unified: one merged 48 px block per token
-                patch = 3 * (spec.image.patch_size * spec.image.pooling_kernel) ** 2  # 6912
-                blocks = torch.zeros(1, budget, patch, device=device)  # (1, B, 6912)
-                bpos = torch.stack([xs[::3, ::3].flatten() // 3, ys[::3, ::3].flatten() // 3], -1)
-                bpos = bpos[None].to(device)  # (1, B, 2)
-
-                return budget, _count(lambda: tower(pixel_values=blocks, image_position_ids=bpos))
-            n = rows * cols
-            width = config.vision_config.hidden_size
-            pixels = torch.zeros(1, n, 3 * spec.image.patch_size**2, device=device)  # (1, 9B, 768)
-            weights = torch.zeros(1, budget, n, device=device)  # the pooler's one-hot average
-            pooled = torch.zeros(1, budget, width, device=device)  # (1, B, width)
-
-            def run_vit() -> None:
-                embeds = tower.patch_embedder.input_proj(pixels)  # (1, 9B, width)
-                hidden = tower.encoder(
-                    inputs_embeds=embeds, attention_mask=None, pixel_position_ids=pos
-                ).last_hidden_state  # (1, 9B, width)
-                torch.bmm(weights, hidden)  # (1, B, width): the pooler
-                proj(inputs_embeds=pooled)  # (1, B, text width)
-
-            return budget, _count(run_vit)
-        if item != "audio clip":
+        if item == "audio clip":
+            if getattr(config, "audio_config", None) is None:
+                name = config._name_or_path or "This checkpoint"
+                raise ValueError(f"{name} has no audio tower.")
+            return _audio_flops(spec, _built(key, "audio", device), seconds or 10.0, device)
+        if item not in ("image", "video frame"):
             raise ValueError(f"item must be 'image', 'video frame' or 'audio clip', not {item!r}.")
-        if getattr(config, "audio_config", None) is None:
-            raise ValueError(f"{config._name_or_path or 'This checkpoint'} has no audio tower.")
-        from .plans import plan_audio
+        parts = _built(key, "vision", device)
+        if spec.image.fixed_soft_tokens is not None:  # Gemma 3n: one size, one count
+            return _fixed_image_flops(spec, parts, config.vision_config.hidden_size, device)
+        default = spec.image.video_budget if item == "video frame" else spec.image.default_budget
+        budget = max_soft_tokens or default
+        if spec.encoder_free:
+            return _embedder_image_flops(spec, parts, budget, device)
+        return _vit_image_flops(spec, parts, budget, config.vision_config.hidden_size, device)
 
-        wave = np.zeros(int(round((seconds or 10.0) * spec.audio.sampling_rate)), np.float32)
-        plan = plan_audio((wave, spec.audio.sampling_rate), family=spec.name)
-        tower, proj = _built(key, "audio", device)
-        frames = plan.num_mel_frames
-        if spec.encoder_free:  # raw 640-sample frames straight into the projection
-            rows = torch.zeros(1, frames, spec.audio.samples_per_token, device=device)
-            return frames, _count(lambda: proj(inputs_embeds=rows))
-        mel = torch.zeros(1, frames, spec.audio.mel_bins, device=device)  # (1, T, 128)
-        if spec.name == "gemma3n":
-            mask = torch.zeros(1, frames, dtype=torch.bool, device=device)  # True = padding
-        else:
-            mask = torch.ones(1, frames, dtype=torch.bool, device=device)  # True = valid
-        holder: dict[str, Any] = {}
 
-        def run_audio() -> None:
-            out = tower(mel, mask)
-            hidden = out[0] if isinstance(out, tuple) else out.last_hidden_state
-            holder["tokens"] = hidden.shape[1]
-            proj(inputs_embeds=hidden)
+def _fixed_image_flops(spec: Any, parts: tuple, width: int, device: str) -> tuple[int, int]:
+    """3n: every image is squashed to one size; the CNN's map is the soft tokens."""
+    import torch
 
-        flops = _count(run_audio)
-        return int(holder["tokens"]), flops
+    tower, proj = parts
+    h, w = spec.image.fixed_size
+    n = spec.image.fixed_soft_tokens
+    pixels = torch.zeros(1, 3, h, w, device=device)  # (1, 3, 768, 768)
+    feats = torch.zeros(1, n, width, device=device)  # (1, 256, width)
+
+    def run() -> None:  # as get_image_features runs it: the map, unpooled, then projected
+        tower(pixel_values=pixels, do_pooling=False)
+        proj(inputs_embeds=feats)
+
+    return n, _count(run)
+
+
+def _positions(budget: int, device: str) -> Any:
+    """(x, y) of every patch of the budget's grid: ``(1, 9B, 2)``."""
+    import torch
+
+    rows, cols = _grid(budget)
+    ys, xs = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+    return torch.stack([xs.flatten(), ys.flatten()], -1)[None].to(device)  # (1, 9B, 2)
+
+
+def _embedder_image_flops(spec: Any, parts: tuple, budget: int, device: str) -> tuple[int, int]:
+    """Encoder-free (Unified): one merged block of k×k patches per token, through the
+    embedder, which is the whole path (its projection included)."""
+    import torch
+
+    _, embedder = parts
+    k = spec.image.pooling_kernel
+    values = 3 * spec.image.cell_px**2  # RGB values of one block (6912)
+    blocks = torch.zeros(1, budget, values, device=device)  # (1, B, 6912)
+    pos = _positions(budget, device)[0]  # (9B, 2) patch positions
+    rows, cols = _grid(budget)
+    grid = pos.reshape(rows, cols, 2)[::k, ::k] // k  # one (x, y) per block
+    bpos = grid.reshape(1, budget, 2)  # (1, B, 2)
+    return budget, _count(lambda: embedder(pixel_values=blocks, image_position_ids=bpos))
+
+
+def _vit_image_flops(
+    spec: Any, parts: tuple, budget: int, width: int, device: str
+) -> tuple[int, int]:
+    """Gemma 4: the ViT runs on all ``budget × 9`` patches the processor pads to; its
+    pooler's one-hot average is counted as the matmul it is; then the projection."""
+    import torch
+
+    tower, proj = parts
+    pos = _positions(budget, device)
+    n = pos.shape[1]
+    pixels = torch.zeros(1, n, 3 * spec.image.patch_size**2, device=device)  # (1, 9B, 768)
+    weights = torch.zeros(1, budget, n, device=device)  # the pooler's one-hot average
+    pooled = torch.zeros(1, budget, width, device=device)  # (1, B, width)
+
+    def run() -> None:
+        embeds = tower.patch_embedder.input_proj(pixels)  # (1, 9B, width)
+        hidden = tower.encoder(
+            inputs_embeds=embeds, attention_mask=None, pixel_position_ids=pos
+        ).last_hidden_state  # (1, 9B, width)
+        torch.bmm(weights, hidden)  # (1, B, width): the pooler
+        proj(inputs_embeds=pooled)  # (1, B, text width)
+
+    return budget, _count(run)
+
+
+def _audio_flops(spec: Any, parts: tuple, seconds: float, device: str) -> tuple[int, int]:
+    """A clip of ``seconds``: its mel frames through the tower and the projection, or
+    (encoder-free) its raw frames straight into the projection."""
+    import numpy as np
+    import torch
+
+    from .plans import plan_audio
+
+    tower, proj = parts
+    rate = spec.audio.sampling_rate
+    plan = plan_audio((np.zeros(int(round(seconds * rate)), np.float32), rate), family=spec)
+    frames = plan.num_mel_frames
+    if spec.encoder_free:  # raw frames of samples_per_token samples, one token each
+        rows = torch.zeros(1, frames, spec.audio.samples_per_token, device=device)  # (1, T, 640)
+        return frames, _count(lambda: proj(inputs_embeds=rows))
+    mel = torch.zeros(1, frames, spec.audio.mel_bins, device=device)  # (1, T, 128)
+    # Every frame real: all False where the tower's mask marks padding (3n), else all True.
+    fill = torch.zeros if spec.audio.tower_mask_is_padding else torch.ones
+    mask = fill(1, frames, dtype=torch.bool, device=device)  # (1, T)
+    holder: dict[str, Any] = {}
+
+    def run() -> None:
+        out = tower(mel, mask)
+        hidden = out[0] if isinstance(out, tuple) else out.last_hidden_state  # (1, tokens, d)
+        holder["tokens"] = hidden.shape[1]
+        proj(inputs_embeds=hidden)
+
+    flops = _count(run)
+    return int(holder["tokens"]), flops
 
 
 def prefill_flops(config: Any, num_tokens: int = PREFILL_TOKENS, *, device: str = "meta") -> int:
@@ -347,12 +368,13 @@ def flops_table(model_ids: tuple[str, ...] | None = None) -> Table:
     from .released import RELEASED_IDS
 
     rows = []
+    longest = max(CLIP_SECONDS)  # the clip the table prices
     for model_id in model_ids or RELEASED_IDS:
         r = flops_report(model_id)
         images = [c for c in r.costs if c.item == "image"]
         lo, hi = images[0], images[-1]
         frame = next((c for c in r.costs if c.item == "video frame"), None)
-        clip = next((c for c in r.costs if c.item == "audio clip" and c.setting == 30.0), None)
+        clip = next((c for c in r.costs if c.item == "audio clip" and c.setting == longest), None)
         rows.append((
             model_id,
             f"{lo.flops / 1e9:,.0f} ({lo.label})",
@@ -364,7 +386,7 @@ def flops_table(model_ids: tuple[str, ...] | None = None) -> Table:
         ))  # fmt: skip
     return Table(
         ("checkpoint", "image, smallest (GFLOPs)", "image, largest (GFLOPs)", "ratio",
-         "video frame (GFLOPs)", "30 s clip (GFLOPs)", "prefill / token (GFLOPs)"),
+         "video frame (GFLOPs)", f"{longest:g} s clip (GFLOPs)", "prefill / token (GFLOPs)"),
         tuple(rows),
         title="encoder and prefill FLOPs at released size (FlopCounterMode, meta device)",
     )  # fmt: skip

@@ -34,7 +34,7 @@ from .errors import MediaError
 # file gets our one line and never FFmpeg's "moov atom not found" on stderr.
 os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
 os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
-from .families import AUDIO_SAMPLING_RATE, GEMMA4
+from .families import AUDIO_SAMPLING_RATE, DEFAULT_FAMILY
 from .sizes import size_label
 from .wavfile import wav_shortfall
 
@@ -248,18 +248,28 @@ def load_image(image: Any) -> PILImage:
 
 
 def load_audio(
-    audio: Any, *, sampling_rate: int | None = None, target_rate: int = AUDIO_SAMPLING_RATE
+    audio: Any,
+    *,
+    sampling_rate: int | None = None,
+    target_rate: int = AUDIO_SAMPLING_RATE,
+    bare_array_rate: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Return a mono float32 waveform at ``target_rate`` and notes on what was done.
 
     ``audio`` is a path, bytes, a file object, a ``(waveform, rate)`` pair or an array
     with ``sampling_rate``. Files are read with soundfile (WAV, FLAC, OGG) and, failing
     that, librosa (MP3 and more). Stereo is averaged; other rates are resampled.
+    ``bare_array_rate``: the rate a numpy array given with no rate is taken to be (the
+    plans pass their family's 16 kHz); None refuses such an array and asks for its rate.
 
     >>> wave, notes = load_audio((np.zeros(8000, np.float32), 8000))
     >>> wave.shape, notes["resampled_from"], notes["silent"]
     ((16000,), 8000, True)
+    >>> load_audio(np.zeros(8000, np.float32), bare_array_rate=16_000)[0].shape
+    (8000,)
     """
+    if sampling_rate is None and isinstance(audio, np.ndarray):
+        sampling_rate = bare_array_rate  # the one place a bare array gets a rate
     data = _read_source(audio, "audio")
     if data is not None:
         audio, sampling_rate = _decode_audio_bytes(data)
@@ -549,12 +559,12 @@ def load_video(video: Any, *, fps: float | None = None, max_frames: int | None =
     """Return a :class:`Video` from a path, bytes, file, (frames, fps) pair or an array.
 
     Files are read with OpenCV (``opencv-python-headless``), seeking to the ``max_frames``
-    (default: Gemma 4's 32) evenly spaced frames a model samples; their fps comes from
-    the container. An array is kept whole and needs ``fps``.
+    (default: the default family's cap, Gemma 4's 32) evenly spaced frames a model
+    samples; their fps comes from the container. An array is kept whole and needs ``fps``.
     """
     if isinstance(video, Video):
         return video
-    limit = max_frames or GEMMA4.image.max_video_frames
+    limit = max_frames or DEFAULT_FAMILY.image.max_video_frames
     if isinstance(video, tuple) and len(video) == 2 and np.isscalar(video[1]):
         video, fps = video
     if isinstance(video, str | os.PathLike):

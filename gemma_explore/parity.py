@@ -335,9 +335,8 @@ def check_audio_parity(
             rate = sampling_rate or a.sampling_rate
             wave, _ = load_audio((_test_wave(int(audio)), rate), target_rate=a.sampling_rate)
         else:
-            if sampling_rate is None and isinstance(audio, np.ndarray):
-                sampling_rate = a.sampling_rate  # a bare array is taken to be 16 kHz
-            wave, _ = load_audio(audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate)
+            wave, _ = load_audio(audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate,
+                                 bare_array_rate=a.sampling_rate)  # fmt: skip
         prepared = prepare_inputs(bundle, "", audios=[(wave, a.sampling_rate)])
     if plan is None:
         plan = plan_audio((prepared.audios[0], a.sampling_rate), family=spec.name)

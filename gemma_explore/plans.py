@@ -370,9 +370,8 @@ def plan_audio(audio: Any, *, family: str, sampling_rate: int | None = None) -> 
         else:
             n = n_in
     else:
-        if sampling_rate is None and isinstance(audio, np.ndarray):
-            sampling_rate = a.sampling_rate  # a bare array is taken to be 16 kHz
-        wav, notes = load_audio(audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate)
+        wav, notes = load_audio(audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate,
+                                bare_array_rate=a.sampling_rate)  # fmt: skip
         n = int(wav.shape[0])
 
     used = n if a.max_samples is None else min(n, a.max_samples)

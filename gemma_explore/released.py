@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .families import GEMMA3N, GEMMA4, GEMMA4_UNIFIED, get_family
+
 __all__ = [
     "BASE_IDS",
     "RELEASED",
@@ -216,8 +218,8 @@ def _gemma3n(size: str, layers: int, intermediate: int, shared: int) -> Released
     return Released(
         id=f"google/gemma-3n-{size}-it",
         base_id=f"google/gemma-3n-{size}",
-        model_type="gemma3n",
-        architecture="Gemma3nForConditionalGeneration",
+        model_type=GEMMA3N.name,
+        architecture=GEMMA3N.classes.model,
         text=_3n_text(layers, intermediate, shared, "conv3n"),
         vision=_3N_VISION,
         audio=_3N_AUDIO,
@@ -325,8 +327,8 @@ def _gemma4(
     return Released(
         id=f"google/gemma-4-{size}-it",
         base_id=f"google/gemma-4-{size}",
-        model_type="gemma4",
-        architecture="Gemma4ForConditionalGeneration",
+        model_type=GEMMA4.name,
+        architecture=GEMMA4.classes.model,
         text=_4_TEXT_COMMON
         | _facts(f"conv4: variant gemma-4-{size.lower()}", **text)
         | _facts("cfg4: the converter leaves these at the class default", **defaults),
@@ -412,8 +414,8 @@ _31B = _gemma4(
 _12B = Released(
     id="google/gemma-4-12B-it",
     base_id="google/gemma-4-12B",
-    model_type="gemma4_unified",
-    architecture="Gemma4UnifiedForConditionalGeneration",
+    model_type=GEMMA4_UNIFIED.name,
+    architecture=GEMMA4_UNIFIED.classes.model,
     text=_facts(
         "convU: corroborated by an mlx port's TextConfig (3840, 48 layers, 15360, 16 heads, "
         "8 KV heads, head_dim 256, global 512)",
@@ -500,15 +502,6 @@ def _values(block: dict[str, Fact] | None) -> dict[str, Any]:
     return {k: copy.deepcopy(f.value) for k, f in (block or {}).items()}
 
 
-# model_type → (the transformers config classes' prefix, the vision_config key vLLM reads
-# the start-up image budget from: none for Gemma 3n, whose image is always 256 tokens).
-_CONFIG_BUILD: dict[str, tuple[str, str | None]] = {
-    "gemma3n": ("Gemma3n", None),
-    "gemma4": ("Gemma4", "default_output_length"),
-    "gemma4_unified": ("Gemma4Unified", "num_soft_tokens"),
-}
-
-
 def released_config(model_id: str) -> Any:
     """The transformers config of a released checkpoint, built offline from the facts.
 
@@ -523,11 +516,13 @@ def released_config(model_id: str) -> Any:
     text, vision, audio = _values(r.text), _values(r.vision), _values(r.audio)
     tokens = _values(r.token_ids)
     eos = [1, 106] if instruct else 1
-    prefix, budget_key = _CONFIG_BUILD[r.model_type]
-    import transformers
-
+    spec = get_family(r.model_type)
+    # The vision_config key vLLM reads the start-up image budget from (none for Gemma 3n,
+    # whose image is always the same count).
+    budget_key = spec.budget_config_field
     top, text_cls, vision_cls, audio_cls = (
-        getattr(transformers, f"{prefix}{part}Config") for part in ("", "Text", "Vision", "Audio")
+        spec.classes.resolve(part)
+        for part in ("config", "text_config", "vision_config", "audio_config")
     )
     budget = vision.pop(budget_key) if budget_key else None
     vision_config = vision_cls(**vision)

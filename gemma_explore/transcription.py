@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import MediaError
-from .families import AUDIO_SAMPLING_RATE, get_family
+from .errors import MediaError, renamed
+from .families import FAMILIES, SPEECH_TO_TEXT_FAMILY, FamilySpec, get_family
 from .media import load_audio
 
 __all__ = [
@@ -46,11 +46,13 @@ __all__ = [
     "Transcription",
     "TranscriptionRequest",
     "check_language",
+    "require_language",
     "transcription_prompt",
     "transcription_request",
 ]
 
-MAX_CLIP_S = 30  # vLLM's max_audio_clip_s for Gemma 3n (chunking is off for it)
+# vLLM's max_audio_clip_s for Gemma 3n (chunking is off for it): a fact of families.py.
+MAX_CLIP_S: int = SPEECH_TO_TEXT_FAMILY.transcription_max_s
 TASKS = ("transcribe", "translate")
 
 # ISO 639-1 code → the English name written into the prompt. The list OpenAI documents for
@@ -73,22 +75,25 @@ LANGUAGES: dict[str, str] = {
 }  # fmt: skip
 
 
-def _supported(family: str) -> None:
+def _supported(family: str | FamilySpec) -> FamilySpec:
+    """The family's spec, when vLLM serves transcriptions for it; else what to do instead."""
     spec = get_family(family)
-    if spec.name != "gemma3n":
+    if spec.transcription_max_s is None:
+        which = " and ".join(f.display_name for f in FAMILIES.values() if f.transcription_max_s)
         raise ValueError(
             f"{spec.display_name} has no speech-to-text interface (the seed defines "
-            "get_generation_prompt for Gemma 3n only, so vLLM serves no "
+            f"get_generation_prompt for {which} only, so vLLM serves no "
             "/v1/audio/transcriptions for it). Ask in a chat turn instead: "
             "bundle.generate([{'role': 'user', 'content': [{'type': 'audio', 'audio': clip}, "
             "{'type': 'text', 'text': 'Transcribe this audio.'}]}])."
         )
+    return spec
 
 
-def check_language(code: str | None, *, what: str = "language") -> str | None:
+def require_language(code: str | None, *, what: str = "language") -> str | None:
     """A supported ISO 639-1 code (lower-cased), None for none; else a clear error.
 
-    >>> check_language("FR")
+    >>> require_language("FR")
     'fr'
     """
     if code is None or code == "":
@@ -97,10 +102,13 @@ def check_language(code: str | None, *, what: str = "language") -> str | None:
     if key not in LANGUAGES:
         codes = ", ".join(sorted(LANGUAGES))
         raise ValueError(
-            f"Unknown {what} {code!r}: give an ISO 639-1 code Gemma 3n's transcription "
-            f"supports ({codes})."
+            f"Unknown {what} {code!r}: give an ISO 639-1 code "
+            f"{SPEECH_TO_TEXT_FAMILY.display_name}'s transcription supports ({codes})."
         )
     return key
+
+
+check_language = renamed(require_language, "check_language")
 
 
 def transcription_prompt(
@@ -108,7 +116,7 @@ def transcription_prompt(
     language: str | None = None,
     task: str = "transcribe",
     to_language: str | None = None,
-    family: str = "gemma3n",
+    family: str | FamilySpec = SPEECH_TO_TEXT_FAMILY,
 ) -> str:
     r"""The raw prompt vLLM builds for a transcription or translation request.
 
@@ -118,17 +126,17 @@ def transcription_prompt(
     >>> transcription_prompt(task="translate", language="de", to_language="en").splitlines()[1]
     'Translate this audio from German into English: <audio_soft_token><end_of_turn>'
     """
-    _supported(family)
+    spec = _supported(family)
     if task not in TASKS:
         raise ValueError(f"task must be 'transcribe' or 'translate', got {task!r}.")
-    source = check_language(language)
-    target = check_language(to_language, what="target language")
+    source = require_language(language)
+    target = require_language(to_language, what="target language")
     if task == "transcribe" and target is not None:
         raise ValueError(
             "to_language only applies to task='translate' (vLLM ignores it when "
             "transcribing): pass task='translate', or drop to_language."
         )
-    text = "<start_of_turn>user\n" + ("Transcribe" if task == "transcribe" else "Translate")
+    text = f"{spec.turn_start}user\n" + ("Transcribe" if task == "transcribe" else "Translate")
     text += " this audio"
     if task == "transcribe" and source is not None:
         text += f" into {LANGUAGES[source]}"
@@ -137,7 +145,7 @@ def transcription_prompt(
             text += f" from {LANGUAGES[source]}"
         if target is not None:
             text += f" into {LANGUAGES[target]}"
-    return text + ": <audio_soft_token><end_of_turn>\n<start_of_turn>model\n"
+    return text + f": {spec.audio_token}{spec.turn_end}\n{spec.turn_start}model\n"
 
 
 @dataclass(frozen=True)
@@ -156,7 +164,7 @@ class TranscriptionRequest:
 def transcription_request(
     audio: Any,
     *,
-    family: str = "gemma3n",
+    family: str | FamilySpec = SPEECH_TO_TEXT_FAMILY,
     language: str | None = None,
     task: str = "transcribe",
     to_language: str | None = None,
@@ -168,23 +176,26 @@ def transcription_request(
     >>> r.duration_s, r.resampled_from
     (1.0, 8000)
     """
+    spec = _supported(family)
     prompt = transcription_prompt(
-        language=language, task=task, to_language=to_language, family=family
+        language=language, task=task, to_language=to_language, family=spec
     )
-    wave, notes = load_audio(audio, sampling_rate=sampling_rate, target_rate=AUDIO_SAMPLING_RATE)
-    seconds = wave.shape[0] / AUDIO_SAMPLING_RATE
-    if seconds > MAX_CLIP_S:
+    rate, limit = spec.audio.sampling_rate, spec.transcription_max_s
+    wave, notes = load_audio(audio, sampling_rate=sampling_rate, target_rate=rate)
+    seconds = wave.shape[0] / rate
+    if seconds > limit:
         raise MediaError(
-            f"The clip is {seconds:.1f} s; Gemma 3n transcription takes at most {MAX_CLIP_S} s "
-            "(vLLM's max_audio_clip_s, with chunking off for Gemma 3n). Cut it into pieces of "
-            f"{MAX_CLIP_S} s or less (ffmpeg -i in.wav -f segment -segment_time 30 out%03d.wav)."
+            f"The clip is {seconds:.1f} s; {spec.display_name} transcription takes at most "
+            f"{limit} s (vLLM's max_audio_clip_s, with chunking off for "
+            f"{spec.display_name}). Cut it into pieces of {limit} s or less "
+            f"(ffmpeg -i in.wav -f segment -segment_time {limit} out%03d.wav)."
         )
     return TranscriptionRequest(
         prompt=prompt,
         wave=wave,
-        language=check_language(language),
+        language=require_language(language),
         task=task,
-        to_language=check_language(to_language),
+        to_language=require_language(to_language),
         duration_s=seconds,
         resampled_from=notes.get("resampled_from"),
     )

@@ -10,6 +10,9 @@ blocks excluded: type hints create no runtime edge), and fails on:
 
 It also plants a back edge and a cycle to show the checks fail when they should, and
 runs import-linter itself on a copy of the package with a function-level back edge.
+
+docs/DESIGN.md draws the same layers in its ```layers block: the test holds the two
+lists equal (order and siblings), and every module of the package in some layer.
 """
 
 from __future__ import annotations
@@ -33,6 +36,32 @@ def _layers() -> list[list[str]]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     (contract,) = config["contracts"]
     return [[c.strip() for c in layer.split("|")] for layer in contract["layers"]]
+
+
+def _design_layers(text: str | None = None) -> list[list[str]]:
+    """The layers docs/DESIGN.md draws: the lines of its ```layers block, each a name, two
+    or more spaces, then the layer's modules joined by "|"."""
+    import re
+
+    text = (ROOT / "docs" / "DESIGN.md").read_text() if text is None else text
+    block = re.search(r"^```layers\n(.*?)^```", text, re.M | re.S)
+    assert block, "docs/DESIGN.md has no ```layers block"
+    layers = []
+    for line in block.group(1).splitlines():
+        if line.strip():
+            name_and_modules = re.split(r"\s{2,}", line.strip(), maxsplit=1)
+            assert len(name_and_modules) == 2, f"DESIGN.md layer line without modules: {line!r}"
+            layers.append([c.strip() for c in name_and_modules[1].split("|")])
+    return layers
+
+
+def _components() -> set[str]:
+    """The package's top-level modules and subpackages (what a layer lists)."""
+    return {
+        p.stem if p.is_file() else p.name
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
+    }
 
 
 def _module_name(path: Path) -> str:
@@ -159,6 +188,41 @@ def cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
 
 def test_every_import_flows_downward():
     assert layer_violations(import_graph(), _layers()) == []
+
+
+def layer_differences(design: list[list[str]], enforced: list[list[str]]) -> list[str]:
+    """How DESIGN.md's layers differ from pyproject's (a layer's modules in any order)."""
+    d = [" | ".join(sorted(x)) for x in design]
+    e = [" | ".join(sorted(x)) for x in enforced]
+    out = [f"only in DESIGN.md: {x}" for x in d if x not in e]
+    out += [f"only in pyproject.toml: {x}" for x in e if x not in d]
+    if not out and d != e:
+        out.append("the same layers in another order: " + " > ".join(d))
+    return out
+
+
+def test_design_md_draws_the_layers_pyproject_enforces():
+    """DESIGN.md's picture is the contract: the same layers, in the same order, with the
+    same siblings."""
+    assert layer_differences(_design_layers(), _layers()) == []
+
+
+def test_the_layer_comparison_fails_on_a_drifted_picture():
+    enforced = _layers()
+    lines = (f"x{i}  {' | '.join(layer)}" for i, layer in enumerate(enforced))
+    text = "```layers\n" + "\n".join(lines)
+    assert _design_layers(text + "\n```\n") == enforced  # the parser reads what it wrote
+    swapped = [enforced[1], enforced[0], *enforced[2:]]
+    assert layer_differences(swapped, enforced)[0].startswith("the same layers in another order")
+    missing = [[c for c in layer if c != "flops"] for layer in enforced]
+    assert any("flops" in d for d in layer_differences(missing, enforced))
+
+
+def test_every_module_is_in_a_layer():
+    """A module nobody imports would slip past the import walk: list it, or it is homeless."""
+    placed = {c for layer in _layers() for c in layer}
+    assert sorted(_components() - placed) == [], "add these to pyproject.toml and DESIGN.md"
+    assert sorted(placed - _components()) == [], "these layers name modules that do not exist"
 
 
 def test_no_cycles_even_through_function_level_imports():

@@ -11,7 +11,7 @@ from gemma_explore.errors import MediaError
 from gemma_explore.transcription import (
     LANGUAGES,
     MAX_CLIP_S,
-    check_language,
+    require_language,
     transcription_prompt,
     transcription_request,
 )
@@ -86,7 +86,16 @@ def test_unknown_codes_list_the_supported_ones():
         transcription_prompt(language="xx")
     with pytest.raises(ValueError, match="Unknown target language 'french'"):
         transcription_prompt(task="translate", to_language="french")
-    assert check_language("EN") == "en" and check_language(None) is None
+    assert require_language("EN") == "en" and require_language(None) is None
+
+
+def test_check_language_is_the_old_name_of_require_language():
+    from gemma_explore.transcription import check_language
+
+    with pytest.warns(DeprecationWarning, match="require_language"):
+        assert check_language("EN") == "en"
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="Unknown language"):
+        check_language("xx")
 
 
 def test_to_language_needs_translate():

@@ -19,11 +19,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelLoadError
-from ..families import FAMILIES, get_family
+from ..errors import ModelLoadError, renamed
+from ..families import FAMILIES, family_from_name, get_family
 from ..released import is_released, released, released_config
 from .bundle import MARKER_FILE
-from .memory import check_fits
+from .memory import require_fits
 from .tiny import TINY_NAMES, build_tiny_model, build_tiny_processor, register_tiny_mobilenet
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ __all__ = [
     "offline_processor",
     "pick_device",
     "pick_dtype",
+    "require_checkpoint_folder",
 ]
 
 _DTYPES = {
@@ -192,23 +193,32 @@ def offline_processor(model_id: str, family: str) -> tuple[Any, str]:
 
 def guess_family(name: str) -> str:
     """Family of a model we cannot open (a remote server's): a released checkpoint's from
-    its built-in config, any other from its name."""
+    its built-in config, any other from its name (:func:`~gemma_explore.families.family_from_name`).
+
+    >>> guess_family("my-org/gemma-3n-finetune")
+    'gemma3n'
+    """
     if is_released(name):
         return released(name).model_type
-    low = name.lower().replace("_", "-")
-    if "gemma-3n" in low or "gemma3n" in low:
-        return "gemma3n"
-    if "unified" in low or "gemma-4-12b" in low:
-        return "gemma4_unified"
-    if "gemma-4" in low or "gemma4" in low:
-        return "gemma4"
-    raise ModelLoadError(
-        f"Cannot tell whether {name!r} is Gemma 3n, Gemma 4 or Gemma 4 Unified; pass family=."
-    )
+    spec = family_from_name(name)
+    if spec is None:
+        raise ModelLoadError(
+            f"Cannot tell whether {name!r} is "
+            + ", ".join(f.display_name for f in FAMILIES.values())
+            + "; pass family=."
+        )
+    return spec.name
 
 
-def check_folder(path: Path) -> None:
-    """Refuse an incomplete checkpoint folder, naming what is missing."""
+def require_checkpoint_folder(path: str | os.PathLike) -> Path:
+    """The folder, when it holds a complete checkpoint; else a refusal naming what is missing.
+
+    >>> require_checkpoint_folder(".")                                  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gemma_explore.errors.ModelLoadError: The folder . is not a complete checkpoint: missing config.json, ...
+    """
+    path = Path(path)
     files = {p.name for p in path.iterdir()}
     missing = []
     if "config.json" not in files:
@@ -227,6 +237,10 @@ def check_folder(path: Path) -> None:
             "Save it with bundle.save_pretrained(folder), or download the whole model repo "
             "(huggingface-cli download google/gemma-4-E4B-it --local-dir folder)."
         )
+    return path
+
+
+check_folder = renamed(require_checkpoint_folder, "check_folder")
 
 
 def is_random_weights(path: Path) -> bool:
@@ -287,14 +301,14 @@ def load_parts(
         return Parts(name, family, processor, net, True, dev, dt, modalities_of(family, net.config))
     path = Path(name).expanduser()
     if path.is_dir():
-        check_folder(path)
+        require_checkpoint_folder(path)
         family, processor, net = _from_pretrained(str(path), dev, dt, local_files_only=True)
         modalities = modalities_of(family, net.config)
         return Parts(
             str(path), family, processor, net, is_random_weights(path), dev, dt, modalities
         )
     if looks_like_hub_id(name):
-        check_fits(name, device=dev, dtype=dt)
+        require_fits(name, device=dev, dtype=dt)
         try:
             family, processor, net = _from_pretrained(name, dev, dt)
         except ModelLoadError:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import ModelLoadError
+from ..errors import ModelLoadError, renamed
+from ..families import FAMILIES
 
-__all__ = ["CHECKPOINT_PARAMS_B", "check_fits", "weights_gib"]
+__all__ = ["CHECKPOINT_PARAMS_B", "check_fits", "require_fits", "weights_gib"]
 
 # Billions of parameters stored in the checkpoint (not the "effective" E2B/E4B count).
 CHECKPOINT_PARAMS_B: dict[str, float] = {
@@ -94,19 +95,29 @@ def _smaller_that_fits(hub_id: str, available: float, dtype: Any) -> str | None:
     return max(fits)[1] if fits else None
 
 
-def check_fits(hub_id: str, *, device: str, dtype: Any) -> None:
-    """Raise before downloading when a known checkpoint cannot fit on ``device``."""
+def require_fits(hub_id: str, *, device: str, dtype: Any) -> str:
+    """``hub_id``, when a known checkpoint fits on ``device`` (or its size or the memory is
+    unknown); else a refusal before any download, naming a smaller checkpoint that fits.
+
+    >>> require_fits("my-org/unknown-model", device="cpu", dtype="bfloat16")
+    'my-org/unknown-model'
+    """
     need = weights_gib(hub_id, dtype)
     available = _available_gib(device)
     if need is None or available is None:
-        return
+        return hub_id
     if need * HEADROOM > available:
         smaller = _smaller_that_fits(hub_id, available, dtype)
         instead = f"a smaller checkpoint that fits ({smaller}), " if smaller else ""
         raise ModelLoadError(
             f"{hub_id} needs about {need:.1f} GiB for its weights in {dtype} "
             f"(~{need * HEADROOM:.0f} GiB to generate), but {device} has {available:.1f} GiB "
-            f"available. Use a bigger GPU, {instead}or the offline tiny default "
-            "(tiny-gemma3n, tiny-gemma4). Its weights must also be in your Hugging Face cache "
+            f"available. Use a bigger GPU, {instead}or an offline tiny default "
+            f"({', '.join(f.tiny_name for f in FAMILIES.values())}). Its weights must also be "
+            "in your Hugging Face cache "
             "or downloadable: without a network, pass a local checkpoint folder."
         )
+    return hub_id
+
+
+check_fits = renamed(require_fits, "check_fits")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..families import GEMMA3N, GEMMA4, GEMMA4_UNIFIED, FamilySpec, get_family
+from ..families import FAMILIES, FamilySpec, get_family
 from .tokenizer import build_stand_in_tokenizer
 
 __all__ = [
@@ -36,22 +36,17 @@ __all__ = [
     "tiny_config",
 ]
 
-TINY_NAMES = {
-    "tiny-gemma3n": "gemma3n",
-    "tiny-gemma4": "gemma4",
-    "tiny-gemma4-unified": "gemma4_unified",
-}
+TINY_NAMES = {spec.tiny_name: spec.name for spec in FAMILIES.values()}  # bundle → family
 TINY_MNV5 = "gemma_explore_mnv5_tiny_enc"
 
 
-def tiny_name(family: str) -> str:
+def tiny_name(family: str | FamilySpec) -> str:
     """The offline tiny bundle of a family.
 
     >>> tiny_name("gemma4_unified")
     'tiny-gemma4-unified'
     """
-    spec = get_family(family)
-    return next(name for name, fam in TINY_NAMES.items() if fam == spec.name)
+    return get_family(family).tiny_name
 
 
 SEED = 1234  # tiny weights are deterministic
@@ -125,188 +120,173 @@ def _tiny_text_sizes(spec: FamilySpec) -> dict[str, Any]:
     )
 
 
-def tiny_config(family: str):
-    """The transformers config of a tiny bundle (real config classes, small sizes)."""
-    spec = get_family(family)
-    if spec.name == "gemma3n":
-        register_tiny_mobilenet()
-        from transformers import (
-            Gemma3nAudioConfig,
-            Gemma3nConfig,
-            Gemma3nTextConfig,
-            Gemma3nVisionConfig,
-        )
+def _tiny_gemma3n_config(spec: FamilySpec) -> dict[str, Any]:
+    """Gemma 3n's sub-configs: LAuReL, AltUp, the slim MobileNet-V5, a one-layer Conformer."""
+    register_tiny_mobilenet()
+    c = spec.classes
+    text = c.resolve("text_config")(
+        **_tiny_text_sizes(spec),
+        laurel_rank=8,
+        altup_num_inputs=2,
+        num_kv_shared_layers=0,
+        activation_sparsity_pattern=[0.0, 0.0],
+    )
+    vision = c.resolve("vision_config")(
+        architecture=TINY_MNV5,
+        model_args={"channel_multiplier": 0.125},
+        hidden_size=2048,  # MobileNet-V5's fusion adapter always outputs 2048 channels
+    )
+    audio = c.resolve("audio_config")(
+        hidden_size=32,
+        conf_num_attention_heads=2,
+        conf_num_hidden_layers=1,
+        sscp_conv_channel_size=[16, 8],
+    )
+    return dict(text_config=text, vision_config=vision, audio_config=audio)
 
-        text = Gemma3nTextConfig(
-            **_tiny_text_sizes(GEMMA3N),
-            laurel_rank=8,
-            altup_num_inputs=2,
-            num_kv_shared_layers=0,
-            activation_sparsity_pattern=[0.0, 0.0],
-        )
-        vision = Gemma3nVisionConfig(
-            architecture=TINY_MNV5,
-            model_args={"channel_multiplier": 0.125},
-            hidden_size=2048,  # MobileNet-V5's fusion adapter always outputs 2048 channels
-        )
-        audio = Gemma3nAudioConfig(
-            hidden_size=32,
-            conf_num_attention_heads=2,
-            conf_num_hidden_layers=1,
-            sscp_conv_channel_size=[16, 8],
-        )
-        return Gemma3nConfig(text_config=text, vision_config=vision, audio_config=audio)
 
-    if spec.name == "gemma4_unified":
-        return _tiny_unified_config()
-
-    from transformers import Gemma4AudioConfig, Gemma4Config, Gemma4TextConfig, Gemma4VisionConfig
-
-    text = Gemma4TextConfig(**_tiny_text_sizes(GEMMA4), global_head_dim=32)
-    vision = Gemma4VisionConfig(
+def _tiny_gemma4_config(spec: FamilySpec) -> dict[str, Any]:
+    """Gemma 4's sub-configs: a one-layer ViT with the released patch and pooling, a
+    one-layer Conformer."""
+    c = spec.classes
+    text = c.resolve("text_config")(**_tiny_text_sizes(spec), global_head_dim=32)
+    vision = c.resolve("vision_config")(
         hidden_size=32,
         intermediate_size=64,
         num_hidden_layers=1,
         num_attention_heads=2,
         num_key_value_heads=2,
         head_dim=16,
-        patch_size=16,
-        pooling_kernel_size=3,
+        patch_size=spec.image.patch_size,
+        pooling_kernel_size=spec.image.pooling_kernel,
     )
-    # vLLM reads default_output_length (the default budget) from the vision config.
-    vision.default_output_length = GEMMA4.image.default_budget
-    audio = Gemma4AudioConfig(
+    audio = c.resolve("audio_config")(
         hidden_size=32,
         num_hidden_layers=1,
         num_attention_heads=2,
-        subsampling_conv_channels=[128, 8],  # the first must be 128 (= mel bins)
+        subsampling_conv_channels=[spec.audio.mel_bins, 8],  # the first must be the mel bins
         output_proj_dims=32,
     )
-    return Gemma4Config(text_config=text, vision_config=vision, audio_config=audio)
+    return dict(text_config=text, vision_config=vision, audio_config=audio)
 
 
-def _tiny_unified_config():
+def _tiny_unified_config(spec: FamilySpec) -> dict[str, Any]:
     """Unified: a tiny language model, and the embedders at sizes that keep their meaning.
 
     ``mm_posemb_size`` stays 1120 (a 1×N image at budget 1120 reaches position 1119),
     and ``audio_embed_dim`` stays 640 because it *is* the frame length in samples.
     """
-    from transformers import (
-        Gemma4UnifiedAudioConfig,
-        Gemma4UnifiedConfig,
-        Gemma4UnifiedTextConfig,
-        Gemma4UnifiedVisionConfig,
-    )
-
-    sizes = _tiny_text_sizes(GEMMA4_UNIFIED)
+    c = spec.classes
+    sizes = _tiny_text_sizes(spec)
     for key in ("vocab_size_per_layer_input", "hidden_size_per_layer_input"):
         sizes.pop(key)  # Unified's language model has no per-layer embeddings
-    text = Gemma4UnifiedTextConfig(**sizes, global_head_dim=32)
-    vision = Gemma4UnifiedVisionConfig(
-        patch_size=GEMMA4_UNIFIED.image.patch_size,
-        pooling_kernel_size=GEMMA4_UNIFIED.image.pooling_kernel,
+    text = c.resolve("text_config")(**sizes, global_head_dim=32)
+    vision = c.resolve("vision_config")(
+        patch_size=spec.image.patch_size,
+        pooling_kernel_size=spec.image.pooling_kernel,
         mm_embed_dim=32,
-        mm_posemb_size=1120,
+        mm_posemb_size=max(spec.image.budgets),
         output_proj_dims=32,
     )
-    # vLLM reads the default image budget from here (transformers never does): a
-    # checkpoint without it fails in vLLM with an AttributeError.
-    vision.num_soft_tokens = GEMMA4_UNIFIED.image.default_budget
-    audio = Gemma4UnifiedAudioConfig(audio_embed_dim=GEMMA4_UNIFIED.audio.samples_per_token)
-    return Gemma4UnifiedConfig(text_config=text, vision_config=vision, audio_config=audio)
+    audio = c.resolve("audio_config")(audio_embed_dim=spec.audio.samples_per_token)
+    return dict(text_config=text, vision_config=vision, audio_config=audio)
 
 
-def build_tiny_model(family: str):
-    """A deterministic, randomly initialised tiny model of the real class."""
+# The small sizes are choices about each transformers config class (its own knobs: 3n's
+# LAuReL and AltUp, Gemma 4's global head size, Unified's embedders), so the builder is
+# picked by the config class the family's spec names, never by the family's name.
+_TINY_SUBCONFIGS = {
+    "Gemma3nConfig": _tiny_gemma3n_config,
+    "Gemma4Config": _tiny_gemma4_config,
+    "Gemma4UnifiedConfig": _tiny_unified_config,
+}
+
+
+def tiny_config(family: str | FamilySpec):
+    """The transformers config of a tiny bundle (real config classes, small sizes).
+
+    >>> tiny_config("gemma4").vision_config.default_output_length      # doctest: +SKIP
+    280
+    """
+    spec = get_family(family)
+    config = spec.classes.resolve("config")(**_TINY_SUBCONFIGS[spec.classes.config](spec))
+    if spec.budget_config_field:
+        # vLLM reads the default image budget from here (transformers never does): a
+        # checkpoint without it fails in vLLM with an AttributeError.
+        setattr(config.vision_config, spec.budget_config_field, spec.image.default_budget)
+    return config
+
+
+def build_tiny_model(family: str | FamilySpec):
+    """A deterministic, randomly initialised tiny model of the real class.
+
+    >>> type(build_tiny_model("gemma4")).__name__                      # doctest: +SKIP
+    'Gemma4ForConditionalGeneration'
+    """
     import torch
 
     spec = get_family(family)
-    config = tiny_config(spec.name)
+    config = tiny_config(spec)
     state = torch.random.get_rng_state()
     torch.manual_seed(SEED)
     try:
-        if spec.name == "gemma3n":
-            from transformers import Gemma3nForConditionalGeneration as cls
-        elif spec.name == "gemma4_unified":
-            from transformers import Gemma4UnifiedForConditionalGeneration as cls
-        else:
-            from transformers import Gemma4ForConditionalGeneration as cls
-        model = cls(config)
+        model = spec.classes.resolve("model")(config)
     finally:
         torch.random.set_rng_state(state)
     model.eval()
     return model
 
 
-def build_tiny_processor(family: str):
-    """The real processor class with the released settings and the stand-in tokenizer."""
+def _image_processor(spec: FamilySpec) -> Any:
+    """The image processor at the released settings: 3n squashes every image to its
+    fixed size (SigLIP's processor, no normalisation); Gemma 4 and Unified resize to a
+    soft-token budget."""
+    cls = spec.classes.resolve("image_processor")
+    img = spec.image
+    if img.fixed_size is None:
+        return cls(max_soft_tokens=img.default_budget)
+    return cls(
+        size=dict(zip(("height", "width"), img.fixed_size, strict=True)),
+        do_resize=True,
+        do_rescale=True,
+        rescale_factor=1 / 255,
+        do_normalize=False,
+        image_mean=[0.0, 0.0, 0.0],
+        image_std=[1.0, 1.0, 1.0],
+        resample=img.resample,  # 3n: bilinear, as released
+    )
+
+
+def _feature_extractor(spec: FamilySpec) -> Any:
+    """The audio feature extractor: log-mel at its defaults, or raw frames of
+    ``samples_per_token`` samples (Unified)."""
+    cls = spec.classes.resolve("feature_extractor")
+    n = spec.audio.samples_per_token
+    return cls() if n is None else cls(feature_size=n, audio_samples_per_token=n)
+
+
+def build_tiny_processor(family: str | FamilySpec):
+    """The real processor class with the released settings and the stand-in tokenizer.
+
+    >>> build_tiny_processor("gemma3n").image_seq_length               # doctest: +SKIP
+    256
+    """
     spec = get_family(family)
-    tokenizer = build_stand_in_tokenizer(spec.name)
-    if spec.name == "gemma3n":
-        from transformers import (
-            Gemma3nAudioFeatureExtractor,
-            Gemma3nProcessor,
-            SiglipImageProcessor,
-        )
-
-        image_processor = SiglipImageProcessor(
-            size=dict(zip(("height", "width"), GEMMA3N.image.fixed_size, strict=True)),
-            do_resize=True,
-            do_rescale=True,
-            rescale_factor=1 / 255,
-            do_normalize=False,
-            image_mean=[0.0, 0.0, 0.0],
-            image_std=[1.0, 1.0, 1.0],
-            resample=2,  # bilinear, as released
-        )
-        return Gemma3nProcessor(
-            feature_extractor=Gemma3nAudioFeatureExtractor(),
-            image_processor=image_processor,
-            tokenizer=tokenizer,
-            chat_template=tokenizer.chat_template,
-            audio_seq_length=GEMMA3N.audio.fixed_placeholders,
-            image_seq_length=GEMMA3N.image.fixed_soft_tokens,
-        )
-
-    if spec.name == "gemma4_unified":
-        from transformers import (
-            Gemma4UnifiedAudioFeatureExtractor,
-            Gemma4UnifiedImageProcessor,
-            Gemma4UnifiedProcessor,
-            Gemma4UnifiedVideoProcessor,
-        )
-
-        u = GEMMA4_UNIFIED
-        return Gemma4UnifiedProcessor(
-            feature_extractor=Gemma4UnifiedAudioFeatureExtractor(
-                feature_size=u.audio.samples_per_token,
-                audio_samples_per_token=u.audio.samples_per_token,
-            ),
-            image_processor=Gemma4UnifiedImageProcessor(max_soft_tokens=u.image.default_budget),
-            tokenizer=tokenizer,
-            video_processor=Gemma4UnifiedVideoProcessor(
-                max_soft_tokens=u.image.video_budget, num_frames=u.image.max_video_frames
-            ),
-            chat_template=tokenizer.chat_template,
-            image_seq_length=u.image.default_budget,
-            audio_seq_length=u.audio.max_tokens,
-            audio_ms_per_token=u.audio.ms_per_token,
-        )
-
-    from transformers import (
-        Gemma4AudioFeatureExtractor,
-        Gemma4ImageProcessor,
-        Gemma4Processor,
-        Gemma4VideoProcessor,
-    )
-
-    return Gemma4Processor(
-        feature_extractor=Gemma4AudioFeatureExtractor(),
-        image_processor=Gemma4ImageProcessor(max_soft_tokens=GEMMA4.image.default_budget),
+    tokenizer = build_stand_in_tokenizer(spec)
+    img, audio = spec.image, spec.audio
+    kwargs: dict[str, Any] = dict(
+        feature_extractor=_feature_extractor(spec),
+        image_processor=_image_processor(spec),
         tokenizer=tokenizer,
-        video_processor=Gemma4VideoProcessor(),
         chat_template=tokenizer.chat_template,
-        image_seq_length=GEMMA4.image.default_budget,
-        audio_seq_length=GEMMA4.audio.max_tokens,
-        audio_ms_per_token=GEMMA4.audio.ms_per_token,
+        # 3n: a fixed count per item; Gemma 4: the default budget and the clip cap.
+        image_seq_length=img.fixed_soft_tokens or img.default_budget,
+        audio_seq_length=audio.fixed_placeholders or audio.max_tokens,
     )
+    if spec.classes.video_processor:
+        kwargs["video_processor"] = spec.classes.resolve("video_processor")(
+            max_soft_tokens=img.video_budget, num_frames=img.max_video_frames
+        )
+    if audio.fixed_placeholders is None:  # the count follows the clip's length
+        kwargs["audio_ms_per_token"] = audio.ms_per_token
+    return spec.classes.resolve("processor")(**kwargs)

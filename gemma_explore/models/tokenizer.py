@@ -26,55 +26,52 @@ from __future__ import annotations
 
 import string
 
-from ..families import MAX_NEWLINE_RUN, get_family
+from ..families import FAMILIES, MAX_NEWLINE_RUN, FamilySpec, get_family
 
-__all__ = ["build_stand_in_tokenizer", "CHAT_TEMPLATES"]
+__all__ = ["build_stand_in_tokenizer", "CHAT_TEMPLATES", "chat_template"]
 
 # Ids for the byte-fallback pieces and single characters (free ids in both families).
 _BYTE_BASE_ID = 238  # <0x00> … <0xFF> take 238 … 493
 _CHAR_BASE_ID = 600  # printable ASCII characters and "▁"
 
-# Chat templates in the released format. Images, clips and videos become one
-# placeholder each; the processor expands them. Gemma 3n's template does not write
-# <bos> (the tokenizer adds it); Gemma 4's does, which is why encoding its output
-# with add_special_tokens=True gives a double BOS (see REFERENCE.md).
-_GEMMA3N_TEMPLATE = (
-    "{{ bos_token }}"
-    "{%- for message in messages -%}"
-    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
-    "{{ '<start_of_turn>' + role + '\n' }}"
-    "{%- if message['content'] is string -%}{{ message['content'] | trim }}"
-    "{%- else -%}{%- for item in message['content'] -%}"
-    "{%- if item['type'] == 'image' -%}{{ '<image_soft_token>' }}"
-    "{%- elif item['type'] == 'audio' -%}{{ '<audio_soft_token>' }}"
-    "{%- elif item['type'] == 'text' -%}{{ item['text'] | trim }}"
-    "{%- endif -%}{%- endfor -%}{%- endif -%}"
-    "{{ '<end_of_turn>\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}"
-)
-_GEMMA4_TEMPLATE = (
-    "{{ bos_token }}"
-    "{%- for message in messages -%}"
-    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
-    "{{ '<|turn>' + role + '\n' }}"
-    "{%- if message['content'] is string -%}{{ message['content'] | trim }}"
-    "{%- else -%}{%- for item in message['content'] -%}"
-    "{%- if item['type'] == 'image' -%}{{ '<|image|>' }}"
-    "{%- elif item['type'] == 'audio' -%}{{ '<|audio|>' }}"
-    "{%- elif item['type'] == 'video' -%}{{ '<|video|>' }}"
-    "{%- elif item['type'] == 'text' -%}{{ item['text'] | trim }}"
-    "{%- endif -%}{%- endfor -%}{%- endif -%}"
-    "{{ '<turn|>\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<|turn>model\n' }}{%- endif -%}"
-)
+
+# Chat templates in the released format, written from each family's own tokens. Images,
+# clips and videos become one placeholder each; the processor expands them. Gemma 3n's
+# tokenizer adds <bos> on encoding; Gemma 4's text already starts with it, which is why
+# encoding its output with add_special_tokens=True gives a double BOS (see REFERENCE.md).
 # Unified shares Gemma 4's tokens and turn format (transformers ships no template for it).
-CHAT_TEMPLATES = {
-    "gemma3n": _GEMMA3N_TEMPLATE,
-    "gemma4": _GEMMA4_TEMPLATE,
-    "gemma4_unified": _GEMMA4_TEMPLATE,
-}
+def chat_template(family: str | FamilySpec) -> str:
+    """The Jinja chat template of a family's stand-in tokenizer: turns opened and closed
+    by the family's turn tokens, one placeholder per image, clip or (if it has video) video.
+
+    >>> "<|video|>" in chat_template("gemma4"), "video" in chat_template("gemma3n")
+    (True, False)
+    """
+    spec = get_family(family)
+    video = (
+        f"{{%- elif item['type'] == 'video' -%}}{{{{ '{spec.video_token}' }}}}"
+        if spec.video_token
+        else ""
+    )
+    return (
+        "{{ bos_token }}"
+        "{%- for message in messages -%}"
+        "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
+        f"{{{{ '{spec.turn_start}' + role + '\n' }}}}"
+        "{%- if message['content'] is string -%}{{ message['content'] | trim }}"
+        "{%- else -%}{%- for item in message['content'] -%}"
+        f"{{%- if item['type'] == 'image' -%}}{{{{ '{spec.image_token}' }}}}"
+        f"{{%- elif item['type'] == 'audio' -%}}{{{{ '{spec.audio_token}' }}}}"
+        f"{video}"
+        "{%- elif item['type'] == 'text' -%}{{ item['text'] | trim }}"
+        "{%- endif -%}{%- endfor -%}{%- endif -%}"
+        f"{{{{ '{spec.turn_end}\n' }}}}"
+        "{%- endfor -%}"
+        f"{{%- if add_generation_prompt -%}}{{{{ '{spec.turn_start}model\n' }}}}{{%- endif -%}}"
+    )
+
+
+CHAT_TEMPLATES = {name: chat_template(spec) for name, spec in FAMILIES.items()}
 
 
 def _vocab_and_merges(spec) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -99,10 +96,9 @@ def _vocab_and_merges(spec) -> tuple[dict[str, int], list[tuple[str, str]]]:
     return vocab, merges
 
 
-def build_stand_in_tokenizer(family: str):
-    """Build the stand-in ``GemmaTokenizer`` for ``"gemma3n"``, ``"gemma4"`` or
-    ``"gemma4_unified"`` (the real special-token strings and ids, a byte-level filler
-    vocabulary)."""
+def build_stand_in_tokenizer(family: str | FamilySpec):
+    """Build the stand-in ``GemmaTokenizer`` of a family (the real special-token strings
+    and ids, a byte-level filler vocabulary)."""
     from transformers import GemmaTokenizer
 
     spec = get_family(family)
@@ -123,7 +119,7 @@ def build_stand_in_tokenizer(family: str):
         extra_special_tokens=named,
         add_bos_token=True,
         add_eos_token=False,
-        chat_template=CHAT_TEMPLATES[spec.name],
+        chat_template=chat_template(spec),
         model_max_length=131_072,
     )
     others = [spec.turn_start, spec.turn_end]

@@ -146,7 +146,9 @@ def test_hub_without_network_is_one_clear_sentence(monkeypatch):
 
 
 def test_too_big_for_the_device_fails_before_download(monkeypatch):
-    monkeypatch.setattr(memory, "_available_gib", lambda device: 28.0)  # float32 on CPU: E2B fits, E4B not
+    monkeypatch.setattr(
+        memory, "_available_gib", lambda device: 28.0
+    )  # float32 on CPU: E2B fits, E4B not
     with pytest.raises(ge.ModelLoadError) as err:
         ge.load("google/gemma-4-E4B-it")
     msg = str(err.value)
@@ -176,3 +178,19 @@ def test_unknown_backend_and_dtype():
         ge.load("tiny-gemma4", backend="tensorrt")
     with pytest.raises(ge.ModelLoadError, match="dtype"):
         ge.load("tiny-gemma4", dtype="int3")
+
+
+def test_old_validator_names_warn_and_still_refuse(tmp_path, monkeypatch):
+    """check_folder and check_fits became require_checkpoint_folder / require_fits: the
+    old names still work for one release, with a DeprecationWarning naming the new one."""
+    from gemma_explore.models import checkpoints
+
+    with pytest.warns(DeprecationWarning, match="require_checkpoint_folder"):
+        with pytest.raises(ge.ModelLoadError, match="config.json"):
+            checkpoints.check_folder(tmp_path)
+    monkeypatch.setattr(memory, "_available_gib", lambda device: 4.0)
+    with pytest.warns(DeprecationWarning, match="require_fits"):
+        with pytest.raises(ge.ModelLoadError, match="4.0 GiB available"):
+            memory.check_fits("google/gemma-4-E4B-it", device="cpu", dtype=torch.bfloat16)
+    # The new names hand back the clean value when there is nothing to refuse.
+    assert memory.require_fits("someone/else", device="cpu", dtype=torch.bfloat16) == "someone/else"
