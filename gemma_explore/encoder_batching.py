@@ -319,6 +319,8 @@ class EncoderReplay:
 
     batches: tuple[ReplayBatch, ...]
     version: str  # "0.32" or "seed": which capture rule
+    # each part of the path → the vLLM version whose code it follows
+    versions: dict[str, str] = field(default_factory=dict, compare=False)
     steps: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -409,4 +411,15 @@ def plan_encoder_replay(
         "The gathered rows are cast to embed_vision's weight dtype, then projected "
         "(vLLM 0.32 and the seed)."
     )
-    return EncoderReplay(tuple(batches), "seed" if seed else "0.32", tuple(steps))
+    versions = {
+        "packing and eager fallback": V032,
+        "item selection": V032,
+        "gather_indices": V032,
+        "dtype cast before the projection": V032,
+        "row width of a captured graph": (
+            "newer seed: one graph per row width" if seed
+            else "vLLM 0.32: min(budget, default budget); the seed changed this"
+        ),
+        "Gemma 4 declaring row width as a capture axis": SEED_ONLY,
+    }  # fmt: skip
+    return EncoderReplay(tuple(batches), "seed" if seed else "0.32", versions, tuple(steps))

@@ -177,6 +177,14 @@ def test_captured_row_width_is_vllms(budget):
     )
     assert capture.values["pixel_values"].shape[1] // 9 == graphs.rows_0_32(budget)[1]
     assert capture.values["gather_indices"].shape == (budget,)
+    # 0.32's Gemma 4 declares no capture axis (the seed adds the row width as one)
+    from gemma_explore.encoder_batching import SEED_ONLY, plan_encoder_replay
+
+    stub = _stub()
+    stub.config.text_config.hidden_size = 8
+    assert stub.get_encoder_cudagraph_config().capture_axes == ()
+    versions = plan_encoder_replay([630], graphs=graphs).versions
+    assert versions["Gemma 4 declaring row width as a capture axis"] == SEED_ONLY
 
 
 # Each case: per-image budgets in one request → what the plan says vLLM 0.32 does.
