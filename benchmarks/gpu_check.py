@@ -13,6 +13,10 @@ family saved once in float32, one in-process vLLM engine per family, and per mod
 the prompt ids, 8 greedy tokens and the multimodal embeddings vLLM gathers (captured
 inside the engine) against transformers' (``--no-vllm`` skips it).
 
+``--encoder-graphs`` starts Gemma 4's tiny engine with vLLM's encoder CUDA graphs on and
+holds each case of ``plan_encoder_replay`` to what the engine's image rows are (skipped,
+with a line saying so, without CUDA).
+
 ``--released [ID ...]`` then starts vLLM on each released checkpoint's shapes (config-only
 folder, ``load_format="dummy"``, a fixed KV pool) and compares its start-up line by line
 with ``plan_serving`` + ``capacity`` (all seven when no id is given; the 26B-A4B and 31B
@@ -125,6 +129,86 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
     return lines, failures
 
 
+# Per-request image budgets in one request, as tests/test_encoder_batching.py replays them
+# on CPU with vLLM 0.32's own functions (REPLAY_CASES there).
+ENCODER_GRAPH_CASES = [[280, 280], [140], [140, 140], [560]]
+
+
+def encoder_graph_replay(device: str) -> tuple[list[str], int]:
+    """Gemma 4's encoder on vLLM's CUDA-graph path (``cudagraph_mm_encoder``): per case,
+    what ``plan_encoder_replay`` says vLLM 0.32 does, and what the engine does: its
+    image rows (captured inside the engine) against transformers' eager features, and
+    the manager's graph hits and misses. Needs CUDA; without it, says so and skips."""
+    import torch
+
+    if not (device.startswith("cuda") and torch.cuda.is_available()):
+        return ["encoder CUDA graphs: skipped (needs a CUDA GPU; the CPU test "
+                "tests/test_encoder_batching.py replays the same arithmetic)"], 0  # fmt: skip
+    import tempfile
+
+    import numpy as np
+    from PIL import Image
+
+    import gemma_explore as ge
+    from gemma_explore.encoder_batching import encoder_graph_budgets, plan_encoder_replay
+    from tests.engine.facts import capture_mm_embeddings, fresh, model_runner
+
+    lines, failures = ["encoder CUDA graphs (vLLM cudagraph_mm_encoder, tiny Gemma 4, fp32):"], 0
+    with tempfile.TemporaryDirectory(prefix="gpu_check_graphs_") as folder:
+        ge.load("tiny-gemma4", device="cpu").save_pretrained(folder)
+        hf = ge.load(folder, device=device, dtype=torch.float32)
+        start = time.perf_counter()
+        bundle = ge.load(folder, backend="vllm", dtype="float32", in_process=True,
+                         max_model_len=4096, enforce_eager=False,
+                         limit_mm_per_prompt={"image": 2, "audio": 0, "video": 0},
+                         compilation_config={"cudagraph_mm_encoder": True})  # fmt: skip
+        llm = bundle.engine.llm
+        lines.append(f"  engine up in {time.perf_counter() - start:.1f} s")
+        try:
+            vc = llm.llm_engine.vllm_config
+            graphs = encoder_graph_budgets(
+                max_num_batched_tokens=vc.scheduler_config.max_num_batched_tokens,
+                max_model_len=vc.model_config.max_model_len,
+                video=False,
+            )
+            manager = model_runner(llm).encoder_cudagraph_manager
+            lines.append(f"  graphs at {list(graphs.token_budgets)}; manager "
+                         f"{'on' if manager is not None else 'OFF'}")  # fmt: skip
+            for budgets in ENCODER_GRAPH_CASES:
+                rng = [np.random.RandomState(i) for i in range(len(budgets))]
+                images = [Image.fromarray(r.randint(0, 255, (240, 320, 3), np.uint8)) for r in rng]
+                prepared = ge.prepare_inputs(hf, "x", images=images, max_soft_tokens=budgets[0])
+                inputs = prepared.to_model(hf.model)
+                with torch.inference_mode():
+                    eager = hf.model.get_image_features(
+                        inputs["pixel_values"], inputs["image_position_ids"]
+                    ).pooler_output
+                plan = plan_encoder_replay([budgets[0] * 9] * len(budgets), graphs=graphs,
+                                           valid_tokens=[e.shape[0] for e in eager])  # fmt: skip
+                said = "right rows" if plan.ok else "copy fails" if not all(
+                    b.fits for b in plan.batches) else "wrong rows"  # fmt: skip
+                fresh(llm)
+                calls = capture_mm_embeddings(llm)
+                before = dict(manager.get_cumulative_stats()) if manager is not None else {}
+                try:
+                    bundle.generate("x", images=images, max_new_tokens=1,
+                                    max_soft_tokens=budgets[0])  # fmt: skip
+                    rows = [t for c in calls for t in c]
+                    same = [torch.allclose(r[: e.shape[0]].float().cpu(), e.float().cpu(),
+                                           atol=1e-4) for r, e in zip(rows, eager, strict=False)]  # fmt: skip
+                    got = "right rows" if same and all(same) else f"rows equal: {same}"
+                except Exception as exc:  # noqa: BLE001 - the engine's failure is the result
+                    got = f"{type(exc).__name__}: {str(exc)[:100]}"
+                after = dict(manager.get_cumulative_stats()) if manager is not None else {}
+                agree = (got == "right rows") == plan.ok
+                failures += not agree
+                lines.append(f"  budgets {budgets}: plan (0.32) says {said}; engine: {got} "
+                             f"[{'agree' if agree else 'DISAGREE'}] stats {before} → {after}")  # fmt: skip
+        finally:
+            llm.llm_engine.engine_core.shutdown()
+    return lines, failures
+
+
 def released_startup(
     device: str, ids: list[str], *, kv_gib: float = 8.0, max_model_len: int = 8192
 ) -> tuple[list[str], int]:
@@ -221,6 +305,11 @@ def main() -> int:
         "start-up with plan_serving + capacity; no ids: all seven (a GPU day)",
     )
     parser.add_argument("--kv-gib", type=float, default=8.0, help="KV pool for --released")
+    parser.add_argument(
+        "--encoder-graphs",
+        action="store_true",
+        help="Gemma 4's encoder CUDA-graph replay against the plan (CUDA only)",
+    )
     args = parser.parse_args()
     import torch
 
@@ -236,6 +325,10 @@ def main() -> int:
 
     if not args.no_vllm and vllm_available():
         lines, failures = vllm_parity(args.device)
+        print("\n".join(lines), flush=True)
+        total += failures
+    if args.encoder_graphs and vllm_available():
+        lines, failures = encoder_graph_replay(args.device)
         print("\n".join(lines), flush=True)
         total += failures
     if args.released is not None and vllm_available():

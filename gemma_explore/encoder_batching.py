@@ -34,20 +34,46 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from .families import DEFAULT_FAMILY, FamilySpec, get_family
+
+try:  # the one budget check (plans.require_budget)
+    from .plans import require_budget as _require_budget
+except ImportError:  # before plans' rename: the same check under its old name and order
+    from .plans import check_budget
+
+    def _require_budget(max_soft_tokens: int | None, *, family: FamilySpec) -> int:
+        return check_budget(family, max_soft_tokens)
+
+
 __all__ = [
     "EncoderBatch",
     "EncoderChunk",
     "EncoderGraphs",
+    "EncoderReplay",
     "POSITION_EMBEDDING_SIZE",
+    "ReplayBatch",
     "encoder_chunk",
     "encoder_graph_budgets",
+    "frame_rows",
     "pack_encoder_items",
+    "plan_encoder_replay",
+    "replay_gather_indices",
 ]
 
 POSITION_EMBEDDING_SIZE = 10_240  # Gemma4VisionConfig.position_embedding_size (default)
-SOFT_TOKEN_BUDGETS = (70, 140, 280, 560, 1120)  # gemma4_mm.py _SUPPORTED_SOFT_TOKENS
 VIDEO_MAX_FRAMES = 32  # gemma4_mm.py _VIDEO_MAX_FRAMES
-ROW_WIDTH_0_32 = 280  # 0.32 reads vision_config.num_soft_tokens, absent → _SUPPORTED_SOFT_TOKENS[2]
+
+
+def _budgets(family: str | FamilySpec) -> tuple[tuple[int, ...], int]:
+    """The family's image budgets (vLLM's ``_SUPPORTED_SOFT_TOKENS``) and its default one,
+    through the one budget check (a family without budgets gets its clear error)."""
+    spec = get_family(getattr(family, "spec", family))
+    if not spec.image.budgets:
+        raise ValueError(
+            f"{spec.display_name} has no image budgets, so vLLM captures no encoder graphs "
+            f"for it: pass family= a family with budgets (e.g. {DEFAULT_FAMILY.name!r})."
+        )
+    return spec.image.budgets, _require_budget(None, family=spec)
 
 
 @dataclass(frozen=True)
@@ -118,11 +144,23 @@ def encoder_graph_budgets(
     max_num_batched_tokens: int,
     max_model_len: int,
     video: bool = True,
-    default_output_length: int = 280,
+    default_output_length: int | None = None,
+    family: str | FamilySpec = DEFAULT_FAMILY,
 ) -> EncoderGraphs:
     """The budgets ``EncoderCudaGraphManager`` generates when the user sets none
-    (``get_encoder_cudagraph_budget_range`` + ``_generate_budgets``)."""
-    low = SOFT_TOKEN_BUDGETS[0]
+    (``get_encoder_cudagraph_budget_range`` + ``_generate_budgets``), for ``family``'s
+    image budgets; ``default_output_length`` (None: the family's default budget) bounds
+    the seed's row widths.
+
+    >>> encoder_graph_budgets(max_num_batched_tokens=512, max_model_len=8192).row_widths_seed
+    (70, 140, 280)
+    """
+    budgets_allowed, default = _budgets(family)
+    # 0.32 reads vision_config.num_soft_tokens, which Gemma 4 configs lack, and falls back to
+    # _SUPPORTED_SOFT_TOKENS[2]: the default budget (test_captured_row_width_is_vllms)
+    row_width_0_32 = default
+    default_output_length = default if default_output_length is None else default_output_length
+    low = budgets_allowed[0]
     high = min(max_num_batched_tokens, max_model_len)
     budgets: list[int] = []
     b = low
@@ -133,17 +171,17 @@ def encoder_graph_budgets(
         budgets.append(high)
     batch = min(high // low, min(budgets))
     frames = batch * VIDEO_MAX_FRAMES if video else 0
-    widths = tuple(t for t in SOFT_TOKEN_BUDGETS if t <= default_output_length)
+    widths = tuple(t for t in budgets_allowed if t <= default_output_length)
     steps = (
         f"budgets from {low} (the smallest image) doubling to min(max_num_batched_tokens "
         f"{max_num_batched_tokens}, max_model_len {max_model_len}) = {high}: {budgets}",
         f"max_batch_size = min({high} // {low}, smallest budget {min(budgets)}) = {batch}",
         f"max_frames_per_batch = {batch} × {VIDEO_MAX_FRAMES} = {frames}" if video
         else "video limit 0: no frames per batch",
-        f"vLLM 0.32: {len(budgets)} graphs, rows of min(budget, {ROW_WIDTH_0_32}) soft tokens",
+        f"vLLM 0.32: {len(budgets)} graphs, rows of min(budget, {row_width_0_32}) soft tokens",
         f"newer seed: {len(budgets)} × {len(widths)} graphs, one per row width {list(widths)}",
     )  # fmt: skip
-    return EncoderGraphs(tuple(budgets), batch, frames, ROW_WIDTH_0_32, widths, steps)
+    return EncoderGraphs(tuple(budgets), batch, frames, row_width_0_32, widths, steps)
 
 
 @dataclass(frozen=True)
@@ -219,3 +257,169 @@ def pack_encoder_items(
             )
         )
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------
+# Replaying a captured graph: which rows reach the projection (issue 22, item 6)
+# ---------------------------------------------------------------------------------------
+
+POOL_RATIO = 9  # pooling_kernel_size ** 2 (3 × 3 patches per soft token)
+V032 = "vLLM 0.32 (the same in the newer seed)"
+SEED_ONLY = "newer seed only (not in vLLM 0.32)"
+
+
+def replay_gather_indices(item_tokens: list[int], per_item_output: int) -> tuple[int, ...]:
+    """The pooled rows a graph replay keeps, as vLLM's
+    ``prepare_encoder_cudagraph_replay_buffers`` lays them out for images: the pooled
+    output is flat, one block of ``per_item_output`` rows per item, and item *i* keeps
+    the first ``min(tokens_i, per_item_output)`` rows of block *i*.
+
+    >>> replay_gather_indices([2, 3], 4)
+    (0, 1, 4, 5, 6)
+    """
+    out: list[int] = []
+    for i, n in enumerate(item_tokens):
+        start = i * per_item_output
+        out.extend(range(start, start + min(n, per_item_output)))
+    return tuple(out)
+
+
+def frame_rows(frame_counts: list[int], indices: list[int]) -> tuple[int, ...]:
+    """The frame rows ``select_encoder_cudagraph_items`` takes for the videos ``indices``:
+    videos are stored frame after frame, so video *i* owns rows
+    ``sum(frames[:i]) … sum(frames[:i+1])``.
+
+    >>> frame_rows([2, 3, 1], [2, 0])
+    (5, 0, 1)
+    """
+    starts = [0]
+    for n in frame_counts:
+        starts.append(starts[-1] + n)
+    return tuple(r for i in indices for r in range(starts[i], starts[i + 1]))
+
+
+@dataclass(frozen=True)
+class ReplayBatch:
+    """One batch of images on the encoder graph path."""
+
+    items: tuple[int, ...]  # which images (select_encoder_cudagraph_items picks them)
+    item_tokens: tuple[int, ...]  # rows each brings: its patches // 9 (EncoderItemSpec)
+    valid_tokens: tuple[int, ...]  # soft tokens of each in the prompt (its placeholders)
+    budget: int | None  # the graph replayed; None: encoder_eager_forward (no graph fits)
+    batch_width: int  # pooled rows per item the replay buffers assume (widest of the batch)
+    graph_width: int | None  # pooled rows per item the captured graph computes
+    gather_indices: tuple[int, ...]  # rows of the flat pooled output kept, in order
+    fits: bool  # the batch's patches fit the captured pixel buffer (else the copy fails)
+    right_rows: bool  # every kept row belongs to its own image (strides agree)
+
+
+@dataclass(frozen=True)
+class EncoderReplay:
+    """What vLLM's encoder graph path does with a list of images."""
+
+    batches: tuple[ReplayBatch, ...]
+    version: str  # "0.32" or "seed": which capture rule
+    # each part of the path → the vLLM version whose code it follows
+    versions: dict[str, str] = field(default_factory=dict, compare=False)
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """Every batch runs and hands each image its own rows."""
+        return all(b.budget is None or (b.fits and b.right_rows) for b in self.batches)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.steps)
+
+
+def plan_encoder_replay(
+    item_patches: list[int],
+    *,
+    valid_tokens: list[int] | None = None,
+    graphs: EncoderGraphs,
+    seed: bool = False,
+    pool_ratio: int = POOL_RATIO,
+) -> EncoderReplay:
+    """Follow vLLM's encoder CUDA-graph path for images of ``item_patches`` patch rows
+    each (Gemma 4's processor pads an image to its budget × 9 rows): the packing, then
+    per batch the graph, the replay buffers and the ``gather_indices``.
+
+    * **Packing and eager fallback** (:func:`pack_encoder_items`; vLLM 0.32 and seed):
+      a batch whose tokens exceed the largest budget runs ``encoder_eager_forward``.
+    * **Item selection** (``select_encoder_cudagraph_items``; 0.32 and seed): the batch's
+      images are sliced out of the request; the replay buffers pad them to the widest.
+    * **Capture width**: 0.32 captures each budget's graph with rows of
+      ``min(budget, 280)`` soft tokens (it reads ``vision_config.num_soft_tokens``, which
+      Gemma 4 configs lack); the seed captures one graph per (budget, row width) and
+      replays the one of the batch's width.
+    * **gather_indices** (0.32 and seed): computed with the *batch's* width as the stride
+      of the flat pooled output (:func:`replay_gather_indices`), while the graph pools
+      rows of the *captured* width. When the two differ (0.32, an image budget other
+      than the graph's width), item 2 onwards reads another image's rows; when the batch
+      is wider than the capture (0.32, a 560 or 1120 image), the buffer copy fails.
+    * **dtype cast** (0.32 and seed): the gathered rows are cast to the projection's
+      weight dtype before ``embed_vision`` (a bf16 tower under a float32 projection).
+
+    ``valid_tokens`` (default: every row) are the image's placeholders: the rows past
+    them are padding the pooler puts last, and the runner reads only the first ones.
+
+    >>> g = encoder_graph_budgets(max_num_batched_tokens=2048, max_model_len=8192)
+    >>> plan_encoder_replay([1260, 1260], graphs=g).ok  # two 140-token images, 0.32
+    False
+    >>> plan_encoder_replay([1260, 1260], graphs=g, seed=True).ok
+    True
+    """
+    tokens = [p // pool_ratio for p in item_patches]
+    valid = list(valid_tokens) if valid_tokens is not None else tokens
+    packed = pack_encoder_items(tokens, graphs, seed=seed)
+    batches = []
+    steps = [
+        f"{len(tokens)} images of {sorted(set(tokens))} rows each; graphs at budgets "
+        f"{list(graphs.token_budgets)}, up to {graphs.max_batch_size} images a graph.",
+    ]
+    for b in packed:
+        width = max(tokens[i] for i in b.items)  # replay buffers pad to the widest
+        its = tuple(tokens[i] for i in b.items)
+        if b.budget is None:
+            batches.append(ReplayBatch(b.items, its, tuple(valid[i] for i in b.items), None,
+                                       width, None, (), True, True))  # fmt: skip
+            steps.append(f"images {list(b.items)}: {b.tokens} tokens exceed the largest "
+                         f"graph ({max(graphs.token_budgets)}): encoder_eager_forward.")  # fmt: skip
+            continue
+        graph_width = width if seed else min(b.budget, graphs.row_width_0_32)
+        gather = replay_gather_indices(list(its), width)
+        # seed: only widths up to default_output_length are captured (a wider batch finds
+        # no graph; 0.32's manager then asserts); 0.32: the batch must fit the capture
+        fits = width in graphs.row_widths_seed if seed else width <= graph_width
+        right = fits and (graph_width == width or len(its) == 1)
+        batches.append(ReplayBatch(b.items, its, tuple(valid[i] for i in b.items), b.budget,
+                                   width, graph_width, gather, fits, right))  # fmt: skip
+        what = (
+            "runs, each image its own rows" if right
+            else f"no graph was captured for rows of {width} tokens"
+            if not fits and seed
+            else f"the copy into the graph's {graph_width * pool_ratio}-patch rows fails"
+            if not fits
+            else f"images after the first read another image's rows (stride {width} "
+                 f"assumed, {graph_width} computed)"
+        )  # fmt: skip
+        steps.append(
+            f"images {list(b.items)}: graph {b.budget} with rows of {graph_width} tokens; "
+            f"gather keeps {len(gather)} rows at stride {width}: {what}."
+        )
+    steps.append(
+        "The gathered rows are cast to embed_vision's weight dtype, then projected "
+        "(vLLM 0.32 and the seed)."
+    )
+    versions = {
+        "packing and eager fallback": V032,
+        "item selection": V032,
+        "gather_indices": V032,
+        "dtype cast before the projection": V032,
+        "row width of a captured graph": (
+            "newer seed: one graph per row width" if seed
+            else "vLLM 0.32: min(budget, default budget); the seed changed this"
+        ),
+        "Gemma 4 declaring row width as a capture axis": SEED_ONLY,
+    }  # fmt: skip
+    return EncoderReplay(tuple(batches), "seed" if seed else "0.32", versions, tuple(steps))

@@ -20,6 +20,12 @@ each is for:
   the language model (``moe_layers``, ``num_logical_experts`` …) for expert-parallel
   load balancing.
 
+One more multimodal method says what a prompt written by hand must hold:
+:func:`raw_prompt_placeholders` compares the family's placeholder token (what vLLM's
+processor looks for in a raw prompt and expands, once per item, in item order) with
+vLLM's ``get_placeholder_str`` (what vLLM's chat API would type into the text with
+``--chat-template-content-format string``).
+
 >>> [i.name for i in vllm_interfaces("Gemma3nForConditionalGeneration") if i.supported]  # doctest: +SKIP
 ['multimodal', 'transcription']
 """
@@ -28,7 +34,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["EngineInterface", "vllm_interfaces"]
+from .families import DEFAULT_FAMILY, FamilySpec, get_family
+from .released import RELEASED
+
+__all__ = ["EngineInterface", "RawPromptPlaceholder", "raw_prompt_placeholders", "vllm_interfaces"]
 
 # (name, vLLM's checker in interfaces.py, why it exists)
 _INTERFACES = (
@@ -63,3 +72,54 @@ def vllm_interfaces(architecture: str) -> tuple[EngineInterface, ...]:
         EngineInterface(name, checker, bool(getattr(interfaces, checker)(cls)), why)
         for name, checker, why in _INTERFACES
     )
+
+
+@dataclass(frozen=True)
+class RawPromptPlaceholder:
+    """What a hand-written prompt must hold for one item of one modality."""
+
+    family: str
+    modality: str
+    must_contain: str  # the family's placeholder token, once per item, in item order
+    vllm_placeholder_str: str | None  # vLLM's get_placeholder_str (None: vLLM not installed)
+    agrees: bool | None  # the two are the same string (None: vLLM not installed)
+    steps: tuple[str, ...]  # what to write, and what vLLM's string format would write
+
+
+def raw_prompt_placeholders(
+    *, family: str | FamilySpec = DEFAULT_FAMILY, architecture: str | None = None
+) -> tuple[RawPromptPlaceholder, ...]:
+    """Per modality of ``family``: the string a raw prompt (``template=False``, or vLLM's
+    ``LLM.generate`` with a text prompt) must contain once per item, next to what vLLM's
+    ``get_placeholder_str`` returns for the model class (``architecture``: the released
+    checkpoints' class by default).
+
+    >>> [p.must_contain for p in raw_prompt_placeholders(family="gemma4")]
+    ['<|image|>', '<|audio|>', '<|video|>']
+    """
+    spec = get_family(getattr(family, "spec", family))
+    if architecture is None:
+        architecture = next(r.architecture for r in RELEASED.values() if r.model_type == spec.name)
+    try:
+        from .weight_names import vllm_model_class
+
+        cls = vllm_model_class(architecture)
+    except Exception:  # noqa: BLE001 - vLLM absent: say what a prompt needs, without vLLM's string
+        cls = None
+    out = []
+    for modality, token in spec.placeholder_tokens.items():
+        theirs = cls.get_placeholder_str(modality, 0) if cls is not None else None
+        agrees = None if theirs is None else theirs == token
+        steps = [f"A raw {spec.display_name} prompt holds {token} once per {modality}, in the "
+                 f"order of the {modality} items; vLLM's processor expands each one."]  # fmt: skip
+        if agrees is False:
+            steps.append(
+                f"vLLM's {architecture}.get_placeholder_str gives {theirs!r}: only the "
+                "'string' chat-template content format types it into the text, and vLLM's "
+                f"processor then finds no {token} to expand. Send {modality} as content "
+                "parts and let the chat template write the placeholder."
+            )
+        elif agrees:
+            steps.append(f"vLLM's get_placeholder_str gives the same string, {theirs!r}.")
+        out.append(RawPromptPlaceholder(spec.name, modality, token, theirs, agrees, tuple(steps)))
+    return tuple(out)

@@ -12,7 +12,8 @@ so its id must not pick a word's per-layer row. The two families do it different
   text ids and keep their own rows.
 * **Gemma 4** E-models: every multimodal *position* (image, audio, video soft tokens)
   reads the row of ``<pad>`` in transformers (``pad_token_id``) and of token 0 in vLLM
-  (``embed_input_ids``, seed ``gemma4_mm.py``: "map image token positions to token 0").
+  (``embed_input_ids``, seed ``gemma4_mm.py``: "map image token positions to token 0";
+  vLLM's ``get_per_layer_inputs`` then also reads row 0 for an id outside the table).
   ``<pad>`` is id 0, so the two agree.
 * **Gemma 4 Unified** has no per-layer embeddings.
 
@@ -42,7 +43,9 @@ class PerLayerIds:
     family: str
     ids: tuple[int, ...]  # the prompt's token ids
     per_layer: tuple[int, ...] | None  # the id each position reads (None: no per-layer table)
-    vllm_per_layer: tuple[int, ...] | None  # the same as vLLM's embed_input_ids computes it
+    # the same as vLLM's model looks it up (embed_input_ids, then get_per_layer_inputs);
+    # tests/engine/test_inside.py holds it to the ids vLLM's running model hands its table
+    vllm_per_layer: tuple[int, ...] | None
     remapped: tuple[int, ...]  # positions whose per-layer id differs from their token id
     table_rows: int | None  # rows of embed_tokens_per_layer (vocab_size_per_layer_input)
     layers: int  # decoder layers, each with its own slice of the row
@@ -97,7 +100,9 @@ def per_layer_ids(bundle: Bundle, input_ids: list[int]) -> PerLayerIds:
     if spec.pads_placeholders_per_layer:  # Gemma 4: by position, to <pad> / token 0
         pad = int(config.pad_token_id)
         ours = tuple(pad if t in soft else t for t in ids)
-        theirs = tuple(0 if t in soft else t for t in ids)
+        # vLLM: embed_input_ids maps multimodal positions to 0, then get_per_layer_inputs
+        # (gemma4.py) also reads row 0 for any id outside the table, as Gemma 3n does.
+        theirs = tuple(0 if t in soft or not 0 <= t < rows else t for t in ids)
         steps = [
             f"Gemma 4 looks every multimodal position up as <pad> (id {pad}) in transformers "
             "and as token 0 in vLLM (embed_input_ids); the soft token alone carries the "

@@ -39,13 +39,14 @@ import math
 from dataclasses import dataclass
 
 from .families import WRAPPER, FamilySpec, get_family
-from .plans import conv_out
+from .plans import conv_out, format_timestamp
 
 __all__ = [
     "VLLM_COUNT_ERROR",
     "VLLM_MERGE_ERROR",
     "VLLM_REPLACE_ERROR",
     "VllmExpansion",
+    "VllmVideoStamps",
     "vllm_adds_bos",
     "vllm_expand_gemma3n",
     "vllm_reexpand",
@@ -55,6 +56,7 @@ __all__ = [
     "vllm_image_size",
     "vllm_image_tokens",
     "vllm_replacement_length",
+    "vllm_video_timestamps",
 ]
 
 
@@ -322,3 +324,47 @@ def vllm_reexpand(
         prev = pos + 1
     ids += prompt_ids[prev:]
     return VllmExpansion(tuple(ids), tuple(found), None)
+
+
+VLLM_VIDEO_FPS_FALLBACK = 24  # gemma4_mm.py: fps = metadata.get("fps") or 24
+
+
+@dataclass(frozen=True)
+class VllmVideoStamps:
+    """The timestamps vLLM's Gemma 4 processor writes before each frame of a video."""
+
+    fps: float  # the frame rate it divides by: the metadata's, or 24 when absent or 0
+    fps_fell_back: bool  # the metadata had no usable fps
+    frame_indices: tuple[int, ...]  # the metadata's frames_indices, or 0 … n−1
+    timestamps: tuple[str, ...]  # "mm:ss" per frame, index / fps, truncated
+    steps: tuple[str, ...]  # why, in words
+
+
+def vllm_video_timestamps(num_frames: int, *, metadata: dict | None) -> VllmVideoStamps:
+    """What vLLM's Gemma 4 processor (``_apply_hf_processor_main``) stamps on the
+    ``num_frames`` frames it is given with ``metadata`` (the dict of a
+    ``(frames, metadata)`` video item). vLLM encodes every frame it is given (it samples
+    only when it decodes a file itself); without ``fps`` it assumes 24, and without
+    ``frames_indices`` it numbers the frames 0 … n−1. A video sent with no metadata at
+    all is refused by vLLM's data parser.
+
+    >>> vllm_video_timestamps(48, metadata={}).timestamps[23:26]
+    ('00:00', '00:01', '00:01')
+    """
+    if metadata is None:
+        raise ValueError(
+            "vLLM needs metadata with a video array: send (frames, {'fps': …}) so the "
+            "timestamps are right (vLLM assumes 24 fps when 'fps' is missing)."
+        )
+    given = metadata.get("fps")
+    fps = given or VLLM_VIDEO_FPS_FALLBACK
+    indices = tuple(int(i) for i in metadata.get("frames_indices", range(num_frames)))
+    stamps = tuple(format_timestamp(i / fps) for i in indices)
+    steps = [
+        f"fps {fps:g}" + ("" if given else f" (no fps in the metadata: vLLM assumes "
+                                          f"{VLLM_VIDEO_FPS_FALLBACK})"),
+        f"{len(indices)} frames, indices "
+        + ("from the metadata" if "frames_indices" in metadata else f"0 … {num_frames - 1}")
+        + f": stamps {stamps[0] if stamps else '—'} … {stamps[-1] if stamps else '—'}",
+    ]  # fmt: skip
+    return VllmVideoStamps(float(fps), not given, indices, stamps, tuple(steps))

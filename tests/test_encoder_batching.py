@@ -99,3 +99,165 @@ def test_packing_equals_vllms(tokens, mnbt, seed):
     graphs = encoder_graph_budgets(max_num_batched_tokens=mnbt, max_model_len=8192)
     ours = [(b.items, b.budget) for b in pack_encoder_items(tokens, graphs, seed=seed)]
     assert ours == _vllm_packing(tokens, graphs, seed=seed)
+
+
+# --- Graph replay (item 6): vLLM 0.32's own replay functions, run on CPU ---------------
+
+
+def _stub(model=None, patch_size=16):
+    """An object carrying vLLM 0.32's own Gemma 4 encoder-graph methods; with ``model``,
+    on the tiny model's vision tower (the transformers class vLLM builds too,
+    ``AutoModel.from_config``) and embedder."""
+    import types
+
+    import torch
+    from vllm.model_executor.models.gemma4_mm import Gemma4ForConditionalGeneration as G
+
+    names = ["get_input_modality", "get_encoder_cudagraph_item_specs",
+             "select_encoder_cudagraph_items", "prepare_encoder_cudagraph_capture_inputs",
+             "prepare_encoder_cudagraph_replay_buffers", "encoder_cudagraph_forward",
+             "get_encoder_cudagraph_config"]  # fmt: skip
+    stub = type("Gemma4Graphs", (), {n: getattr(G, n) for n in names})()
+    if model is None:
+        vcfg = types.SimpleNamespace(pooling_kernel_size=3, patch_size=patch_size)
+        stub.vision_tower = types.SimpleNamespace(config=vcfg)
+        stub.config = types.SimpleNamespace(vision_config=types.SimpleNamespace(),
+                                            text_config=types.SimpleNamespace(hidden_size=8))  # fmt: skip
+    else:
+        stub.vision_tower = model.model.vision_tower
+        stub.embed_vision = model.model.embed_vision
+        stub.config = model.config
+    stub.model_dtype = torch.float32
+    return stub
+
+
+@settings(max_examples=examples(0.3))
+@given(patches=st.lists(st.sampled_from([630, 1260, 2520]), min_size=1, max_size=5),
+       as_list=st.booleans())  # fmt: skip
+def test_gather_indices_equal_vllms(patches, as_list):
+    import torch
+
+    from gemma_explore.encoder_batching import replay_gather_indices
+
+    width = max(patches) if not as_list else None
+    pv = ([torch.zeros(p, 768) for p in patches] if as_list
+          else torch.zeros(len(patches), width, 768))  # fmt: skip
+    pp = ([torch.zeros(p, 2, dtype=torch.long) for p in patches] if as_list
+          else torch.zeros(len(patches), width, 2, dtype=torch.long))  # fmt: skip
+    replay = _stub().prepare_encoder_cudagraph_replay_buffers(
+        {"pixel_values": pv, "pixel_position_ids": pp}
+    )
+    tokens = [p // 9 for p in patches] if as_list else [width // 9] * len(patches)
+    ours = replay_gather_indices(tokens, max(patches) // 9)
+    assert tuple(replay.values["gather_indices"].tolist()) == ours
+
+
+@settings(max_examples=examples(0.3))
+@given(frames=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+def test_frame_rows_equal_vllms_selection(frames, data):
+    import torch
+
+    from gemma_explore.encoder_batching import frame_rows
+
+    indices = data.draw(st.lists(st.integers(0, len(frames) - 1), min_size=1, unique=True))
+    rows = torch.arange(sum(frames))
+    kwargs = {"pixel_values_videos": rows[:, None, None].expand(-1, 9, 3),
+              "pixel_position_ids_videos": rows[:, None, None].expand(-1, 9, 2),
+              "video_frame_counts": torch.tensor(frames)}  # fmt: skip
+    picked = _stub().select_encoder_cudagraph_items(kwargs, indices)
+    assert tuple(picked["pixel_values_videos"][:, 0, 0].tolist()) == frame_rows(frames, indices)
+
+
+@pytest.mark.parametrize("budget", [70, 140, 280, 560, 1120, 2048])
+def test_captured_row_width_is_vllms(budget):
+    """0.32 captures every budget's graph with rows of min(budget, 280) soft tokens."""
+    graphs = encoder_graph_budgets(max_num_batched_tokens=2048, max_model_len=8192)
+    capture = _stub().prepare_encoder_cudagraph_capture_inputs(
+        token_budget=budget, max_batch_size=2, max_frames_per_batch=0
+    )
+    assert capture.values["pixel_values"].shape[1] // 9 == graphs.rows_0_32(budget)[1]
+    assert capture.values["gather_indices"].shape == (budget,)
+    # 0.32's Gemma 4 declares no capture axis (the seed adds the row width as one)
+    from gemma_explore.encoder_batching import SEED_ONLY, plan_encoder_replay
+
+    stub = _stub()
+    stub.config.text_config.hidden_size = 8
+    assert stub.get_encoder_cudagraph_config().capture_axes == ()
+    versions = plan_encoder_replay([630], graphs=graphs).versions
+    assert versions["Gemma 4 declaring row width as a capture axis"] == SEED_ONLY
+
+
+# Each case: per-image budgets in one request → what the plan says vLLM 0.32 does.
+REPLAY_CASES = [
+    ([280, 280], "right"),  # packed on graph 560, rows of 280: strides agree
+    ([140], "right"),  # alone on graph 140, rows of 140
+    ([140, 140], "wrong"),  # graph 280 pools rows of 280; gather assumes 140
+    ([560], "copy fails"),  # 5040 patches do not fit graph 560's rows of 280 × 9
+]
+
+
+@pytest.mark.parametrize(("budgets", "expected"), REPLAY_CASES)
+def test_replay_on_cpu_does_what_the_plan_says(tiny4, budgets, expected):
+    """vLLM 0.32's capture shapes, padding, replay buffers, forward and scatter, on the
+    tiny model's weights (a CUDA graph replays exactly this forward on these buffers):
+    each image's rows against transformers' eager features."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+    from PIL import Image
+    from vllm.model_executor.models.utils import scatter_output_slices
+    from vllm.v1.worker.encoder_cudagraph import EncoderCudaGraphManager as M
+
+    import gemma_explore as ge
+    from gemma_explore.encoder_batching import plan_encoder_replay
+
+    model = tiny4.model
+    images = [Image.fromarray(np.random.RandomState(i).randint(0, 255, (240, 320, 3), np.uint8))
+              for i in range(len(budgets))]  # fmt: skip
+    pvs, pps, eager = [], [], []
+    for img, b in zip(images, budgets, strict=True):
+        inputs = ge.prepare_inputs(tiny4, "x", images=[img], max_soft_tokens=b).to_model(model)
+        pvs.append(inputs["pixel_values"][0])  # (b × 9, 768): padded to the budget
+        pps.append(inputs["image_position_ids"][0])  # (b × 9, 2), -1 on padding
+        with torch.inference_mode():
+            eager.append(
+                model.get_image_features(
+                    inputs["pixel_values"], inputs["image_position_ids"]
+                ).pooler_output[0]
+            )
+    graphs = dataclasses.replace(
+        encoder_graph_budgets(max_num_batched_tokens=2048, max_model_len=8192), max_batch_size=2
+    )
+    plan = plan_encoder_replay([p.shape[0] for p in pvs], valid_tokens=[e.shape[0] for e in eager],
+                               graphs=graphs)  # fmt: skip
+    (batch,) = plan.batches
+    stub = _stub(model)
+    kwargs = {"pixel_values": pvs, "pixel_position_ids": pps}
+    specs = stub.get_encoder_cudagraph_item_specs(kwargs)
+    assert [s.output_tokens for s in specs] == list(batch.item_tokens)
+    capture = stub.prepare_encoder_cudagraph_capture_inputs(
+        token_budget=batch.budget, max_batch_size=2, max_frames_per_batch=0
+    )
+    assert capture.values["pixel_values"].shape[1] // 9 == batch.graph_width
+    selected = stub.select_encoder_cudagraph_items(kwargs, list(batch.items))
+    replay = stub.prepare_encoder_cudagraph_replay_buffers(selected, 2, 0)
+    assert tuple(replay.values["gather_indices"].tolist()) == batch.gather_indices
+    padding = stub.get_encoder_cudagraph_config().padding_logics
+    copy = [(capture.values[k], replay.values[k], padding.get(k, M._copy_padded_buffer))
+            for k in capture.values]  # fmt: skip
+    if expected == "copy fails":
+        assert not batch.fits and not plan.ok
+        with pytest.raises(RuntimeError):
+            for dst, src, pad in copy:
+                pad(dst, src)
+        return
+    for dst, src, pad in copy:
+        pad(dst, src)
+    with torch.inference_mode():
+        out = stub.encoder_cudagraph_forward(capture.values)  # (budget, hidden)
+    got: dict[int, torch.Tensor] = {}
+    scatter_output_slices(out, list(batch.items), [s.output_tokens for s in specs], got)
+    same = [torch.allclose(got[i][: e.shape[0]], e, atol=1e-5) for i, e in enumerate(eager)]
+    assert same[0]  # the first image's rows start at 0 in both layouts
+    assert all(same) == (expected == "right") == batch.right_rows == plan.ok

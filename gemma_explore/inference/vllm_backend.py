@@ -16,6 +16,7 @@ import os
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -265,6 +266,8 @@ class VllmEngine:
     startup_budget: int | None = None  # mm_processor_kwargs' max_soft_tokens at start-up
     # vllm.LLM is not thread-safe (the demo answers two requests at a time): one at a time
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # request id (ours and vLLM's internal one) → outputs a step made for that request
+    _inboxes: dict[str, deque[Any]] = field(default_factory=dict, repr=False)
 
     def _refused(self, prepared: PreparedInputs, exc: Exception) -> BackendError:
         """vLLM's own words, and where to look."""
@@ -305,19 +308,75 @@ class VllmEngine:
             extra["allowed_token_ids"] = sorted(set(_readable_ids(self.llm.get_tokenizer())))
         return SamplingParams(max_tokens=max_new_tokens, temperature=0.0, **extra)
 
+    def _run(self, prepared: PreparedInputs, params: Any, stop: Any = None) -> Iterator[Any]:
+        """One request through ``llm.llm_engine``, its ``RequestOutput``s as they come.
+
+        The lock is held only while the engine is touched (``add_request``, one ``step()``,
+        ``abort_request``), never across a ``yield``: a slow consumer does not block other
+        requests. A ``step()`` advances every request in flight; outputs that belong to
+        another caller's request go to that caller's inbox, so no piece is lost.
+        """
+        engine = self.llm.llm_engine
+        ours = f"ge-{uuid.uuid4().hex}"
+        inbox: deque[Any] = deque()
+        with self.lock:
+            try:
+                # vLLM answers under our id and files the request under its own (ours + suffix)
+                internal = engine.add_request(ours, vllm_request(prepared), params)
+            except _refusals() as exc:
+                raise self._refused(prepared, exc) from exc
+            internal = internal if isinstance(internal, str) else ours
+            self._inboxes[ours] = self._inboxes[internal] = inbox
+        done = False
+        try:
+            while not done:
+                if stop is not None and stop.is_set():
+                    break
+                with self.lock:
+                    if not inbox:
+                        if not engine.has_unfinished_requests():
+                            break  # the engine no longer has it (aborted elsewhere)
+                        try:
+                            outs = engine.step()
+                        except BaseException:
+                            self._drain()
+                            raise
+                        for out in outs:
+                            box = self._inboxes.get(out.request_id)
+                            if box is not None:
+                                box.append(out)
+                    ready = list(inbox)
+                    inbox.clear()
+                for out in ready:  # handed over outside the lock
+                    done = done or out.finished
+                    yield out
+        finally:
+            with self.lock:
+                if not done:
+                    engine.abort_request([internal], internal=True)
+                self._inboxes.pop(ours, None)
+                self._inboxes.pop(internal, None)
+
     def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
-        request = vllm_request(prepared)
         params = self._params(max_new_tokens)
         start = time.perf_counter()
-        try:
+        if getattr(self.llm, "llm_engine", None) is None:  # a stand-in: its own generate
             with self.lock:
                 try:
-                    (out,) = self.llm.generate([request], params, use_tqdm=False)
-                except BaseException:
-                    self._drain()
-                    raise
-        except _refusals() as exc:
-            raise self._refused(prepared, exc) from exc
+                    (out,) = self.llm.generate([vllm_request(prepared)], params, use_tqdm=False)
+                except _refusals() as exc:
+                    raise self._refused(prepared, exc) from exc
+        else:
+            out = None
+            try:
+                for out in self._run(prepared, params):  # noqa: B007 - the last is the answer
+                    pass
+            except BackendError:
+                raise
+            except _refusals() as exc:
+                raise self._refused(prepared, exc) from exc
+            if out is None or not out.finished:
+                raise BackendError("vLLM's engine dropped the request before it finished.")
         elapsed = time.perf_counter() - start
         completion = out.outputs[0]
         metrics = getattr(out, "metrics", None)
@@ -346,34 +405,16 @@ class VllmEngine:
 
         The request goes to ``llm.llm_engine`` with ``RequestOutputKind.DELTA``, and each
         ``step()`` yields the new text; ``stop`` (a ``threading.Event``) or closing the
-        stream aborts the request in the engine. An engine without ``llm_engine`` (a
-        stand-in) answers whole, in one piece.
+        stream aborts the request in the engine. The engine lock is released between
+        pieces, so a slow reader does not hold up other requests. An engine without
+        ``llm_engine`` (a stand-in) answers whole, in one piece.
         """
-        engine = getattr(self.llm, "llm_engine", None)
-        if engine is None:
+        if getattr(self.llm, "llm_engine", None) is None:
             yield self.generate(prepared, max_new_tokens=max_new_tokens).text
             return
         from vllm.sampling_params import RequestOutputKind
 
         params = self._params(max_new_tokens, output_kind=RequestOutputKind.DELTA)
-        with self.lock:
-            try:
-                ours = f"ge-{uuid.uuid4().hex}"
-                # vLLM answers under our id and files the request under its own (ours + suffix)
-                internal = engine.add_request(ours, vllm_request(prepared), params)
-            except _refusals() as exc:
-                raise self._refused(prepared, exc) from exc
-            done = False
-            try:
-                while not done and engine.has_unfinished_requests():
-                    if stop is not None and stop.is_set():
-                        break
-                    for out in engine.step():
-                        if out.request_id not in (ours, internal):
-                            continue
-                        done = out.finished
-                        if out.outputs and out.outputs[0].text:
-                            yield out.outputs[0].text
-            finally:
-                if not done:
-                    engine.abort_request([internal], internal=True)
+        for out in self._run(prepared, params, stop):
+            if out.outputs and out.outputs[0].text:
+                yield out.outputs[0].text

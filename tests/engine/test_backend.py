@@ -90,3 +90,23 @@ def test_gemma3n_in_vllms_own_processes(saved_dirs, engine3n, photo):
         assert gen.text == same.text and gen.prompt_tokens == same.prompt_tokens
     finally:
         bundle.engine.llm.llm_engine.engine_core.shutdown()
+
+
+def test_a_slow_stream_reader_does_not_block_other_requests(engine4):
+    """A stream paused between pieces holds no lock: another request, from another
+    thread, is answered meanwhile, and the paused stream then finishes with every piece
+    (the other request's steps advanced it; its pieces waited in its inbox)."""
+    bundle = engine4.bundle
+    whole = bundle.generate("Count.", max_new_tokens=8).text
+    stream = bundle.generate("Count.", max_new_tokens=8, stream=True)
+    first = next(stream)  # the reader now pauses, mid-answer
+    other: dict[str, object] = {}
+    worker = threading.Thread(
+        target=lambda: other.setdefault("gen", bundle.generate("Hello.", max_new_tokens=4))
+    )
+    worker.start()
+    worker.join(timeout=300)  # a deadlock never joins; a free engine answers in seconds
+    assert not worker.is_alive(), "the paused stream blocked another request"
+    assert other["gen"].generated_tokens == 4
+    assert first + "".join(stream) == whole  # nothing lost while it waited
+    assert not engine4.llm.llm_engine.has_unfinished_requests()

@@ -87,13 +87,18 @@ def test_gemma3n_lone_newline_after_placeholder_fails_as_the_layout_says(engine3
 def no_audio_engine(tiny4, tmp_path_factory):
     """A Gemma 4 checkpoint without an audio tower (its config has no audio_config, like
     26B/31B), started at budget 70 with a small step (max_num_batched_tokens=512), so
-    its encoder cache is 512 tokens."""
+    its encoder cache is 512 tokens. Its generation_config.json lists the placeholder
+    ids in suppress_tokens."""
     import json
 
     folder = tiny4.save_pretrained(tmp_path_factory.mktemp("no_audio") / "tiny-gemma4")
     config = json.loads((folder / "config.json").read_text())
     config["audio_config"] = None
     (folder / "config.json").write_text(json.dumps(config))
+    # and a generation config that suppresses the three placeholders (test_suppressed_…)
+    gen = json.loads((folder / "generation_config.json").read_text())
+    gen["suppress_tokens"] = [tiny4.spec.id_of(t) for t in tiny4.spec.placeholder_tokens.values()]
+    (folder / "generation_config.json").write_text(json.dumps(gen))
     bundle = ge.load(str(folder), backend="vllm", max_model_len=2048, max_soft_tokens=70,
                      limit_mm_per_prompt={"image": 1, "video": 0}, max_num_batched_tokens=512)  # fmt: skip
     yield bundle
@@ -129,3 +134,26 @@ def test_an_item_over_the_encoder_cache(no_audio_engine):
         f"pre-allocated encoder cache size {plan.encoder_cache_size}" in said
     ), said
     assert "above the start-up budget 70" in said  # our hint
+
+
+def test_suppressed_ids_are_never_generated(no_audio_engine, engine4, tiny4):
+    """vLLM's Gemma 4 class reads suppress_tokens from the checkpoint folder and its
+    compute_logits sets them to −inf: pushed with a +100 logit bias, <|image|> comes out
+    of the engine without the list (engine4) and never out of the one with it."""
+    from vllm import SamplingParams
+
+    from gemma_explore.logits import suppressed_tokens
+
+    soft = [tiny4.spec.id_of(t) for t in tiny4.spec.placeholder_tokens.values()]
+    llm = no_audio_engine.engine.llm
+    (read,) = llm.apply_model(lambda model: list(model._suppress_token_ids or ()))
+    assert read == soft  # what __init__ read from generation_config.json
+    image = tiny4.spec.id_of(tiny4.spec.image_token)
+    params = SamplingParams(max_tokens=3, temperature=0.0, logit_bias={image: 100.0})
+    request = vllm_request(ge.prepare_inputs(tiny4, "Hi"))
+    (free,) = engine4.llm.generate([request], params, use_tqdm=False)
+    assert image in free.outputs[0].token_ids  # the bias wins where nothing is suppressed
+    (held,) = llm.generate([request], params, use_tqdm=False)
+    assert not set(held.outputs[0].token_ids) & set(soft)
+    report = suppressed_tokens(ge.load(no_audio_engine.name))  # transformers, same folder
+    assert report.suppressed == tuple(soft) and all(report.blocked_in_vllm.values())
