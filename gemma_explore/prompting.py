@@ -47,7 +47,7 @@ _MEDIA_KEYS = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class PreparedInputs:
     """What the real processor made of one chat turn (batch of one).
 

@@ -311,35 +311,39 @@ def test_video_embedder_rows_equal_the_placeholders(tinyu):
 # ------------------------------------------------------------- budgets vLLM reads
 
 
-def test_parity_catches_a_budget_that_vllm_reads_differently(tinyu, photo):
-    vision = tinyu.model.config.vision_config
-    try:
-        vision.num_soft_tokens = 140  # config.json says 140, processor_config.json 280
-        report = ge.check_image_parity(photo, bundle=tinyu, use_vllm=False, run_encoder=False)
-        row = next(r for r in report.rows if r.step == "image budget")
-        assert (row.transformers, row.vllm_arithmetic) == (280, 140) and not report.agree
-        assert any("silently drops" in n for n in report.notes)
-        del vision.num_soft_tokens  # the QAT export's state: vLLM raises AttributeError
-        report = ge.check_image_parity(photo, bundle=tinyu, use_vllm=False, run_encoder=False)
-        assert any("AttributeError" in n and "save_pretrained" in n for n in report.notes)
-        # A request budget is what both sides use.
-        report = ge.check_image_parity(
-            photo, bundle=tinyu, use_vllm=False, run_encoder=False, max_soft_tokens=70
-        )
-        assert report.agree
-    finally:
-        vision.num_soft_tokens = 280
+@pytest.fixture
+def own_tinyu(tinyu):
+    """The Unified tiny bundle with a model of its own: a test may edit its config without
+    touching the session's bundle."""
+    import copy
+    import dataclasses
+
+    return dataclasses.replace(tinyu, model=copy.deepcopy(tinyu.model))
 
 
-def test_saving_writes_the_field_vllm_needs(tinyu, tmp_path):
+def test_parity_catches_a_budget_that_vllm_reads_differently(own_tinyu, tinyu, photo):
+    vision = own_tinyu.model.config.vision_config
+    vision.num_soft_tokens = 140  # config.json says 140, processor_config.json 280
+    report = ge.check_image_parity(photo, bundle=own_tinyu, use_vllm=False, run_encoder=False)
+    row = next(r for r in report.rows if r.step == "image budget")
+    assert (row.transformers, row.vllm_arithmetic) == (280, 140) and not report.agree
+    assert any("silently drops" in n for n in report.notes)
+    del vision.num_soft_tokens  # the QAT export's state: vLLM raises AttributeError
+    report = ge.check_image_parity(photo, bundle=own_tinyu, use_vllm=False, run_encoder=False)
+    assert any("AttributeError" in n and "save_pretrained" in n for n in report.notes)
+    # A request budget is what both sides use.
+    report = ge.check_image_parity(
+        photo, bundle=own_tinyu, use_vllm=False, run_encoder=False, max_soft_tokens=70
+    )
+    assert report.agree
+    assert tinyu.model.config.vision_config.num_soft_tokens == 280  # the shared one untouched
+
+
+def test_saving_writes_the_field_vllm_needs(own_tinyu, tmp_path):
     import json
 
-    vision = tinyu.model.config.vision_config
-    try:
-        del vision.num_soft_tokens
-        tinyu.save_pretrained(tmp_path)
-    finally:
-        vision.num_soft_tokens = 280
+    del own_tinyu.model.config.vision_config.num_soft_tokens
+    own_tinyu.save_pretrained(tmp_path)
     assert (
         json.loads((tmp_path / "config.json").read_text())["vision_config"]["num_soft_tokens"]
         == 280
