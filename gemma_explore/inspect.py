@@ -1,8 +1,8 @@
 """A look inside the real encoders: the vision pooler's valid mask and embedding norms.
 
 >>> import gemma_explore as ge
->>> pooled = ge.vision_pooling(ge.load("tiny-gemma4"), (300, 500))    # doctest: +SKIP
->>> pooled.num_valid == ge.plan_image((300, 500), family="gemma4").num_soft_tokens  # doctest: +SKIP
+>>> pooled = ge.vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP
+>>> pooled.num_valid == pooled.plan.num_soft_tokens                      # doctest: +SKIP
 True
 """
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .embedders import EmbedderTrace, embedder_of, trace_embedder
+from .errors import bundle_keyword
 from .media import load_image
 from .plans import ImagePlan, plan_image
 from .prompting import PreparedInputs, prepare_inputs
@@ -85,7 +86,8 @@ class _EmbedderInput:
         return trace_embedder(self.bundle, self.modality, self.seen[0])
 
 
-def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
+@bundle_keyword()
+def encode_images(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
     """Run the bundle's real vision tower (or Unified's embedder) on a prepared
     request's images.
 
@@ -93,6 +95,9 @@ def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
     which slots hold a real cell; the padding slots are stripped before the language
     model. Gemma 3n: MobileNet-V5 gives 16×16 = 256 tokens, all real. Unified: one row
     per merged 48 px block, padding rows dropped.
+
+    >>> encode_images(prepare_inputs("", bundle=b, images=[photo]), bundle=b).counts  # doctest: +SKIP
+    [256]
     """
     import torch
 
@@ -133,13 +138,17 @@ def encode_images(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
     return EncodedItems(feats, valid, norms, [0] * len(feats), catch.trace())
 
 
-def encode_audio(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
+@bundle_keyword()
+def encode_audio(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
     """Run the bundle's real audio tower (Unified: its frame embedder) on a prepared
     request's clips.
 
     Gemma 4: the tower's mask marks real tokens; only those reach the prompt. Gemma 3n:
     the tower's tokens fill the first of the 188 fixed slots, and the model fills the
     rest with one padding embedding.
+
+    >>> encode_audio(prepare_inputs("", bundle=b, audios=[clip]), bundle=b).counts  # doctest: +SKIP
+    [75]
     """
     import torch
 
@@ -190,10 +199,11 @@ class PooledTokens:
         return self.num_valid == self.plan.num_soft_tokens
 
 
+@bundle_keyword()
 def vision_pooling(
-    bundle: Bundle,
     image: Any = None,
     *,
+    bundle: Bundle,
     max_soft_tokens: int | None = None,
     plan: ImagePlan | None = None,
     prepared: PreparedInputs | None = None,
@@ -204,7 +214,10 @@ def vision_pooling(
     Pass ``plan=`` and ``prepared=`` when you already have them (the demo does), so the
     image is planned and processed once per request.
 
-    >>> pooled = vision_pooling(ge.load("tiny-gemma4"), (300, 500))    # doctest: +SKIP
+    The old order ``vision_pooling(bundle, image)`` still works for one release, with a
+    DeprecationWarning.
+
+    >>> pooled = vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP
     >>> pooled.num_valid == pooled.plan.num_soft_tokens               # doctest: +SKIP
     True
     """
@@ -212,11 +225,11 @@ def vision_pooling(
         if image is None:
             raise ValueError("Give the image (or prepared=… from prepare_inputs).")
         pil = load_image(image)
-        prepared = prepare_inputs(bundle, "", images=[pil], max_soft_tokens=max_soft_tokens)
+        prepared = prepare_inputs("", bundle=bundle, images=[pil], max_soft_tokens=max_soft_tokens)
     if plan is None:
         budget = prepared.max_soft_tokens
         plan = plan_image(prepared.images[0], family=bundle.family, max_soft_tokens=budget)
-    encoded = encode_images(bundle, prepared)
+    encoded = encode_images(prepared, bundle=bundle)
     norms = encoded.slot_norms[0]  # (slots,)
     valid = encoded.valid[0] if encoded.valid[0] is not None else np.ones(len(norms), bool)
     return PooledTokens(
@@ -336,10 +349,11 @@ def _norms(x) -> tuple[float, float]:
     return (float(n.mean()) if n.numel() else 0.0, float(n.max()) if n.numel() else 0.0)
 
 
+@bundle_keyword()
 def inspect_multimodal(
-    bundle: Bundle,
     messages: Any,
     *,
+    bundle: Bundle,
     input_ids: Any = None,
     max_soft_tokens: int | None = None,
     prepared: PreparedInputs | None = None,
@@ -349,75 +363,101 @@ def inspect_multimodal(
     ``input_ids`` replaces the processor's ids (e.g. with a placeholder removed by hand) to
     see the mismatch report instead of the model's exception.
 
-    >>> report = inspect_multimodal(ge.load("tiny-gemma4"), msgs)     # doctest: +SKIP
+    >>> report = inspect_multimodal(msgs, bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP
     """
     import torch
 
-    model = bundle.require_model("inspect_multimodal")
+    bundle.require_model("inspect_multimodal")
     if prepared is None:
-        prepared = prepare_inputs(bundle, messages, max_soft_tokens=max_soft_tokens)
+        prepared = prepare_inputs(messages, bundle=bundle, max_soft_tokens=max_soft_tokens)
     ids = torch.as_tensor(input_ids if input_ids is not None else prepared.input_ids)
     ids = ids.reshape(-1)  # (seq,)
     spec = bundle.spec
     items: list[ItemReport] = []
-
-    def positions_of(token: str) -> list[int]:
-        return [int(p) for p in torch.nonzero(ids == spec.id_of(token)).reshape(-1)]
-
-    def split_positions(token: str, n_items: int) -> list[list[int]]:
-        """Placeholder positions per item: consecutive runs in prompt order."""
-        runs: list[list[int]] = []
-        for p in positions_of(token):
-            if runs and p == runs[-1][-1] + 1 or len(runs) == n_items:
-                runs[-1].append(p)
-            else:
-                runs.append([p])
-        return runs + [[] for _ in range(n_items - len(runs))]
-
-    def report(modality: str, encoded: EncodedItems, runs: list[list[int]], slots: int | None):
-        for i, (f, pos) in enumerate(zip(encoded.features, runs, strict=True)):
-            mean, mx = _norms(f)
-            valid = encoded.valid[i]
-            items.append(
-                ItemReport(
-                    modality, i, tuple(f.shape), mean, mx,
-                    num_embeddings=slots if slots is not None else int(f.shape[0]),
-                    num_placeholders=len(pos), positions=tuple(pos),
-                    valid_mask=None if valid is None else tuple(bool(v) for v in valid),
-                    padding_slots=encoded.padding_slots[i],
-                )
-            )  # fmt: skip
-
     if prepared.images:
-        encoded = encode_images(bundle, prepared)
-        report("image", encoded, split_positions(spec.image_token, len(prepared.images)), None)
+        runs = _placeholder_runs(ids, spec.id_of(spec.image_token), len(prepared.images))
+        items += _item_reports("image", encode_images(prepared, bundle=bundle), runs)
     if prepared.audios:
-        encoded = encode_audio(bundle, prepared)
-        # Gemma 3n: the model fills all 188 slots (tokens, then the padding embedding).
+        runs = _placeholder_runs(ids, spec.id_of(spec.audio_token), len(prepared.audios))
+        # Gemma 3n: the model fills all its fixed slots (tokens, then the padding embedding).
         slots = spec.audio.fixed_placeholders
-        report("audio", encoded, split_positions(spec.audio_token, len(prepared.audios)), slots)
+        items += _item_reports("audio", encode_audio(prepared, bundle=bundle), runs, slots)
     if prepared.videos:
-        inputs = prepared.to_model(model)
-        with torch.inference_mode():
-            out = model.model.get_video_features(
-                inputs["pixel_values_videos"],
-                inputs["video_position_ids"],
-                inputs["num_frames_per_video"],
-            )
-        feats = list(out.pooler_output)
-        # A video's placeholders are split by timestamps: hand out its share in order.
-        all_pos, start, runs = positions_of(spec.video_token), 0, []
-        for v, f in enumerate(feats):
-            last = v == len(feats) - 1
-            runs.append(all_pos[start:] if last else all_pos[start : start + f.shape[0]])
-            start += f.shape[0]
-        none = [None] * len(feats)
-        report("video", EncodedItems(feats, none, [], [0] * len(feats)), runs, None)
+        encoded = _encode_videos(bundle, prepared)
+        runs = _video_runs(ids, spec.id_of(spec.video_token), encoded.counts)
+        items += _item_reports("video", encoded, runs)
     note, mm_norm, text_norm = _per_layer_note(bundle, ids)
     return EncoderReport(
         bundle.family, tuple(items), int(ids.shape[0]), note, mm_norm, text_norm,
         bundle.is_random_weights,
     )  # fmt: skip
+
+
+def _positions(ids: torch.Tensor, token_id: int) -> list[int]:
+    """Where ``token_id`` sits in ``ids`` (seq,)."""
+    import torch
+
+    return [int(p) for p in torch.nonzero(ids == token_id).reshape(-1)]
+
+
+def _placeholder_runs(ids: torch.Tensor, token_id: int, n_items: int) -> list[list[int]]:
+    """Placeholder positions per item: consecutive runs in prompt order (any beyond the
+    last item join it; missing items get an empty run)."""
+    runs: list[list[int]] = []
+    for p in _positions(ids, token_id):
+        if runs and p == runs[-1][-1] + 1 or len(runs) == n_items:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return runs + [[] for _ in range(n_items - len(runs))]
+
+
+def _video_runs(ids: torch.Tensor, token_id: int, counts: list[int]) -> list[list[int]]:
+    """A video's placeholders are split by timestamps: hand out each video its share of
+    the positions in order (the last takes the rest)."""
+    positions, start, runs = _positions(ids, token_id), 0, []
+    for v, n in enumerate(counts):
+        last = v == len(counts) - 1
+        runs.append(positions[start:] if last else positions[start : start + n])
+        start += n
+    return runs
+
+
+def _encode_videos(bundle: Bundle, prepared: PreparedInputs) -> EncodedItems:
+    """The real vision tower (Unified: its embedder) on every video's sampled frames."""
+    import torch
+
+    model = bundle.require_model("inspect_multimodal")
+    inputs = prepared.to_model(model)
+    with torch.inference_mode():
+        out = model.model.get_video_features(
+            inputs["pixel_values_videos"],
+            inputs["video_position_ids"],
+            inputs["num_frames_per_video"],
+        )
+    feats = list(out.pooler_output)  # (tokens, hidden) per video
+    return EncodedItems(feats, [None] * len(feats), [], [0] * len(feats))
+
+
+def _item_reports(
+    modality: str, encoded: EncodedItems, runs: list[list[int]], slots: int | None = None
+) -> list[ItemReport]:
+    """One report per item: its embeddings (all ``slots`` when the model fills a fixed
+    number) against the placeholders of its run."""
+    reports = []
+    for i, (f, pos) in enumerate(zip(encoded.features, runs, strict=True)):
+        mean, mx = _norms(f)
+        valid = encoded.valid[i]
+        reports.append(
+            ItemReport(
+                modality, i, tuple(f.shape), mean, mx,
+                num_embeddings=slots if slots is not None else int(f.shape[0]),
+                num_placeholders=len(pos), positions=tuple(pos),
+                valid_mask=None if valid is None else tuple(bool(v) for v in valid),
+                padding_slots=encoded.padding_slots[i],
+            )
+        )  # fmt: skip
+    return reports
 
 
 def _per_layer_note(bundle: Bundle, ids: torch.Tensor) -> tuple[str | None, ...]:
