@@ -28,7 +28,7 @@ import numpy as np
 from .errors import bundle_keyword
 from .families import DEFAULT_FAMILY, FamilySpec, get_family
 from .inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
-from .inspect import encode_audio, encode_images
+from .inspection import encode_audio, encode_images
 from .loading import load
 from .media import load_audio, load_image, load_video, sample_frame_indices
 from .models.tiny import tiny_name

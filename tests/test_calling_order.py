@@ -8,7 +8,7 @@ import pytest
 
 import gemma_explore as ge
 from gemma_explore.attention import attention_mask
-from gemma_explore.inspect import encode_images
+from gemma_explore.inspection import encode_images
 from gemma_explore.prompting import prepare_media
 
 

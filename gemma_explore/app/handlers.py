@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import MediaError, ModelLoadError
 from ..families import AUDIO_SAMPLING_RATE, GEMMA4, get_family
 from ..features import audio_features
-from ..inspect import vision_pooling
+from ..inspection import vision_pooling
 from ..layout import layout_prompt
 from ..loading import load
 from ..media import load_audio, load_image, load_video
