@@ -32,10 +32,9 @@ package imports this file.
 """
 
 from .attention import AttentionMasks, attention_mask
-
-# `bill` (the walk) stays in gemma_explore.bill: exporting it here would hide the module.
-from .bill import Bill, BillRow, bill_file
+from .bill_results import Bill
 from .comparison import FamilyComparison, compare_families
+from .dataset_bill import BillRow, bill, bill_file
 from .errors import BackendError, MediaError, ModelLoadError
 from .exercises import Verdict, answer_key, check
 from .families import FAMILIES, get_family
@@ -108,6 +107,7 @@ __all__ = [
     "answer_key",
     "attention_mask",
     "audio_features",
+    "bill",
     "bill_file",
     "check",
     "check_audio_parity",

@@ -27,7 +27,7 @@ from .bill_sources import hf_cache_folder
 from .families import get_family
 
 if TYPE_CHECKING:
-    from .bill import Bill, BillSummary
+    from .bill_results import Bill, BillSummary
 
 __all__ = ["STAND_IN", "TextCounter", "summarize", "text_counter"]
 

@@ -238,10 +238,11 @@ def bill(
     ] = 20,
 ) -> None:
     """Total the tokens a dataset costs at each budget, reading headers only."""
-    from .bill import BillWriter, budget_label, resolve_budgets
-    from .bill import bill as run_bill
     from .bill_engines import ENGINES
     from .bill_sources import hf_cache_folder
+    from .bill_writers import BillWriter
+    from .dataset_bill import bill as run_bill
+    from .dataset_bill import budget_label, resolve_budgets
 
     spec = _family(family, _budgets(budget))
     try:

@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from gemma_explore.bill import BillWriter, bill, bill_file, resolve_budgets, walk_files
+from gemma_explore.bill_writers import BillWriter
+from gemma_explore.dataset_bill import bill, bill_file, resolve_budgets, walk_files
 from gemma_explore.errors import MediaError
 from gemma_explore.headers import audio_header, image_header, kind_of, video_header
 from gemma_explore.media import image_size
@@ -309,7 +310,7 @@ def test_the_encoder_free_family_bills_raw_audio_frames_and_gemma4_images(tmp_pa
     import math
 
     import gemma_explore as ge
-    from gemma_explore.bill import bill_file
+    from gemma_explore.dataset_bill import bill_file
 
     photo, clip = tmp_path / "p.png", tmp_path / "c.wav"
     Image.new("RGB", (640, 480), (1, 2, 3)).save(photo)
