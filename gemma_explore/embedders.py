@@ -30,6 +30,7 @@ checking the result equals the module's forward:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -143,7 +144,7 @@ def trace_embedder(
             if hard:
                 stages, x, reference, steps = _hard_way_in(emb, inputs)
             else:
-                stages, x, reference, steps = _soft_way_in(emb, inputs, modality)
+                stages, x, reference, steps = _soft_way_in(emb, inputs, modality, spec)
             out, tail, why = _project_then_post_norm(emb, x)
             stages, steps, reverse = stages + tail, [*steps, why], None
         else:  # Gemma 4 and Unified: weightless norm, then the Linear
@@ -187,7 +188,7 @@ def _hard_way_in(emb: Any, inputs: Any) -> tuple[list[EmbedderStage], Any, Any, 
 
 
 def _soft_way_in(
-    emb: Any, inputs: Any, modality: str
+    emb: Any, inputs: Any, modality: str, spec: FamilySpec
 ) -> tuple[list[EmbedderStage], Any, Any, list[str]]:
     """Gemma 3n's soft path: the encoder's vectors take the soft norm. Returns (stages,
     normed rows, the module's forward, steps)."""
@@ -199,11 +200,12 @@ def _soft_way_in(
     ]
     steps = ["Soft path: the encoder's vectors take the soft norm."]
     if modality != "audio":
-        c = x0.shape[-1]
+        c, n = x0.shape[-1], spec.image.fixed_soft_tokens
+        side = math.isqrt(n)  # the tower's square output map: one token per cell
         steps.insert(
             0,
-            f"Before it, get_image_features turned MobileNet-V5's (B, {c}, 16, 16) map "
-            f"into (B, 256, {c}) rows and multiplied them by √{c} = {c**0.5:.2f}.",
+            f"Before it, get_image_features turned the vision tower's (B, {c}, {side}, {side}) "
+            f"map into (B, {n}, {c}) rows and multiplied them by √{c} = {c**0.5:.2f}.",
         )
     return stages, x, emb(inputs_embeds=x0), steps
 

@@ -96,7 +96,7 @@ def encode_images(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
 
     Gemma 4: the pooler averages 3×3 patches into ``budget`` slots and returns a mask of
     which slots hold a real cell; the padding slots are stripped before the language
-    model. Gemma 3n: MobileNet-V5 gives 16×16 = 256 tokens, all real. Unified: one row
+    model. Gemma 3n: its CNN tower gives a fixed grid of tokens, all real. Unified: one row
     per merged 48 px block, padding rows dropped.
 
     >>> encode_images(prepare_inputs("", bundle=b, images=[photo]), bundle=b).counts  # doctest: +SKIP
