@@ -326,3 +326,16 @@ def test_the_encoder_free_family_bills_raw_audio_frames_and_gemma4_images(tmp_pa
     row = bill_file(clip, family="gemma4_unified", budgets=(280,))
     assert row.tokens == (math.ceil(38_560 / 640) + 2,)
     assert row.tokens == (ge.plan_audio(clip, family="gemma4_unified").total_tokens,)
+
+
+def test_summarize_defaults_to_the_default_familys_tiny_checkpoint():
+    from gemma_explore.bill_cost import summarize
+    from gemma_explore.bill_results import Bill
+    from gemma_explore.families import DEFAULT_FAMILY
+    from gemma_explore.models.tiny import tiny_name
+
+    b = Bill("gemma4", (280,), 1, {"image": 1}, (282,), {"image": (282,)}, (), (), (), {},
+             ({282: 1},), 0.0)  # fmt: skip
+    default, named = summarize(b), summarize(b, tiny_name(DEFAULT_FAMILY.name))
+    assert default.checkpoint == named.checkpoint and default.lines == named.lines
+    assert default.lines[0].kv_bytes_total > 0
