@@ -97,7 +97,7 @@ def ray_figures(folder: Path, rows: int) -> dict:
     """Ray's start-up, then rows/s with 1 and 2 workers (each run after a warm-up)."""
     import ray
 
-    from gemma_explore.bill import bill
+    from gemma_explore.dataset_bill import bill
 
     start = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -8,16 +8,16 @@ the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave,
   ``"tiny-gemma3n"`` and ``"tiny-gemma4-unified"`` offline)
 - ``plan_image``, ``plan_audio``, ``plan_video`` → plans: token counts and why
 - ``audio_features(clip, family=…)`` → :class:`AudioFeatures`: the real log-mel frames
-- ``prepare_inputs(bundle, messages)`` → :class:`PreparedInputs`: the real processor's run
+- ``prepare_inputs(messages, bundle=…)`` → :class:`PreparedInputs`: the real processor's run
 - ``layout_prompt(messages, bundle=…)`` → :class:`PromptLayout`: the expanded prompt
 - ``check_image_parity``, ``check_audio_parity``, ``check_video_parity`` →
   :class:`ParityReport`: ours vs transformers vs vLLM (``check_parity(item, kind=…)``)
 - ``compare_families(image, clip)`` → :class:`FamilyComparison`: one input, three families
-- ``vision_pooling(bundle, image)`` → :class:`PooledTokens` from the real pooler
-- ``inspect_multimodal(bundle, messages)`` → :class:`EncoderReport`: encoder outputs vs placeholders
+- ``vision_pooling(image, bundle=…)`` → :class:`PooledTokens` from the real pooler
+- ``inspect_multimodal(messages, bundle=…)`` → :class:`EncoderReport`: encoder outputs vs placeholders
 - ``Bundle.generate(messages)`` → :class:`Generation`
 - ``plan_serving(bundle, max_model_len=…, limit_mm_per_prompt=…)`` → :class:`ServingPlan`:
-  what vLLM reserves at start-up; ``attention_mask(bundle, layout)`` → :class:`AttentionMasks`
+  what vLLM reserves at start-up; ``attention_mask(layout, bundle=…)`` → :class:`AttentionMasks`
 - ``show_patch_grid(plan)``, ``show_budgets(image)``, ``show_pooled_mask(pooled)``,
   ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)``,
   ``show_embedder_grid(plan)`` / ``show_audio_frames(plan)`` (Unified, no encoder),
@@ -32,15 +32,20 @@ package imports this file.
 """
 
 from .attention import AttentionMasks, attention_mask
-
-# `bill` (the walk) stays in gemma_explore.bill: exporting it here would hide the module.
-from .bill import Bill, BillRow, bill_file
+from .bill_results import Bill
 from .comparison import FamilyComparison, compare_families
+from .dataset_bill import BillRow, bill, bill_file
 from .errors import BackendError, MediaError, ModelLoadError
 from .exercises import Verdict, answer_key, check
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
-from .inspect import EncoderReport, ItemReport, PooledTokens, inspect_multimodal, vision_pooling
+from .inspection import (
+    EncoderReport,
+    ItemReport,
+    PooledTokens,
+    inspect_multimodal,
+    vision_pooling,
+)
 from .layout import NewlineMerge, Placeholder, PromptLayout, Segment, layout_prompt
 from .loading import load
 from .media import load_audio, load_image, load_video
@@ -102,6 +107,7 @@ __all__ = [
     "answer_key",
     "attention_mask",
     "audio_features",
+    "bill",
     "bill_file",
     "check",
     "check_audio_parity",

@@ -21,7 +21,7 @@ inside an image span, never the future. vLLM does the same with its
 >>> import gemma_explore as ge
 >>> bundle = ge.load("tiny-gemma4")                                    # doctest: +SKIP
 >>> layout = ge.layout_prompt([...], bundle=bundle, max_soft_tokens=70) # doctest: +SKIP
->>> masks = attention_mask(bundle, layout, use_bidirectional_attention="vision")  # doctest: +SKIP
+>>> masks = attention_mask(layout, bundle=bundle, use_bidirectional_attention="vision")  # doctest: +SKIP
 >>> masks.future_pairs("sliding_attention") > 0, masks.future_pairs("full_attention")  # doctest: +SKIP
 (True, 0)
 """
@@ -29,12 +29,14 @@ inside an image span, never the future. vLLM does the same with its
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .errors import bundle_keyword
 from .layout import PromptLayout
 
 if TYPE_CHECKING:
@@ -99,25 +101,61 @@ def _config_of(bundle: Bundle) -> Any:
         ) from exc
 
 
+@bundle_keyword()
 def attention_mask(
-    bundle: Bundle,
     layout: PromptLayout,
     *,
+    bundle: Bundle,
     use_bidirectional_attention: str | None = CHECKPOINT,
 ) -> AttentionMasks:
     """The masks transformers builds for ``layout``'s prompt on the bundle's two layer types.
 
     ``use_bidirectional_attention`` is read from the checkpoint's text config by default;
     pass ``"vision"`` or ``None`` to see what the other setting would do (a tiny bundle
-    with the flag set, as the 26B/31B checkpoints have it).
+    with the flag set, as the 26B/31B checkpoints have it). The old order
+    ``attention_mask(bundle, layout)`` still works for one release, with a
+    DeprecationWarning.
     """
-    import torch
-    from transformers import masking_utils
-
     config = _config_of(bundle)
+    text, flag, ckpt = _text_config_with(bundle, config, use_bidirectional_attention)
+    kinds = _token_kinds(layout)
+    types = [MM_TOKEN_TYPES.get(k, 0) for k in kinds]
+    kwargs = _mask_inputs(text, len(kinds))
+    if flag == "vision":
+        masks, rule = _vision_masks(bundle, config, types, kwargs)
+    else:
+        masks, rule = _causal_masks(kwargs)
+    out = AttentionMasks(
+        family=bundle.family,
+        use_bidirectional_attention=flag,
+        from_checkpoint=flag == ckpt,
+        sliding_window=int(text.sliding_window),
+        layer_types=tuple(text.layer_types),
+        kinds=tuple(kinds),
+        mm_token_type_ids=tuple(types),
+        full=_as_bool(masks["full_attention"]),
+        sliding=_as_bool(masks["sliding_attention"]),
+        steps=(),
+    )
+    layers = (
+        f"{len(text.layer_types)} decoder layers: "
+        f"{text.layer_types.count('sliding_attention')} sliding (window {text.sliding_window}), "
+        f"{text.layer_types.count('full_attention')} full"
+    )
+    pairs = (
+        f"{len(kinds)} tokens; pairs that see a later token: sliding "
+        f"{out.future_pairs('sliding_attention')}, full {out.future_pairs('full_attention')}"
+    )
+    return dataclasses.replace(out, steps=(layers, rule, pairs))
+
+
+def _text_config_with(bundle: Bundle, config: Any, asked: str | None) -> tuple[Any, Any, Any]:
+    """A copy of the text config set up for the masks: the bidirectional flag asked for
+    (the checkpoint's own by default) and eager attention, which materialises both masks
+    (sdpa skips the causal one). Returns (text config, flag, the checkpoint's flag)."""
     text = copy.deepcopy(config.get_text_config())
     ckpt = getattr(text, "use_bidirectional_attention", None)
-    flag = ckpt if use_bidirectional_attention == CHECKPOINT else use_bidirectional_attention
+    flag = ckpt if asked == CHECKPOINT else asked
     if flag not in (None, "vision"):
         raise ValueError(
             f"use_bidirectional_attention={flag!r} is for embedding checkpoints; the masks "
@@ -130,80 +168,77 @@ def attention_mask(
         )
     if hasattr(text, "use_bidirectional_attention"):
         text.use_bidirectional_attention = flag
-    text._attn_implementation = "eager"  # materialise both masks (sdpa skips the causal one)
+    text._attn_implementation = "eager"
+    return text, flag, ckpt
 
-    ids = layout.input_ids
-    n = len(ids)
-    kinds = [""] * n
+
+def _token_kinds(layout: PromptLayout) -> list[str]:
+    """Each token's segment kind ("image_soft", "text", …), in prompt order."""
+    kinds = [""] * len(layout.input_ids)
     for seg in layout.segments:
         for p in range(seg.start, seg.end):
             kinds[p] = seg.kind
-    types = [MM_TOKEN_TYPES.get(k, 0) for k in kinds]
-    kwargs = {
+    return kinds
+
+
+def _mask_inputs(text: Any, n: int) -> dict[str, Any]:
+    """What transformers' mask functions read for a batch of one ``n``-token prompt."""
+    import torch
+
+    return {
         "config": text,
         "inputs_embeds": torch.zeros(1, n, 1),  # only batch, length and dtype are read
         "attention_mask": torch.ones(1, n, dtype=torch.long),
         "past_key_values": None,
         "position_ids": torch.arange(n)[None],  # (1, T)
     }
-    steps = [
-        f"{len(text.layer_types)} decoder layers: "
-        f"{text.layer_types.count('sliding_attention')} sliding (window {text.sliding_window}), "
-        f"{text.layer_types.count('full_attention')} full",
-    ]
-    if flag == "vision":
-        module = importlib.import_module(
-            f"transformers.models.{config.model_type}.modeling_{config.model_type}"
-        )
-        mm = torch.tensor([types])  # (1, T)
-        blocks = module.get_block_sequence_ids_for_mask(mm, device="cpu")  # (1, T), -1 = no block
-        if bundle.spec.encoder_free:
-            # transformers 5.19's Gemma4UnifiedModel.forward (and so generate) builds this
-            # mask with the generic create_masks_for_generate, which opens each block on
-            # full layers too; its own create_masks_for_vision_model, Gemma 4, and vLLM's
-            # Unified (_clear_mm_prefix_for_full_attn_layers) keep full layers causal.
-            masks = masking_utils.create_masks_for_generate(block_sequence_ids=blocks, **kwargs)
-            steps.append(
-                "use_bidirectional_attention='vision' (Unified, transformers 5.19): each run "
-                "of image (or video-frame) soft tokens is a block, open on BOTH layer types "
-                "(Gemma4UnifiedModel.forward uses create_masks_for_generate); vLLM 0.32 opens "
-                "it on sliding layers only, so the two differ on full layers"
-            )
-        else:
-            masks = module.create_masks_for_vision_model(block_sequence_ids=blocks, **kwargs)
-            steps.append(
-                "use_bidirectional_attention='vision': each run of image (or video-frame) soft "
-                "tokens is a block; sliding layers allow (causal OR same block) AND window, "
-                "full layers stay causal (create_masks_for_vision_model)"
-            )
-    else:
-        masks = {
-            "full_attention": masking_utils.create_causal_mask(**kwargs),
-            "sliding_attention": masking_utils.create_sliding_window_causal_mask(**kwargs),
-        }
-        steps.append(
-            "use_bidirectional_attention=None: causal on every layer, window on sliding ones"
-        )
 
-    def as_bool(mask: Any) -> np.ndarray:
-        m = mask[0, 0]  # (T, T) additive float: 0 = attend
-        return (m == 0).numpy() if m.dtype.is_floating_point else m.numpy().astype(bool)
 
-    full, sliding = as_bool(masks["full_attention"]), as_bool(masks["sliding_attention"])
-    out = AttentionMasks(
-        family=bundle.family,
-        use_bidirectional_attention=flag,
-        from_checkpoint=flag == ckpt,
-        sliding_window=int(text.sliding_window),
-        layer_types=tuple(text.layer_types),
-        kinds=tuple(kinds),
-        mm_token_type_ids=tuple(types),
-        full=full,
-        sliding=sliding,
-        steps=(),
+def _vision_masks(
+    bundle: Bundle, config: Any, types: list[int], kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """The masks with each run of image (or video-frame) soft tokens open as a block, and
+    the sentence that says on which layers."""
+    import torch
+    from transformers import masking_utils
+
+    module = importlib.import_module(
+        f"transformers.models.{config.model_type}.modeling_{config.model_type}"
     )
-    steps.append(
-        f"{n} tokens; pairs that see a later token: sliding {out.future_pairs('sliding_attention')}, "
-        f"full {out.future_pairs('full_attention')}"
+    mm = torch.tensor([types])  # (1, T)
+    blocks = module.get_block_sequence_ids_for_mask(mm, device="cpu")  # (1, T), -1 = no block
+    if bundle.spec.encoder_free:
+        # transformers 5.19's Gemma4UnifiedModel.forward (and so generate) builds this
+        # mask with the generic create_masks_for_generate, which opens each block on
+        # full layers too; its own create_masks_for_vision_model, Gemma 4, and vLLM's
+        # Unified (_clear_mm_prefix_for_full_attn_layers) keep full layers causal.
+        masks = masking_utils.create_masks_for_generate(block_sequence_ids=blocks, **kwargs)
+        return masks, (
+            "use_bidirectional_attention='vision' (Unified, transformers 5.19): each run "
+            "of image (or video-frame) soft tokens is a block, open on BOTH layer types "
+            "(Gemma4UnifiedModel.forward uses create_masks_for_generate); vLLM 0.32 opens "
+            "it on sliding layers only, so the two differ on full layers"
+        )
+    masks = module.create_masks_for_vision_model(block_sequence_ids=blocks, **kwargs)
+    return masks, (
+        "use_bidirectional_attention='vision': each run of image (or video-frame) soft "
+        "tokens is a block; sliding layers allow (causal OR same block) AND window, "
+        "full layers stay causal (create_masks_for_vision_model)"
     )
-    return AttentionMasks(**{**out.__dict__, "steps": tuple(steps)})
+
+
+def _causal_masks(kwargs: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Causal masks on both layer types, the window on sliding ones."""
+    from transformers import masking_utils
+
+    masks = {
+        "full_attention": masking_utils.create_causal_mask(**kwargs),
+        "sliding_attention": masking_utils.create_sliding_window_causal_mask(**kwargs),
+    }
+    return masks, "use_bidirectional_attention=None: causal on every layer, window on sliding ones"
+
+
+def _as_bool(mask: Any) -> np.ndarray:
+    """(T, T) bool, True = may attend, from transformers' mask (bool or additive float)."""
+    m = mask[0, 0]  # (T, T) additive float: 0 = attend
+    return (m == 0).numpy() if m.dtype.is_floating_point else m.numpy().astype(bool)

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .bill_sources import hf_cache_folder
-from .families import get_family
+from .families import DEFAULT_FAMILY, get_family
 
 if TYPE_CHECKING:
-    from .bill import Bill, BillSummary
+    from .bill_results import Bill, BillSummary
 
 __all__ = ["STAND_IN", "TextCounter", "summarize", "text_counter"]
 
@@ -100,14 +100,17 @@ def text_counter(
     )
 
 
-def summarize(bill: Bill, checkpoint: Any = "tiny-gemma4", **serving: Any) -> BillSummary:
+def summarize(bill: Bill, checkpoint: Any = None, **serving: Any) -> BillSummary:
     """The bill by budget with the KV bytes each sample's prompt holds on ``checkpoint``
-    (a tiny name, a folder, a hub id with its config in the cache, or a bundle);
-    ``serving`` goes to :func:`~gemma_explore.serving.plan_serving` (``dtype``,
-    ``kv_cache_dtype``, …).
+    (a tiny name, a folder, a hub id with its config in the cache, or a bundle; None: the
+    tiny bundle of ``DEFAULT_FAMILY``); ``serving`` goes to
+    :func:`~gemma_explore.serving.plan_serving` (``dtype``, ``kv_cache_dtype``, …).
 
     >>> summarize(bill("dataset/"), "tiny-gemma4").text()   # doctest: +SKIP
     """
+    from .models.tiny import tiny_name
     from .serving import plan_serving
 
+    if checkpoint is None:
+        checkpoint = tiny_name(DEFAULT_FAMILY.name)
     return bill.summary(plan_serving(checkpoint, **serving))

@@ -267,7 +267,8 @@ def bill(
 
 def _bill_budgets(spec: Any, budget: str | None, out: Path | None) -> list[int]:
     """The budgets to bill at (the family's default when none given); --out checked."""
-    from .bill import BillWriter, resolve_budgets
+    from .bill_writers import BillWriter
+    from .dataset_bill import resolve_budgets
 
     try:
         budgets = resolve_budgets(spec.name, _budgets(budget))
@@ -324,8 +325,8 @@ def _run_bill(
 ) -> tuple[Any, list[Any]]:
     """Bill the source with a progress bar, writing rows to --out as they come; return the
     bill and the first --per-file good rows (memory stays flat)."""
-    from .bill import BillWriter
-    from .bill import bill as run_bill
+    from .bill_writers import BillWriter
+    from .dataset_bill import bill as run_bill
 
     writer = BillWriter(out, settings["budgets"]) if out is not None else None
     shown: list[Any] = []
@@ -353,7 +354,7 @@ def _run_bill(
 
 def _print_rows(result: Any, shown: list[Any], budgets: list[int]) -> None:
     """The first files' tokens per budget, one line each."""
-    from .bill import budget_label
+    from .dataset_bill import budget_label
 
     if not shown:
         return

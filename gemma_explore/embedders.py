@@ -30,12 +30,14 @@ checking the result equals the module's forward:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
 
+    from .families import FamilySpec
     from .models.bundle import Bundle
 
 __all__ = ["EmbedderStage", "EmbedderTrace", "embedder_of", "rms_norm", "trace_embedder"]
@@ -137,75 +139,22 @@ def trace_embedder(
 
     emb = embedder_of(bundle, modality)
     spec = bundle.spec
-    cls = type(emb).__name__
-    steps: list[str] = []
     with torch.inference_mode():
-        proj = emb.embedding_projection
-        w = proj.weight  # (text hidden, width)
-        stages: list[EmbedderStage] = []
         if hasattr(emb, "soft_embedding_norm"):  # Gemma 3n: two ways in, post-norm out
             if hard:
-                ids = torch.as_tensor(inputs).reshape(-1)  # (tokens,)
-                table = emb.embedding(ids - emb.vocab_offset)  # (tokens, width)
-                stages.append(_stage(f"ids − vocab_offset {emb.vocab_offset}", "", ids[:, None]))
-                stages.append(_stage("own embedding table", "embedding", table))
-                x = rms_norm(table, emb.eps, _norm_weight(emb.hard_embedding_norm))
-                stages.append(_stage("RMSNorm with weight (hard)", "hard_embedding_norm", x))
-                reference = emb(input_ids=ids)
-                steps.append(
-                    "Hard path: ids of the vision/audio vocabulary (from vocab_offset on) look up "
-                    "the embedder's own table, not the text table."
-                )
+                stages, x, reference, steps = _hard_way_in(emb, inputs)
             else:
-                x0 = inputs.reshape(-1, inputs.shape[-1])  # (tokens, width)
-                stages.append(_stage("encoder output", "", x0))
-                x = rms_norm(x0, emb.eps, _norm_weight(emb.soft_embedding_norm))
-                stages.append(_stage("RMSNorm with weight (soft)", "soft_embedding_norm", x))
-                reference = emb(inputs_embeds=x0)
-                steps.append("Soft path: the encoder's vectors take the soft norm.")
-                if modality != "audio":
-                    c = x0.shape[-1]
-                    steps.insert(
-                        0,
-                        f"Before it, get_image_features turned MobileNet-V5's (B, {c}, 16, 16) map "
-                        f"into (B, 256, {c}) rows and multiplied them by √{c} = {c**0.5:.2f}.",
-                    )
-            y = x @ w.T  # (tokens, text hidden)
-            stages.append(_stage(f"Linear {w.shape[1]} → {w.shape[0]}", "embedding_projection", y))
-            post = emb.embedding_post_projection_norm
-            out = rms_norm(y, emb.eps, _norm_weight(post))
-            stages.append(_stage("RMSNorm without weight", "embedding_post_projection_norm", out))
-            steps.append("Both paths share the projection and a weightless post-norm.")
-            reverse = None
+                stages, x, reference, steps = _soft_way_in(emb, inputs, modality, spec)
+            out, tail, why = _project_then_post_norm(emb, x)
+            stages, steps, reverse = stages + tail, [*steps, why], None
         else:  # Gemma 4 and Unified: weightless norm, then the Linear
             if hard:
                 raise ValueError(
-                    f"{cls} has no embedding table: only Gemma 3n embeds token ids (hard=True)."
+                    f"{type(emb).__name__} has no embedding table: only Gemma 3n embeds "
+                    "token ids (hard=True)."
                 )
-            x0 = inputs.reshape(-1, inputs.shape[-1])  # (tokens, width)
-            if not spec.encoder_free:
-                first = "encoder output"
-            elif modality == "audio":
-                first = f"raw {spec.audio.samples_per_token}-sample frames"
-            else:
-                first = "48 px blocks after patch_dense"
-            stages.append(_stage(first, "", x0))
-            x = rms_norm(x0, emb.eps, _norm_weight(emb.embedding_pre_projection_norm))
-            stages.append(_stage("RMSNorm without weight", "embedding_pre_projection_norm", x))
-            out = x @ w.T  # (tokens, text hidden)
-            stages.append(
-                _stage(f"Linear {w.shape[1]} → {w.shape[0]}", "embedding_projection", out)
-            )
-            reference = emb(inputs_embeds=x0)
-            other = rms_norm(x0 @ w.T, emb.eps)  # the docstring's order: Linear, then norm
-            gap = (other - out).float().norm() / out.float().norm().clamp_min(1e-12)
-            reverse = float(gap)
-            steps.append(
-                "The norm runs first and has no weight; the Linear comes after. vLLM's docstring "
-                "for this class says 'a linear projection followed by RMSNorm', but its code "
-                f"(like transformers') runs the norm first: the other order lands {reverse:.0%} "
-                "away (relative distance)."
-            )
+            stages, out, reference, reverse, why = _norm_then_project(emb, spec, modality, inputs)
+            steps = [why]
         if spec.encoder_free:
             steps.append(
                 "Unified has no tower: this embedder is the whole encoder, so there is no "
@@ -213,6 +162,93 @@ def trace_embedder(
             )
         err = float((reference.reshape(out.shape).float() - out.float()).abs().max())
     return EmbedderTrace(
-        spec.name, modality, "hard" if hard else "soft", cls, tuple(stages), err, reverse,
-        spec.encoder_free, out, tuple(steps),
+        spec.name, modality, "hard" if hard else "soft", type(emb).__name__, tuple(stages), err,
+        reverse, spec.encoder_free, out, tuple(steps),
     )  # fmt: skip
+
+
+def _hard_way_in(emb: Any, inputs: Any) -> tuple[list[EmbedderStage], Any, Any, list[str]]:
+    """Gemma 3n's hard path: ids of the vision/audio vocabulary look up the embedder's own
+    table, then the hard norm. Returns (stages, normed rows, the module's forward, steps)."""
+    import torch
+
+    ids = torch.as_tensor(inputs).reshape(-1)  # (tokens,)
+    table = emb.embedding(ids - emb.vocab_offset)  # (tokens, width)
+    x = rms_norm(table, emb.eps, _norm_weight(emb.hard_embedding_norm))  # (tokens, width)
+    stages = [
+        _stage(f"ids − vocab_offset {emb.vocab_offset}", "", ids[:, None]),
+        _stage("own embedding table", "embedding", table),
+        _stage("RMSNorm with weight (hard)", "hard_embedding_norm", x),
+    ]
+    why = (
+        "Hard path: ids of the vision/audio vocabulary (from vocab_offset on) look up "
+        "the embedder's own table, not the text table."
+    )
+    return stages, x, emb(input_ids=ids), [why]
+
+
+def _soft_way_in(
+    emb: Any, inputs: Any, modality: str, spec: FamilySpec
+) -> tuple[list[EmbedderStage], Any, Any, list[str]]:
+    """Gemma 3n's soft path: the encoder's vectors take the soft norm. Returns (stages,
+    normed rows, the module's forward, steps)."""
+    x0 = inputs.reshape(-1, inputs.shape[-1])  # (tokens, width)
+    x = rms_norm(x0, emb.eps, _norm_weight(emb.soft_embedding_norm))  # (tokens, width)
+    stages = [
+        _stage("encoder output", "", x0),
+        _stage("RMSNorm with weight (soft)", "soft_embedding_norm", x),
+    ]
+    steps = ["Soft path: the encoder's vectors take the soft norm."]
+    if modality != "audio":
+        c, n = x0.shape[-1], spec.image.fixed_soft_tokens
+        side = math.isqrt(n)  # the tower's square output map: one token per cell
+        steps.insert(
+            0,
+            f"Before it, get_image_features turned the vision tower's (B, {c}, {side}, {side}) "
+            f"map into (B, {n}, {c}) rows and multiplied them by √{c} = {c**0.5:.2f}.",
+        )
+    return stages, x, emb(inputs_embeds=x0), steps
+
+
+def _project_then_post_norm(emb: Any, x: Any) -> tuple[Any, list[EmbedderStage], str]:
+    """Gemma 3n's shared tail: the Linear to the text width, then a weightless post-norm."""
+    w = emb.embedding_projection.weight  # (text hidden, width)
+    y = x @ w.T  # (tokens, text hidden)
+    out = rms_norm(y, emb.eps, _norm_weight(emb.embedding_post_projection_norm))
+    stages = [
+        _stage(f"Linear {w.shape[1]} → {w.shape[0]}", "embedding_projection", y),
+        _stage("RMSNorm without weight", "embedding_post_projection_norm", out),
+    ]
+    return out, stages, "Both paths share the projection and a weightless post-norm."
+
+
+def _norm_then_project(
+    emb: Any, spec: FamilySpec, modality: str, inputs: Any
+) -> tuple[list[EmbedderStage], Any, Any, float, str]:
+    """Gemma 4 and Unified: a weightless norm, then the Linear; and how far the other
+    order (vLLM's docstring) lands. Returns (stages, output, the module's forward,
+    that distance, the step)."""
+    w = emb.embedding_projection.weight  # (text hidden, width)
+    x0 = inputs.reshape(-1, inputs.shape[-1])  # (tokens, width)
+    if not spec.encoder_free:
+        first = "encoder output"
+    elif modality == "audio":
+        first = f"raw {spec.audio.samples_per_token}-sample frames"
+    else:
+        first = "48 px blocks after patch_dense"
+    x = rms_norm(x0, emb.eps, _norm_weight(emb.embedding_pre_projection_norm))
+    out = x @ w.T  # (tokens, text hidden)
+    stages = [
+        _stage(first, "", x0),
+        _stage("RMSNorm without weight", "embedding_pre_projection_norm", x),
+        _stage(f"Linear {w.shape[1]} → {w.shape[0]}", "embedding_projection", out),
+    ]
+    other = rms_norm(x0 @ w.T, emb.eps)  # the docstring's order: Linear, then norm
+    reverse = float((other - out).float().norm() / out.float().norm().clamp_min(1e-12))
+    why = (
+        "The norm runs first and has no weight; the Linear comes after. vLLM's docstring "
+        "for this class says 'a linear projection followed by RMSNorm', but its code "
+        f"(like transformers') runs the norm first: the other order lands {reverse:.0%} "
+        "away (relative distance)."
+    )
+    return stages, out, emb(inputs_embeds=x0), reverse, why

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .families import FAMILIES, FamilySpec, get_family
+from .errors import bundle_keyword
+from .families import DEFAULT_FAMILY, FamilySpec, get_family
 from .inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
-from .inspect import encode_audio, encode_images
+from .inspection import encode_audio, encode_images
 from .loading import load
 from .media import load_audio, load_image, load_video, sample_frame_indices
 from .models.tiny import tiny_name
@@ -147,14 +148,16 @@ class ParityReport:
         return self.table().html()
 
 
-def _bundle_for(family: str | None, bundle: Bundle | None) -> tuple[FamilySpec, Bundle]:
-    if bundle is None and family is None:
-        raise ValueError(
-            f"Give family= (one of {', '.join(map(repr, FAMILIES))}), or bundle=ge.load(...)."
-        )
-    spec = get_family(family or bundle.family)
-    if bundle is not None and bundle.family != spec.name:
-        raise ValueError(f"family={family!r} but the bundle is {bundle.family!r}; drop one.")
+def _bundle_for(
+    family: str | FamilySpec | Bundle | None, bundle: Bundle | None
+) -> tuple[FamilySpec, Bundle]:
+    """The family and the bundle a check runs on: the bundle's family, else ``family``'s
+    tiny bundle (``DEFAULT_FAMILY`` when neither is given)."""
+    if family is None:
+        family = bundle.spec if bundle is not None else DEFAULT_FAMILY
+    spec = get_family(getattr(family, "spec", family))
+    if bundle is not None and bundle.spec is not spec:
+        raise ValueError(f"family={spec.name!r} but the bundle is {bundle.family!r}; drop one.")
     return spec, bundle if bundle is not None else load(tiny_name(spec.name))
 
 
@@ -165,7 +168,7 @@ def _hw(size: tuple[int, int]) -> str:
 def check_image_parity(
     image: Any,
     *,
-    family: str | None = None,
+    family: str | FamilySpec | Bundle | None = None,
     bundle: Bundle | None = None,
     max_soft_tokens: int | None = None,
     use_vllm: bool | None = None,
@@ -185,78 +188,115 @@ def check_image_parity(
     use_vllm = vllm_available() if use_vllm is None else use_vllm
     if prepared is None:
         pil = load_image(image)
-        prepared = prepare_inputs(bundle, "", images=[pil], max_soft_tokens=max_soft_tokens)
+        prepared = prepare_inputs("", bundle=bundle, images=[pil], max_soft_tokens=max_soft_tokens)
     if plan is None:
         plan = plan_image(
             prepared.images[0], family=spec.name, max_soft_tokens=prepared.max_soft_tokens
         )
-    h, w = plan.original_size
-    batch = prepared.batch
-    hf_ids = prepared.input_ids.count(spec.id_of(spec.image_token))
-    rows, notes = [], []
-    img = spec.image
-    if img.budgets:
-        b = plan.max_soft_tokens
-        # Gemma 4: one row per 16 px patch, budget × 9 rows. Unified: one row per merged
-        # 48 px block (6912 raw values), budget rows. Position (x, y) counts rows' units.
-        unit = img.cell_px if spec.encoder_free else img.patch_size
-        per_row = img.patches_per_token if spec.encoder_free else 1  # patches in one row
-        pos = batch["image_position_ids"][0]  # (rows, 2) as (x, y); (-1, -1) = padding
-        real = (pos != -1).all(dim=-1)  # (rows,)
-        hf_grid = (int(pos[real][:, 1].max()) + 1, int(pos[real][:, 0].max()) + 1)
-        hf_size = (hf_grid[0] * unit, hf_grid[1] * unit)
-        hf_patches = int(real.sum()) * per_row
-        hf_soft = hf_patches // img.patches_per_token
-        v_size = vllm_image_size(h, w, max_soft_tokens=b, family=spec)
-        v_tokens = vllm_image_tokens(h, w, max_soft_tokens=b, family=spec)
-        v_old = vllm_image_tokens(h, w, max_soft_tokens=b, clamp=False, family=spec)
-        v_patches = (v_size[0] // img.patch_size) * (v_size[1] // img.patch_size)
-        rows += [
-            ParityRow("resized size", _hw(plan.resized_size), _hw(hf_size), _hw(v_size)),
-            ParityRow("patches", plan.num_patches, hf_patches, v_patches),
-            ParityRow("soft tokens", plan.num_soft_tokens, hf_soft, v_tokens),
-        ]
-        budget_row, budget_note = _budget_check(spec, bundle, prepared)
-        if budget_row is not None:
-            rows.insert(0, budget_row)
-        if budget_note:
-            notes.append(budget_note)
-        if v_old != v_tokens:
-            notes.append(
-                f"Before vLLM clamped to the budget it reserved {v_old} placeholders here for "
-                f"{hf_soft} embeddings: 'Attempted to assign {hf_soft} = {hf_soft} multimodal "
-                f"tokens to {v_old} placeholders'."
-            )
-        if v_size != tuple(hf_size):
-            notes.append(
-                "vLLM's assumed resize differs from what transformers does; only the "
-                "clamped count keeps them in step."
-            )
+    if spec.image.budgets:
+        rows, notes = _budgeted_image_rows(spec, bundle, plan, prepared)
     else:
-        squash = _hw(img.fixed_size)
-        hf_size = _hw(tuple(batch["pixel_values"].shape[-2:]))
-        rows.append(ParityRow("resized size", _hw(plan.resized_size), hf_size, squash))
-        n = img.fixed_soft_tokens
-        rows.append(ParityRow("soft tokens", plan.num_soft_tokens, n, n))
-    v_proc = None
-    if use_vllm:
-        out = vllm_process(bundle, prepared.text, vllm_mm_data(prepared), prepared.request_kwargs)
-        v_proc = out["placeholders"]["image"][0][2]
+        rows, notes = _fixed_image_rows(spec, plan, prepared), []
+    v_proc = _vllm_placeholders(bundle, prepared, "image", request=True) if use_vllm else None
+    hf_ids = prepared.input_ids.count(spec.id_of(spec.image_token))
     v_arith = rows[-1].vllm_arithmetic
     rows.append(ParityRow("prompt placeholders", plan.num_soft_tokens, hf_ids, v_arith, v_proc))
-    encoder_count = encode_images(bundle, prepared).counts[0] if run_encoder else None
+    encoder_count = encode_images(prepared, bundle=bundle).counts[0] if run_encoder else None
+    follows = _image_encoder_follows(spec, rows[-2].transformers, encoder_count)
+    budget = f" at budget {plan.max_soft_tokens}" if plan.max_soft_tokens else ""
+    return ParityReport(
+        "image", spec.name, f"{size_label(plan.original_size)} image{budget}", tuple(rows),
+        follows, encoder_count, v_proc is not None, tuple(notes),
+    )  # fmt: skip
+
+
+def _hf_image_counts(spec: FamilySpec, batch: Any) -> tuple[tuple[int, int], int, int]:
+    """transformers' resized size, patches and soft tokens, read off ``image_position_ids``.
+
+    Gemma 4: one row per 16 px patch, budget × 9 rows. Unified: one row per merged 48 px
+    block (6912 raw values), budget rows. Position (x, y) counts the rows' units.
+    """
+    img = spec.image
+    unit = img.cell_px if spec.encoder_free else img.patch_size
+    per_row = img.patches_per_token if spec.encoder_free else 1  # patches in one row
+    pos = batch["image_position_ids"][0]  # (rows, 2) as (x, y); (-1, -1) = padding
+    real = (pos != -1).all(dim=-1)  # (rows,)
+    grid = (int(pos[real][:, 1].max()) + 1, int(pos[real][:, 0].max()) + 1)
+    patches = int(real.sum()) * per_row
+    return (grid[0] * unit, grid[1] * unit), patches, patches // img.patches_per_token
+
+
+def _budgeted_image_rows(
+    spec: FamilySpec, bundle: Bundle, plan: ImagePlan, prepared: PreparedInputs
+) -> tuple[list[ParityRow], list[str]]:
+    """A budgeted family's rows (budget, resized size, patches, soft tokens) and the notes
+    that say where vLLM's arithmetic parts from transformers."""
+    (h, w), b, img = plan.original_size, plan.max_soft_tokens, spec.image
+    hf_size, hf_patches, hf_soft = _hf_image_counts(spec, prepared.batch)
+    v_size = vllm_image_size(h, w, max_soft_tokens=b, family=spec)
+    v_tokens = vllm_image_tokens(h, w, max_soft_tokens=b, family=spec)
+    v_old = vllm_image_tokens(h, w, max_soft_tokens=b, clamp=False, family=spec)
+    v_patches = (v_size[0] // img.patch_size) * (v_size[1] // img.patch_size)
+    rows = [
+        ParityRow("resized size", _hw(plan.resized_size), _hw(hf_size), _hw(v_size)),
+        ParityRow("patches", plan.num_patches, hf_patches, v_patches),
+        ParityRow("soft tokens", plan.num_soft_tokens, hf_soft, v_tokens),
+    ]
+    notes = []
+    budget_row, budget_note = _budget_check(spec, bundle, prepared)
+    if budget_row is not None:
+        rows.insert(0, budget_row)
+    if budget_note:
+        notes.append(budget_note)
+    if v_old != v_tokens:
+        notes.append(
+            f"Before vLLM clamped to the budget it reserved {v_old} placeholders here for "
+            f"{hf_soft} embeddings: 'Attempted to assign {hf_soft} = {hf_soft} multimodal "
+            f"tokens to {v_old} placeholders'."
+        )
+    if v_size != tuple(hf_size):
+        notes.append(
+            "vLLM's assumed resize differs from what transformers does; only the "
+            "clamped count keeps them in step."
+        )
+    return rows, notes
+
+
+def _fixed_image_rows(
+    spec: FamilySpec, plan: ImagePlan, prepared: PreparedInputs
+) -> list[ParityRow]:
+    """A fixed-size family's rows: every image squashed to one size, one token count."""
+    squash = _hw(spec.image.fixed_size)
+    hf_size = _hw(tuple(prepared.batch["pixel_values"].shape[-2:]))
+    n = spec.image.fixed_soft_tokens
+    return [
+        ParityRow("resized size", _hw(plan.resized_size), hf_size, squash),
+        ParityRow("soft tokens", plan.num_soft_tokens, n, n),
+    ]
+
+
+def _vllm_placeholders(
+    bundle: Bundle, prepared: PreparedInputs, modality: str, *, request: bool = False
+) -> int:
+    """The placeholders vLLM's own processor writes for the first item of ``modality``
+    (0 when it writes none: Unified audio of ≤ 160 samples). ``request`` sends the
+    request's ``mm_processor_kwargs`` too."""
+    kwargs = prepared.request_kwargs if request else None
+    out = vllm_process(bundle, prepared.text, vllm_mm_data(prepared), kwargs)
+    found = out["placeholders"].get(modality) or [(0, 0, 0)]
+    return found[0][2]
+
+
+def _image_encoder_follows(spec: FamilySpec, hf_count: Any, encoder_count: int | None) -> str:
+    """Which side the image encoder follows, and what it produced when it ran."""
     follows = (
         "the encoder sees transformers' pixel_values, so it yields transformers' "
-        f"count ({rows[-2].transformers})"
+        f"count ({hf_count})"
     )
     if encoder_count is not None:
         tower = "embedder (no tower)" if spec.encoder_free else "vision tower"
         follows += f"; the real {tower} produced {encoder_count} embeddings"
-    budget = f" at budget {plan.max_soft_tokens}" if plan.max_soft_tokens else ""
-    return ParityReport(
-        "image", spec.name, f"{size_label((h, w))} image{budget}", tuple(rows), follows,
-        encoder_count, v_proc is not None, tuple(notes),
-    )  # fmt: skip
+    return follows
 
 
 def _budget_check(
@@ -314,7 +354,7 @@ def _test_wave(num_samples: int) -> np.ndarray:
 def check_audio_parity(
     audio: Any,
     *,
-    family: str | None = None,
+    family: str | FamilySpec | Bundle | None = None,
     bundle: Bundle | None = None,
     sampling_rate: int | None = None,
     use_vllm: bool | None = None,
@@ -331,70 +371,115 @@ def check_audio_parity(
     use_vllm = vllm_available() if use_vllm is None else use_vllm
     a = spec.audio
     if prepared is None:
-        if isinstance(audio, int | np.integer) and not isinstance(audio, bool):
-            rate = sampling_rate or a.sampling_rate
-            wave, _ = load_audio((_test_wave(int(audio)), rate), target_rate=a.sampling_rate)
-        else:
-            wave, _ = load_audio(audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate,
-                                 bare_array_rate=a.sampling_rate)  # fmt: skip
-        prepared = prepare_inputs(bundle, "", audios=[(wave, a.sampling_rate)])
+        wave = _clip_at_model_rate(audio, spec, sampling_rate)
+        prepared = prepare_inputs("", bundle=bundle, audios=[(wave, a.sampling_rate)])
     if plan is None:
         plan = plan_audio((prepared.audios[0], a.sampling_rate), family=spec.name)
-    batch = prepared.batch
     hf_ids = prepared.input_ids.count(spec.id_of(spec.audio_token))
-    frames = int(batch["input_features"].shape[1])
-    valid = int(batch["input_features_mask"][0].sum())
     n = plan.num_samples
     # vLLM caps with the processor's own audio_seq_length (get_audio_repl), not a constant.
     cap = getattr(bundle.processor, "audio_seq_length", None)
     v_tokens = vllm_audio_tokens(n, family=spec, audio_seq_length=cap)
-    raw = not a.has_mel  # Unified: raw 640-sample frames, vLLM counts mel frames anyway
-    mel_rule = a.fixed_placeholders is None and not raw
-    v_frames = vllm_audio_frames(n, family=spec) if mel_rule else None
+    v_proc = _vllm_placeholders(bundle, prepared, "audio") if use_vllm else None
+    rows = _audio_frame_rows(spec, plan, prepared)
+    encoder_count = _valid_audio_tokens(bundle, prepared) if run_encoder else None
+    notes, dropped = [], ()
+    if not a.has_mel:  # Unified: the embedder's rows, and those vLLM's prompt has no room for
+        rows.append(ParityRow("embedder rows", plan.num_encoder_tokens, encoder_count, None))
+        v_prompt = v_proc if v_proc is not None else v_tokens
+        dropped, note = _rows_vllm_drops(spec, plan, v_prompt)
+        notes += [note] if note else []
     step = "placeholders" if a.fixed_placeholders is not None else "audio tokens"
-    v_proc = None
-    if use_vllm:
-        out = vllm_process(bundle, prepared.text, vllm_mm_data(prepared))
-        found = out["placeholders"].get("audio") or [(0, 0, 0)]  # none for n <= 160 (Unified)
-        v_proc = found[0][2]
-    kind = "raw frames" if raw else "mel frames"
-    rows = [
+    rows.append(ParityRow(step, plan.num_placeholders, hf_ids, v_tokens, v_proc))
+    notes += _cut_note(spec, plan, rows[0], cap, v_tokens)
+    follows, slot_notes = _audio_encoder_follows(spec, plan, hf_ids, encoder_count)
+    return ParityReport(
+        "audio", spec.name, f"{plan.duration_s:.3f} s clip ({n} samples)", tuple(rows), follows,
+        encoder_count, v_proc is not None, tuple(notes + slot_notes), dropped,
+    )  # fmt: skip
+
+
+def _clip_at_model_rate(audio: Any, spec: FamilySpec, sampling_rate: int | None) -> np.ndarray:
+    """The clip as a wave at the family's rate; a number of samples gives a test clip."""
+    rate = spec.audio.sampling_rate
+    if isinstance(audio, int | np.integer) and not isinstance(audio, bool):
+        given = (_test_wave(int(audio)), sampling_rate or rate)
+        return load_audio(given, target_rate=rate)[0]
+    return load_audio(audio, sampling_rate=sampling_rate, target_rate=rate, bare_array_rate=rate)[0]
+
+
+def _audio_frame_rows(
+    spec: FamilySpec, plan: AudioPlan, prepared: PreparedInputs
+) -> list[ParityRow]:
+    """The feature frames each side counts: mel frames, or Unified's raw frames (which
+    vLLM does not count: it counts mel frames anyway)."""
+    a = spec.audio
+    batch = prepared.batch
+    frames = int(batch["input_features"].shape[1])
+    valid = int(batch["input_features_mask"][0].sum())
+    mel_rule = a.fixed_placeholders is None and a.has_mel
+    v_frames = vllm_audio_frames(plan.num_samples, family=spec) if mel_rule else None
+    kind = "mel frames" if a.has_mel else "raw frames"
+    return [
         ParityRow(f"{kind} (valid)", plan.num_valid_frames, valid, v_frames),
         ParityRow(f"{kind} (all)", plan.num_mel_frames, frames, None),
     ]
-    notes = []
-    encoder_count = None
-    if run_encoder:
-        encoded = encode_audio(bundle, prepared)
-        valid_mask = encoded.valid[0]
-        encoder_count = int(valid_mask.sum()) if valid_mask is not None else encoded.counts[0]
-    dropped: tuple[int, ...] = ()
-    if raw:
-        # The embedder's rows: transformers' model, and vLLM's own Unified model, both
-        # turn every 640-sample frame into a row; only the prompts differ.
-        rows.append(ParityRow("embedder rows", plan.num_encoder_tokens, encoder_count, None))
-        v_prompt = v_proc if v_proc is not None else v_tokens
-        dropped = tuple(range(v_prompt, plan.num_encoder_tokens))
-        if dropped:
-            rate, per = a.sampling_rate, a.samples_per_token
-            first, last = dropped[0], dropped[-1]
-            notes.append(
-                f"vLLM's prompt has {v_prompt} audio placeholders for {plan.num_encoder_tokens} "
-                f"embedder rows: its runner keeps rows 0–{v_prompt - 1} and silently drops rows "
-                f"{first}–{last} (samples {first * per}–{min(n, (last + 1) * per) - 1}, "
-                f"{first * per / rate:.2f}–{min(n, (last + 1) * per) / rate:.2f} s). "
-                "vLLM raises nothing: Gemma4UnifiedProcessingInfo inherits Gemma 4's mel-based "
-                "_compute_audio_num_tokens (0 for ≤ 160 samples, one short when samples % 640 "
-                "is 1–160, capped at 750), while the embedder makes ceil(samples / 640) rows."
-            )
-    rows.append(ParityRow(step, plan.num_placeholders, hf_ids, v_tokens, v_proc))
-    if v_frames is not None and a.max_samples is not None and n > a.max_samples:
-        notes.append(
-            f"transformers' extractor keeps the first {a.max_seconds:g} s ({valid} frames); "
-            f"vLLM counts all {n} samples ({v_frames} frames) and caps only the tokens, "
-            f"min(t, audio_seq_length = {cap}): both end at {v_tokens} tokens."
-        )
-    if raw:
+
+
+def _valid_audio_tokens(bundle: Bundle, prepared: PreparedInputs) -> int:
+    """The tokens the real audio tower (or Unified's embedder) marks valid for the clip."""
+    encoded = encode_audio(prepared, bundle=bundle)
+    valid_mask = encoded.valid[0]
+    return int(valid_mask.sum()) if valid_mask is not None else encoded.counts[0]
+
+
+def _rows_vllm_drops(
+    spec: FamilySpec, plan: AudioPlan, v_prompt: int
+) -> tuple[tuple[int, ...], str | None]:
+    """Unified: the embedder rows vLLM's runner slices away, with the note that says so.
+
+    transformers' model and vLLM's own Unified model both turn every frame into a row;
+    only the prompts differ.
+    """
+    dropped = tuple(range(v_prompt, plan.num_encoder_tokens))
+    if not dropped:
+        return dropped, None
+    a, n = spec.audio, plan.num_samples
+    rate, per = a.sampling_rate, a.samples_per_token
+    first, last = dropped[0], dropped[-1]
+    end = min(n, (last + 1) * per)
+    return dropped, (
+        f"vLLM's prompt has {v_prompt} audio placeholders for {plan.num_encoder_tokens} "
+        f"embedder rows: its runner keeps rows 0–{v_prompt - 1} and silently drops rows "
+        f"{first}–{last} (samples {first * per}–{end - 1}, "
+        f"{first * per / rate:.2f}–{end / rate:.2f} s). "
+        "vLLM raises nothing: Gemma4UnifiedProcessingInfo inherits Gemma 4's mel-based "
+        "_compute_audio_num_tokens (0 for ≤ 160 samples, one short when samples % 640 "
+        "is 1–160, capped at 750), while the embedder makes ceil(samples / 640) rows."
+    )
+
+
+def _cut_note(
+    spec: FamilySpec, plan: AudioPlan, frames: ParityRow, cap: int | None, v_tokens: int
+) -> list[str]:
+    """A clip longer than the extractor keeps: the two sides cut it at different steps."""
+    a, n = spec.audio, plan.num_samples
+    if frames.vllm_arithmetic is None or a.max_samples is None or n <= a.max_samples:
+        return []
+    return [
+        f"transformers' extractor keeps the first {a.max_seconds:g} s ({frames.transformers} "
+        f"frames); vLLM counts all {n} samples ({frames.vllm_arithmetic} frames) and caps "
+        f"only the tokens, min(t, audio_seq_length = {cap}): both end at {v_tokens} tokens."
+    ]
+
+
+def _audio_encoder_follows(
+    spec: FamilySpec, plan: AudioPlan, hf_ids: int, encoder_count: int | None
+) -> tuple[str, list[str]]:
+    """Which side the audio encoder follows (with what it produced when it ran), and a
+    note when its tokens do not fit a fixed number of slots."""
+    a, notes = spec.audio, []
+    if not a.has_mel:
         follows = (
             f"no tower: the embedder turns each {a.samples_per_token}-sample frame into one "
             f"row, transformers' count ({hf_ids})"
@@ -420,12 +505,9 @@ def check_audio_parity(
             f"transformers' count ({hf_ids})"
         )
     if encoder_count is not None:
-        tower = "embedder" if raw else "audio tower"
+        tower = "audio tower" if a.has_mel else "embedder"
         follows += f"; the real {tower} produced {encoder_count} valid tokens"
-    return ParityReport(
-        "audio", spec.name, f"{plan.duration_s:.3f} s clip ({n} samples)", tuple(rows), follows,
-        encoder_count, v_proc is not None, tuple(notes), dropped,
-    )  # fmt: skip
+    return follows, notes
 
 
 def _hf_timestamps(bundle: Bundle, ids: list[int]) -> list[str]:
@@ -437,7 +519,7 @@ def _hf_timestamps(bundle: Bundle, ids: list[int]) -> list[str]:
 def check_video_parity(
     video: Any,
     *,
-    family: str | None = None,
+    family: str | FamilySpec | Bundle | None = None,
     bundle: Bundle | None = None,
     fps: float | None = None,
     use_vllm: bool | None = None,
@@ -445,11 +527,11 @@ def check_video_parity(
     prepared: PreparedInputs | None = None,
 ) -> ParityReport:
     """Our plan, transformers, vLLM's arithmetic and processor for one video."""
-    spec, bundle = _bundle_for(family or (bundle.family if bundle else "gemma4"), bundle)
+    spec, bundle = _bundle_for(family, bundle)
     use_vllm = vllm_available() if use_vllm is None else use_vllm
     if prepared is None:
         v = load_video(video, fps=fps)
-        prepared = prepare_inputs(bundle, "", videos=[v])
+        prepared = prepare_inputs("", bundle=bundle, videos=[v])
     v = prepared.videos[0]
     if plan is None:
         plan = plan_video(v, family=spec.name)
@@ -532,11 +614,12 @@ class VllmReplay:
         return "\n".join(self.steps)
 
 
+@bundle_keyword("prepared")
 def vllm_replay(
-    bundle: Bundle,
     input_ids: list[int],
-    prepared: PreparedInputs,
     *,
+    bundle: Bundle,
+    prepared: PreparedInputs,
     use_vllm: bool | None = None,
 ) -> VllmReplay:
     """Hand ``input_ids`` (e.g. an expanded prompt with one placeholder removed) to vLLM's
@@ -548,7 +631,10 @@ def vllm_replay(
     counts agree and no error is raised. ``use_vllm`` also runs vLLM's processor
     (default: when installed) and keeps its ids in ``vllm_ids``.
 
-    >>> replay = vllm_replay(bundle, ids[:k] + ids[k + 1:], prepared)  # doctest: +SKIP
+    The old order ``vllm_replay(bundle, input_ids, prepared)`` still works for one
+    release, with a DeprecationWarning.
+
+    >>> replay = vllm_replay(ids[:k] + ids[k + 1:], bundle=bundle, prepared=prepared)  # doctest: +SKIP
     >>> replay.sent, len(replay.ids), replay.error                     # doctest: +SKIP
     (287, 558, None)
     """
@@ -559,11 +645,11 @@ def vllm_replay(
             "wrapped runs use layout_prompt(..., template=False)."
         )
     use_vllm = vllm_available() if use_vllm is None else use_vllm
-    counts: dict[str, list[int]] = {}
+    counts: dict[str, list[int]] = {}  # modality → embeddings per item, from the encoders
     if prepared.images:
-        counts["image"] = list(encode_images(bundle, prepared).counts)
+        counts["image"] = list(encode_images(prepared, bundle=bundle).counts)
     if prepared.audios:
-        counts["audio"] = list(encode_audio(bundle, prepared).counts)
+        counts["audio"] = list(encode_audio(prepared, bundle=bundle).counts)
     out = vllm_reexpand(spec, list(input_ids), counts)
     if out.ids is None:
         return VllmReplay(
@@ -571,48 +657,15 @@ def vllm_replay(
             (f"vLLM raises: {out.error}",),
         )  # fmt: skip
     ids = out.ids
-    marker = {"image": spec.boi_token, "audio": spec.boa_token}
-    inside = set()
-    for _, offset, length in out.placeholders:
-        inside.update(range(offset, offset + length))
-    stray, extra = {}, {}
-    for modality in counts:
-        tok = spec.id_of(spec.placeholder_tokens[modality])
-        stray[modality] = sum(1 for i, t in enumerate(ids) if t == tok and i not in inside)
-        extra[modality] = ids.count(spec.id_of(marker[modality])) - len(counts[modality])
+    stray, extra = _left_as_text(spec, ids, out.placeholders, counts)
     embeddings = sum(sum(c) for c in counts.values())
     slots = sum(length - 2 for _, _, length in out.placeholders)
-    vllm_ids = None
-    if use_vllm:
-        from vllm.multimodal.processing.context import TimingContext
-        from vllm.multimodal.processing.inputs import ProcessorInputs
-
-        from .inference.vllm_processor import VLLM_PROCESSORS
-
-        proc = VLLM_PROCESSORS.get(bundle)
-        items = proc.info.parse_mm_data(vllm_mm_data(prepared))
-        got = proc.apply(
-            ProcessorInputs(list(input_ids), items, hf_processor_mm_kwargs=prepared.request_kwargs),
-            TimingContext(enabled=False),
-        )
-        vllm_ids = tuple(int(t) for t in got["prompt_token_ids"])
+    vllm_ids = _vllm_prompt_ids(bundle, input_ids, prepared) if use_vllm else None
     steps = [
         f"vLLM gets {len(input_ids)} tokens and accepts them: it never looks for the runs "
         "already in the prompt.",
-        *(
-            f"It replaces the first {spec.placeholder_tokens[m]} with a fresh run of "
-            f"{n} at position {offset} ({length} tokens with the markers)."
-            for (m, offset, length), n in zip(
-                out.placeholders, [n for c in counts.values() for n in c], strict=False
-            )
-        ),
-        f"The prompt grows from {len(input_ids)} to {len(ids)} tokens; "
-        + "; ".join(
-            f"{stray[m]} stray {spec.placeholder_tokens[m]} stay as text tokens and "
-            f"{marker[m]} appears {extra[m] + len(counts[m])} times"
-            for m in counts
-        )
-        + ".",
+        *_fresh_run_steps(spec, out.placeholders, counts),
+        _growth_step(spec, len(input_ids), len(ids), stray, extra, counts),
         f"Embeddings {embeddings} = placeholders {slots}: nothing raises, and the model "
         "reads a longer, different prompt.",
     ]
@@ -623,6 +676,81 @@ def vllm_replay(
         spec.name, len(input_ids), ids, out.placeholders, embeddings, slots, stray, extra,
         vllm_ids, None, tuple(steps),
     )  # fmt: skip
+
+
+def _start_markers(spec: FamilySpec) -> dict[str, str]:
+    """The token that opens each modality's run of soft tokens."""
+    return {"image": spec.boi_token, "audio": spec.boa_token}
+
+
+def _left_as_text(
+    spec: FamilySpec,
+    ids: tuple[int, ...],
+    placeholders: tuple[tuple[str, int, int], ...],
+    counts: dict[str, list[int]],
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Per modality: placeholder tokens outside vLLM's runs (read as plain text), and start
+    markers beyond one per item."""
+    inside = set()
+    for _, offset, length in placeholders:
+        inside.update(range(offset, offset + length))
+    marker = _start_markers(spec)
+    stray, extra = {}, {}
+    for modality in counts:
+        tok = spec.id_of(spec.placeholder_tokens[modality])
+        stray[modality] = sum(1 for i, t in enumerate(ids) if t == tok and i not in inside)
+        extra[modality] = ids.count(spec.id_of(marker[modality])) - len(counts[modality])
+    return stray, extra
+
+
+def _vllm_prompt_ids(
+    bundle: Bundle, input_ids: list[int], prepared: PreparedInputs
+) -> tuple[int, ...]:
+    """The ids vLLM's own processor returns for ``input_ids`` handed over as they are."""
+    from vllm.multimodal.processing.context import TimingContext
+    from vllm.multimodal.processing.inputs import ProcessorInputs
+
+    from .inference.vllm_processor import VLLM_PROCESSORS
+
+    proc = VLLM_PROCESSORS.get(bundle)
+    items = proc.info.parse_mm_data(vllm_mm_data(prepared))
+    got = proc.apply(
+        ProcessorInputs(list(input_ids), items, hf_processor_mm_kwargs=prepared.request_kwargs),
+        TimingContext(enabled=False),
+    )
+    return tuple(int(t) for t in got["prompt_token_ids"])
+
+
+def _fresh_run_steps(
+    spec: FamilySpec,
+    placeholders: tuple[tuple[str, int, int], ...],
+    counts: dict[str, list[int]],
+) -> list[str]:
+    """One sentence per item: where vLLM wrote its fresh run, and how long it is."""
+    per_item = [n for c in counts.values() for n in c]
+    return [
+        f"It replaces the first {spec.placeholder_tokens[m]} with a fresh run of "
+        f"{n} at position {offset} ({length} tokens with the markers)."
+        for (m, offset, length), n in zip(placeholders, per_item, strict=False)
+    ]
+
+
+def _growth_step(
+    spec: FamilySpec,
+    sent: int,
+    returned: int,
+    stray: dict[str, int],
+    extra: dict[str, int],
+    counts: dict[str, list[int]],
+) -> str:
+    """How the prompt grew, and what of the hand-edited runs stays behind as text."""
+    marker = _start_markers(spec)
+    left = "; ".join(
+        f"{stray[m]} stray {spec.placeholder_tokens[m]} stay as text tokens and "
+        f"{marker[m]} appears {extra[m] + len(counts[m])} times"
+        for m in counts
+    )
+    return f"The prompt grows from {sent} to {returned} tokens; {left}."
 
 
 def vllm_merge_error(embeddings: list[int], placeholders: int) -> str | None:

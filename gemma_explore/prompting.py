@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import MediaError
-from .families import FamilySpec, get_family
+from .errors import MediaError, bundle_keyword
+from .families import DEFAULT_FAMILY, FamilySpec, get_family
 from .media import Video, load_audio, load_image, load_video, sample_frame_indices
 from .plans import check_budget
 from .vllm_rules import vllm_adds_bos
@@ -47,7 +48,7 @@ _MEDIA_KEYS = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class PreparedInputs:
     """What the real processor made of one chat turn (batch of one).
 
@@ -148,9 +149,9 @@ def _media_of(item: dict[str, Any], kind: str) -> Any:
 
 
 def prepare_media(
-    family: str,
     messages_or_text: Any,
-    *,
+    *old_order: Any,
+    family: str | FamilySpec | Bundle = DEFAULT_FAMILY,
     images: Any = (),
     audios: Any = (),
     videos: Any = (),
@@ -161,47 +162,24 @@ def prepare_media(
     This is all a remote server's bundle can do locally; :func:`prepare_inputs` adds the
     chat template and the processor run.
 
-    >>> prepare_media("gemma4", "Hi", images=[(480, 640)]).images[0].size
+    ``family`` (a name, a spec or a bundle) says how clips are resampled and which
+    budgets exist; the old order ``prepare_media(family, messages)`` still works for one
+    release, with a DeprecationWarning.
+
+    >>> prepare_media("Hi", images=[(480, 640)]).images[0].size
     (640, 480)
     """
-    spec = get_family(family)
+    if old_order:
+        family, messages_or_text = _old_media_order(messages_or_text, old_order)
+    spec = get_family(getattr(family, "spec", family))
     messages = normalize_messages(messages_or_text, images=images, audios=audios, videos=videos)
-    pil_images, waves, notes, vids = [], [], [], []
+    loaded = _Loaded()
     clean = copy.deepcopy([{k: v for k, v in m.items() if k != "content"} for m in messages])
     for out, message in zip(clean, messages, strict=True):
         content = message.get("content", "")
-        if isinstance(content, str):
-            out["content"] = content
-            continue
-        items = []
-        for item in content:
-            kind = item.get("type")
-            if kind == "image":
-                pil_images.append(load_image(_media_of(item, "image")))
-            elif kind == "audio":
-                wave, note = load_audio(
-                    _media_of(item, "audio"),
-                    sampling_rate=item.get("sampling_rate"),
-                    target_rate=spec.audio.sampling_rate,
-                )
-                waves.append(wave)
-                notes.append(note)
-            elif kind == "video":
-                if not spec.has_video:
-                    raise MediaError(
-                        f"{spec.display_name} has no video input. Use a Gemma 4 model, or send "
-                        "a few frames as images."
-                    )
-                vids.append(load_video(_media_of(item, "video"), fps=item.get("fps")))
-            elif kind != "text":
-                raise ValueError(
-                    f"Unknown content type {kind!r}; use 'text', 'image', 'audio' or 'video'."
-                )
-            items.append(
-                {"type": kind, "text": item.get("text", "")} if kind == "text" else {"type": kind}
-            )
-        out["content"] = items
-
+        out["content"] = (
+            content if isinstance(content, str) else [loaded.take(i, spec) for i in content]
+        )
     budget = None
     if spec.image.budgets:
         budget = check_budget(spec, max_soft_tokens)
@@ -214,20 +192,73 @@ def prepare_media(
         text=None,
         batch=None,
         messages=clean,
-        images=pil_images,
-        audios=waves,
-        audio_notes=notes,
-        videos=vids,
-        video_frame_indices=[sample_frame_indices(v.num_frames, max_frames=limit) for v in vids],
+        images=loaded.images,
+        audios=loaded.waves,
+        audio_notes=loaded.notes,
+        videos=loaded.videos,
+        video_frame_indices=[
+            sample_frame_indices(v.num_frames, max_frames=limit) for v in loaded.videos
+        ],
         max_soft_tokens=budget,
         request_kwargs=requested,
     )
 
 
+def _old_media_order(first: Any, rest: tuple[Any, ...]) -> tuple[Any, Any]:
+    """``prepare_media(family, messages)``, the order before 0.2: (family, messages)."""
+    if len(rest) > 1:
+        raise TypeError("prepare_media() takes one positional: the messages or text.")
+    warnings.warn(
+        "prepare_media(family, messages) is the old order and goes in 0.3: write "
+        "prepare_media(messages, family=family).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return first, rest[0]
+
+
+@dataclass
+class _Loaded:
+    """The media of one turn, loaded in prompt order while its messages are cleaned."""
+
+    images: list[PILImage] = field(default_factory=list)
+    waves: list[np.ndarray] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    videos: list[Video] = field(default_factory=list)
+
+    def take(self, item: dict[str, Any], spec: FamilySpec) -> dict[str, Any]:
+        """Load ``item``'s media and return the item as the message keeps it: its type
+        (and a text item's text), the data left out."""
+        kind = item.get("type")
+        if kind == "image":
+            self.images.append(load_image(_media_of(item, "image")))
+        elif kind == "audio":
+            wave, note = load_audio(
+                _media_of(item, "audio"),
+                sampling_rate=item.get("sampling_rate"),
+                target_rate=spec.audio.sampling_rate,
+            )
+            self.waves.append(wave)
+            self.notes.append(note)
+        elif kind == "video":
+            if not spec.has_video:
+                raise MediaError(
+                    f"{spec.display_name} has no video input. Use a Gemma 4 model, or send "
+                    "a few frames as images."
+                )
+            self.videos.append(load_video(_media_of(item, "video"), fps=item.get("fps")))
+        elif kind != "text":
+            raise ValueError(
+                f"Unknown content type {kind!r}; use 'text', 'image', 'audio' or 'video'."
+            )
+        return {"type": kind, "text": item.get("text", "")} if kind == "text" else {"type": kind}
+
+
+@bundle_keyword()
 def prepare_inputs(
-    bundle: Bundle,
     messages_or_text: Any,
     *,
+    bundle: Bundle,
     images: Any = (),
     audios: Any = (),
     videos: Any = (),
@@ -250,79 +281,33 @@ def prepare_inputs(
     tokenized as vLLM does (Gemma 3n prepends ``<bos>``; Gemma 4 with a chat template
     does not), then the processor expands the placeholders.
 
-    >>> prepared = prepare_inputs(ge.load("tiny-gemma4"), "Hi", images=[(480, 640)])  # doctest: +SKIP
-    >>> prepared.input_ids.count(258880)                                             # doctest: +SKIP
+    The old order ``prepare_inputs(bundle, messages)`` still works for one release, with
+    a DeprecationWarning.
+
+    >>> prepared = prepare_inputs("Hi", bundle=ge.load("tiny-gemma4"), images=[(480, 640)])  # doctest: +SKIP
+    >>> prepared.input_ids.count(258880)                                                    # doctest: +SKIP
     260
     """
-    if not template and not isinstance(messages_or_text, str):
-        raise ValueError(
-            "template=False takes the prompt text itself (with one placeholder per item), "
-            "not a message list; pass the media as images=, audios=, videos=."
-        )
+    _require_raw_text(messages_or_text, template=template)
     media = prepare_media(
-        bundle.family, "" if not template else messages_or_text, images=images, audios=audios,
-        videos=videos, max_soft_tokens=max_soft_tokens,
+        "" if not template else messages_or_text, family=bundle.spec, images=images,
+        audios=audios, videos=videos, max_soft_tokens=max_soft_tokens,
     )  # fmt: skip
-    if media.audios and "audio" not in bundle.modalities:
-        raise MediaError(
-            f"{bundle.name} has no audio tower (its config has no audio_config, like Gemma 4 "
-            "26B and 31B): it takes images and video only, and vLLM would refuse the clip "
-            "with 'does not have an audio tower'. Use an E2B or E4B checkpoint for audio."
-        )
-    spec = get_family(bundle.family)
+    _require_audio_tower(bundle, media)
     if not template:
-        _check_raw_placeholders(spec, messages_or_text, media)
+        _check_raw_placeholders(bundle.spec, messages_or_text, media)
         media = replace(media, text=messages_or_text, template=False)
     processor = bundle.processor
     if processor is None:  # a remote server's model: media checked, nothing to tokenize
         return media
-    kwargs: dict[str, Any] = dict(processor_kwargs)
-    if media.max_soft_tokens is not None:
-        images_kwargs = dict(kwargs.pop("images_kwargs", {}) or {})
-        images_kwargs.setdefault("max_soft_tokens", media.max_soft_tokens)
-        kwargs["images_kwargs"] = images_kwargs
-    pil_images, waves, vids = media.images, media.audios, media.videos
+    kwargs = _with_video_metadata(media, _with_budget(media, dict(processor_kwargs)))
     if template:
         text = processor.apply_chat_template(
             media.messages, tokenize=False, add_generation_prompt=add_generation_prompt
         )
-        # The chat template already writes <bos>; adding special tokens again would double it.
-        add_special_tokens = False
     else:
         text = messages_or_text
-        # vLLM's rule reads the tokenizer's chat template (gemma4_mm.py get_default_tok_params).
-        has_template = getattr(processor.tokenizer, "chat_template", None) is not None
-        add_special_tokens = vllm_adds_bos(spec, has_chat_template=has_template)
-    if vids:
-        from transformers.video_utils import VideoMetadata
-
-        # Each video keeps its own sample (transformers takes one num_frames for all):
-        # hand over the sampled frames, with their indices for the timestamps.
-        metadata = [
-            VideoMetadata(
-                total_num_frames=v.num_frames,
-                fps=v.fps,
-                duration=v.num_frames / v.fps,
-                height=v.size[0],
-                width=v.size[1],
-                frames_indices=list(idx),
-            )
-            for v, idx in zip(vids, media.video_frame_indices, strict=True)
-        ]
-        videos_kwargs = dict(kwargs.pop("videos_kwargs", {}) or {})
-        videos_kwargs.update(video_metadata=metadata, do_sample_frames=False)
-        kwargs["videos_kwargs"] = videos_kwargs
-
-    call: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
-    if pil_images:
-        call["images"] = [pil_images]
-    if waves:
-        call["audio"] = waves
-    if vids:
-        call["videos"] = [
-            v.frames_at(idx) for v, idx in zip(vids, media.video_frame_indices, strict=True)
-        ]
-    call["add_special_tokens"] = add_special_tokens
+    call = _processor_call(text, media, bos=_adds_bos(bundle, template=template))
     start = time.perf_counter()
     batch = processor(**call, **kwargs)
     elapsed = time.perf_counter() - start
@@ -331,6 +316,91 @@ def prepare_inputs(
         media, text=text, batch=batch, preprocess_s=elapsed, max_soft_tokens=budget,
         template=template,
     )  # fmt: skip
+
+
+def _require_raw_text(messages_or_text: Any, *, template: bool) -> None:
+    """``template=False`` takes one prompt string, never a message list."""
+    if not template and not isinstance(messages_or_text, str):
+        raise ValueError(
+            "template=False takes the prompt text itself (with one placeholder per item), "
+            "not a message list; pass the media as images=, audios=, videos=."
+        )
+
+
+def _require_audio_tower(bundle: Bundle, media: PreparedInputs) -> None:
+    """A clip needs a checkpoint with an audio tower (``bundle.modalities``)."""
+    if media.audios and "audio" not in bundle.modalities:
+        raise MediaError(
+            f"{bundle.name} has no audio tower (its config has no audio_config, like Gemma 4 "
+            "26B and 31B): it takes images and video only, and vLLM would refuse the clip "
+            "with 'does not have an audio tower'. Use an E2B or E4B checkpoint for audio."
+        )
+
+
+def _with_budget(media: PreparedInputs, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The processor's kwargs with the request's image budget in ``images_kwargs`` (a
+    budget the caller put there already wins)."""
+    if media.max_soft_tokens is not None:
+        images_kwargs = dict(kwargs.pop("images_kwargs", {}) or {})
+        images_kwargs.setdefault("max_soft_tokens", media.max_soft_tokens)
+        kwargs["images_kwargs"] = images_kwargs
+    return kwargs
+
+
+def _with_video_metadata(media: PreparedInputs, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The processor's kwargs with each video's own sampled frames described.
+
+    transformers takes one ``num_frames`` for all videos; each video here keeps its own
+    sample, so the processor gets the sampled frames with their indices (for the
+    timestamps) and is told not to sample again.
+    """
+    if not media.videos:
+        return kwargs
+    from transformers.video_utils import VideoMetadata
+
+    metadata = [
+        VideoMetadata(
+            total_num_frames=v.num_frames,
+            fps=v.fps,
+            duration=v.num_frames / v.fps,
+            height=v.size[0],
+            width=v.size[1],
+            frames_indices=list(idx),
+        )
+        for v, idx in zip(media.videos, media.video_frame_indices, strict=True)
+    ]
+    videos_kwargs = dict(kwargs.pop("videos_kwargs", {}) or {})
+    videos_kwargs.update(video_metadata=metadata, do_sample_frames=False)
+    kwargs["videos_kwargs"] = videos_kwargs
+    return kwargs
+
+
+def _adds_bos(bundle: Bundle, *, template: bool) -> bool:
+    """Whether tokenizing the text adds ``<bos>``.
+
+    The chat template already writes ``<bos>``: adding special tokens again would double
+    it. A raw prompt follows vLLM's rule, which reads the tokenizer's chat template
+    (``gemma4_mm.py`` ``get_default_tok_params``).
+    """
+    if template:
+        return False
+    has_template = getattr(bundle.processor.tokenizer, "chat_template", None) is not None
+    return vllm_adds_bos(bundle.spec, has_chat_template=has_template)
+
+
+def _processor_call(text: str, media: PreparedInputs, *, bos: bool) -> dict[str, Any]:
+    """The processor's arguments: the text and each modality's items, batch of one."""
+    call: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
+    if media.images:
+        call["images"] = [media.images]
+    if media.audios:
+        call["audio"] = media.audios
+    if media.videos:
+        call["videos"] = [
+            v.frames_at(idx) for v, idx in zip(media.videos, media.video_frame_indices, strict=True)
+        ]
+    call["add_special_tokens"] = bos
+    return call
 
 
 def _check_raw_placeholders(spec: FamilySpec, text: str, media: PreparedInputs) -> None:

@@ -195,64 +195,83 @@ def loading_plan(
         tied = set(getattr(model, "_tied_weights_keys", None) or ())
         names = [n for n in model.state_dict() if n not in tied]
     linear = {f"{n}.weight" for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
-    mapper = cls.hf_to_vllm_mapper
     packed = {k: tuple(v) for k, v in getattr(cls, "packed_modules_mapping", {}).items()}
     ignored = _run_loader_setup(cls, has_audio)
     parts = _mm_parts(cls, has_audio)
     vision = getattr(config, "vision_config", None)
-    # Gemma 4's __init__ computes a local `tower_quant` from the rule; a class without it
-    # does not apply the rule (read from the class's own code object).
-    has_rule = "tower_quant" in cls.__init__.__code__.co_varnames
-    towers_q = (
-        tower_quantized(
-            quant_method,
-            getattr(vision, "hidden_size", 0) if vision is not None else 0,
-            getattr(vision, "intermediate_size", 0) if vision is not None else 0,
-        )
-        if has_rule
-        else None
-    )
+    towers_q = _towers_quantized(cls, vision, quant_method)
     lm_prefixes = tuple(parts["language model"])
     rows = []
     for name in names:
-        mapped = mapper._map_name(name)
+        mapped = cls.hf_to_vllm_mapper._map_name(name)
         skip = mapped is not None and any(mapped.startswith(p) for p in ignored)
         shard = None
         # Only vLLM's own language model fuses; the towers are transformers modules.
         if mapped is not None and not skip and mapped.startswith(lm_prefixes):
-            for fused, pieces in packed.items():
-                for piece in pieces:
-                    if f".{piece}." in mapped:
-                        mapped, shard = mapped.replace(f".{piece}.", f".{fused}."), piece
-                        break
-                if shard:
-                    break
-        part = next(
-            (p for p, prefixes in parts.items()
-             if mapped and any(mapped.startswith(x) for x in prefixes)),
-            "language model",
-        )  # fmt: skip
+            mapped, shard = _fused(mapped, packed)
         quant: bool | None = name in linear and quant_method is not None and not skip
         if not (mapped or "").startswith(lm_prefixes) and quant:
             quant = towers_q
+        part = _part_of(mapped, parts)
         rows.append(WeightRow(name, None if skip else mapped, shard, skip, part, quant))
-    steps = (
-        f"vLLM's {arch} renames {sum(r.vllm != r.released for r in rows if r.vllm)} of "
-        f"{len(rows)} weights (hf_to_vllm_mapper) and fuses "
-        f"{sum(r.shard is not None for r in rows)} into "
-        + ", ".join(f"{k} ({' + '.join(v)})" for k, v in packed.items())
-        + ".",
+    steps = _loading_steps(arch, rows, packed, ignored, quant_method, towers_q, vision)
+    return LoadingPlan(
+        bundle.spec.name, arch, tuple(rows), ignored, packed, quant_method, towers_q, steps
+    )
+
+
+def _towers_quantized(cls: Any, vision: Any, quant_method: str | None) -> bool | None:
+    """Whether vLLM's class quantizes the towers under ``quant_method`` (None: the class
+    has no tower rule). Gemma 4's __init__ computes a local ``tower_quant`` from the
+    rule; a class without it does not apply the rule (read from the class's own code)."""
+    if "tower_quant" not in cls.__init__.__code__.co_varnames:
+        return None
+    return tower_quantized(
+        quant_method,
+        getattr(vision, "hidden_size", 0) if vision is not None else 0,
+        getattr(vision, "intermediate_size", 0) if vision is not None else 0,
+    )
+
+
+def _fused(mapped: str, packed: dict[str, tuple[str, ...]]) -> tuple[str, str | None]:
+    """The fused parameter a language-model weight loads into, and its shard (None: the
+    weight is not fused), as ``packed_modules_mapping`` says."""
+    for fused, pieces in packed.items():
+        for piece in pieces:
+            if f".{piece}." in mapped:
+                return mapped.replace(f".{piece}.", f".{fused}."), piece
+    return mapped, None
+
+
+def _part_of(mapped: str | None, parts: dict[str, list[str]]) -> str:
+    """Which part of the model (language model, connector, tower) a vLLM name is in."""
+    for part, prefixes in parts.items():
+        if mapped and any(mapped.startswith(x) for x in prefixes):
+            return part
+    return "language model"
+
+
+def _loading_steps(
+    arch: str,
+    rows: list[WeightRow],
+    packed: dict[str, tuple[str, ...]],
+    ignored: tuple[str, ...],
+    quant_method: str | None,
+    towers_q: bool | None,
+    vision: Any,
+) -> tuple[str, ...]:
+    """The plan in three sentences: renames and fusions, skips, quantization."""
+    renamed = sum(r.vllm != r.released for r in rows if r.vllm)
+    fusions = ", ".join(f"{k} ({' + '.join(v)})" for k, v in packed.items())
+    towers = {True: "quantized", False: "kept unquantized", None: "not covered by a tower rule"}
+    return (
+        f"vLLM's {arch} renames {renamed} of {len(rows)} weights (hf_to_vllm_mapper) and "
+        f"fuses {sum(r.shard is not None for r in rows)} into {fusions}.",
         "load_weights skips "
         + (", ".join(ignored) if ignored else "nothing")
         + f" ({sum(r.ignored for r in rows)} weights here).",
         f"Under {quant_method or 'no quantization'}: towers and connectors are "
-        + {True: "quantized", False: "kept unquantized", None: "not covered by a tower rule"}[
-            towers_q
-        ]
-        + f" (vision hidden {getattr(vision, 'hidden_size', None)}, intermediate "
-        f"{getattr(vision, 'intermediate_size', None)}); {sum(bool(r.quantized) for r in rows)} "
-        "Linear weights quantized.",
-    )
-    return LoadingPlan(
-        bundle.spec.name, arch, tuple(rows), ignored, packed, quant_method, towers_q, steps
+        f"{towers[towers_q]} (vision hidden {getattr(vision, 'hidden_size', None)}, "
+        f"intermediate {getattr(vision, 'intermediate_size', None)}); "
+        f"{sum(bool(r.quantized) for r in rows)} Linear weights quantized.",
     )

@@ -66,9 +66,9 @@ def test_masks_equal_the_models_own(tiny4, tinyu, photo, flag, family):
     via = "generate" if family == "gemma4_unified" else "forward"  # Unified: both, below
     msgs = _messages(photo)
     layout = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70)
-    prepared = ge.prepare_inputs(tiny4, msgs, max_soft_tokens=70)
+    prepared = ge.prepare_inputs(msgs, bundle=tiny4, max_soft_tokens=70)
     assert list(layout.input_ids) == prepared.input_ids
-    masks = attention_mask(tiny4, layout, use_bidirectional_attention=flag)
+    masks = attention_mask(layout, bundle=tiny4, use_bidirectional_attention=flag)
     # The processor's own mm_token_type_ids: our per-token types come from the layout.
     assert list(masks.mm_token_type_ids) == prepared.batch["mm_token_type_ids"][0].tolist()
     inside = _captured(tiny4, prepared, flag, via=via)
@@ -95,13 +95,15 @@ def test_masks_equal_the_models_own(tiny4, tinyu, photo, flag, family):
 
 def test_checkpoint_flag_is_read_and_gemma3n_is_causal(tiny4, tiny3n, photo):
     msgs = _messages(photo)
-    masks = attention_mask(tiny4, ge.layout_prompt(msgs, bundle=tiny4))
+    masks = attention_mask(ge.layout_prompt(msgs, bundle=tiny4), bundle=tiny4)
     assert masks.use_bidirectional_attention is None and masks.from_checkpoint
-    masks3n = attention_mask(tiny3n, ge.layout_prompt(msgs, bundle=tiny3n))
+    masks3n = attention_mask(ge.layout_prompt(msgs, bundle=tiny3n), bundle=tiny3n)
     assert masks3n.future_pairs("sliding_attention") == 0
     with pytest.raises(ValueError, match="always causal"):
         attention_mask(
-            tiny3n, ge.layout_prompt(msgs, bundle=tiny3n), use_bidirectional_attention="vision"
+            ge.layout_prompt(msgs, bundle=tiny3n),
+            bundle=tiny3n,
+            use_bidirectional_attention="vision",
         )
 
 
@@ -110,7 +112,7 @@ def test_unified_reads_its_checkpoints_vision_flag(tinyu, photo):
     Gemma 4 checkpoints' setting): image tokens see each other on sliding layers."""
     msgs = _messages(photo)
     layout = ge.layout_prompt(msgs, bundle=tinyu)
-    masks = attention_mask(tinyu, layout)
+    masks = attention_mask(layout, bundle=tinyu)
     assert masks.use_bidirectional_attention == "vision" and masks.from_checkpoint
     sizes = [p.num_embeds for p in layout.placeholders]
     assert masks.future_pairs("sliding_attention") == sum(s * (s - 1) // 2 for s in sizes)

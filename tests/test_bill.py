@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from gemma_explore.bill import BillWriter, bill, bill_file, resolve_budgets, walk_files
+from gemma_explore.bill_writers import BillWriter
+from gemma_explore.dataset_bill import bill, bill_file, resolve_budgets, walk_files
 from gemma_explore.errors import MediaError
 from gemma_explore.headers import audio_header, image_header, kind_of, video_header
 from gemma_explore.media import image_size
@@ -309,7 +310,7 @@ def test_the_encoder_free_family_bills_raw_audio_frames_and_gemma4_images(tmp_pa
     import math
 
     import gemma_explore as ge
-    from gemma_explore.bill import bill_file
+    from gemma_explore.dataset_bill import bill_file
 
     photo, clip = tmp_path / "p.png", tmp_path / "c.wav"
     Image.new("RGB", (640, 480), (1, 2, 3)).save(photo)
@@ -325,3 +326,16 @@ def test_the_encoder_free_family_bills_raw_audio_frames_and_gemma4_images(tmp_pa
     row = bill_file(clip, family="gemma4_unified", budgets=(280,))
     assert row.tokens == (math.ceil(38_560 / 640) + 2,)
     assert row.tokens == (ge.plan_audio(clip, family="gemma4_unified").total_tokens,)
+
+
+def test_summarize_defaults_to_the_default_familys_tiny_checkpoint():
+    from gemma_explore.bill_cost import summarize
+    from gemma_explore.bill_results import Bill
+    from gemma_explore.families import DEFAULT_FAMILY
+    from gemma_explore.models.tiny import tiny_name
+
+    b = Bill("gemma4", (280,), 1, {"image": 1}, (282,), {"image": (282,)}, (), (), (), {},
+             ({282: 1},), 0.0)  # fmt: skip
+    default, named = summarize(b), summarize(b, tiny_name(DEFAULT_FAMILY.name))
+    assert default.checkpoint == named.checkpoint and default.lines == named.lines
+    assert default.lines[0].kv_bytes_total > 0

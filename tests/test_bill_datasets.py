@@ -29,9 +29,10 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from gemma_explore import bill_engines  # noqa: E402
-from gemma_explore.bill import BillWriter, Progress, bill  # noqa: E402
 from gemma_explore.bill_core import Item, Sample, bill_sample  # noqa: E402
 from gemma_explore.bill_cost import STAND_IN, summarize, text_counter  # noqa: E402
+from gemma_explore.bill_writers import BillWriter  # noqa: E402
+from gemma_explore.dataset_bill import Progress, bill  # noqa: E402
 from gemma_explore.plans import plan_audio, plan_image  # noqa: E402
 
 BUDGETS = (70, 280, 1120)

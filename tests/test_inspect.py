@@ -25,7 +25,7 @@ def _msgs(media, video=True):
 
 
 def test_gemma4_every_item_matches_its_plan(tiny4, media):
-    report = ge.inspect_multimodal(tiny4, _msgs(media), max_soft_tokens=140)
+    report = ge.inspect_multimodal(_msgs(media), bundle=tiny4, max_soft_tokens=140)
     assert report.agrees
     kinds = [(i.modality, i.item) for i in report.items]
     assert kinds == [("image", 0), ("image", 1), ("audio", 0), ("video", 0)]
@@ -45,13 +45,13 @@ def test_gemma4_every_item_matches_its_plan(tiny4, media):
 
 
 def test_gemma4_per_layer_embeddings_are_zero_at_multimodal_positions(tiny4, media):
-    report = ge.inspect_multimodal(tiny4, _msgs(media, video=False))
+    report = ge.inspect_multimodal(_msgs(media, video=False), bundle=tiny4)
     assert report.per_layer_mm_norm == 0.0 and report.per_layer_text_norm > 0
     assert "<pad>" in report.per_layer_note
 
 
 def test_gemma3n_audio_padding_to_188(tiny3n, media):
-    report = ge.inspect_multimodal(tiny3n, _msgs(media, video=False))
+    report = ge.inspect_multimodal(_msgs(media, video=False), bundle=tiny3n)
     assert report.agrees
     audio = [i for i in report.items if i.modality == "audio"][0]
     plan = ge.plan_audio(media[1], family="gemma3n")
@@ -65,10 +65,10 @@ def test_gemma3n_audio_padding_to_188(tiny3n, media):
 def test_a_hand_edited_prompt_gets_a_mismatch_report_not_a_crash(bundle_name, media, request):
     bundle = request.getfixturevalue(bundle_name)
     msgs = _msgs(media, video=False)
-    ids = ge.prepare_inputs(bundle, msgs).input_ids
+    ids = ge.prepare_inputs(msgs, bundle=bundle).input_ids
     image_id = bundle.spec.id_of(bundle.spec.image_token)
     k = ids.index(image_id)
-    report = ge.inspect_multimodal(bundle, msgs, input_ids=ids[:k] + ids[k + 1 :])
+    report = ge.inspect_multimodal(msgs, bundle=bundle, input_ids=ids[:k] + ids[k + 1 :])
     assert not report.agrees
     message, vllm = report.mismatches
     counts = [i.num_embeddings for i in report.items]

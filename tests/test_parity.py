@@ -88,7 +88,7 @@ def test_vllms_data_parser_resamples_44k_audio(tiny4):
 
     n44 = 44_100 * 2 + 123
     wave = (np.sin(np.arange(n44) / 7) * 0.1).astype(np.float32)
-    prepared = ge.prepare_inputs(tiny4, "", audios=[(wave, 44_100)])
+    prepared = ge.prepare_inputs("", bundle=tiny4, audios=[(wave, 44_100)])
     out = vllm_process(tiny4, prepared.text, {"audio": [(wave, 44_100)]})
     got = out["placeholders"]["audio"][0][2]
     assert got == vllm_audio_tokens(len(prepared.audios[0])) != vllm_audio_tokens(n44)

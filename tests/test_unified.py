@@ -70,8 +70,8 @@ def test_tiny_unified_is_deterministic_and_round_trips(tinyu, saved_dirs, photo)
     msgs = [{"role": "user", "content": [{"type": "image", "image": photo},
                                          {"type": "audio", "audio": wave}]}]  # fmt: skip
     with torch.inference_mode():
-        a = tinyu.model(**ge.prepare_inputs(tinyu, msgs).to_model(tinyu.model)).logits
-        b = loaded.model(**ge.prepare_inputs(loaded, msgs).to_model(loaded.model)).logits
+        a = tinyu.model(**ge.prepare_inputs(msgs, bundle=tinyu).to_model(tinyu.model)).logits
+        b = loaded.model(**ge.prepare_inputs(msgs, bundle=loaded).to_model(loaded.model)).logits
     assert torch.equal(a, b)
 
 
@@ -140,7 +140,7 @@ def test_a_token_is_exactly_its_48px_block(tinyu):
     rng = np.random.RandomState(2)
     image = rng.randint(0, 255, (96, 144, 3), np.uint8)  # 2×3 blocks at 1:1 when budget fits
     plan = ge.plan_image(image, family="gemma4_unified", max_soft_tokens=70)
-    prepared = ge.prepare_inputs(tinyu, "", images=[image], max_soft_tokens=70)
+    prepared = ge.prepare_inputs("", bundle=tinyu, images=[image], max_soft_tokens=70)
     rows = prepared.batch["pixel_values"][0]  # (70, 6912)
     assert rows.shape == (70, CELL)
     th, tw = plan.resized_size
@@ -258,12 +258,12 @@ def test_layout_gives_vllms_ids_for_unified_prompts(tinyu, photo, n1, n2, templa
             {"type": "text", "text": "and"}, {"type": "audio", "audio": clips[1]},
         ]}]  # fmt: skip
         layout = ge.layout_prompt(msgs, bundle=tinyu)
-        prepared = ge.prepare_inputs(tinyu, msgs)
+        prepared = ge.prepare_inputs(msgs, bundle=tinyu)
     else:
         raw = "<bos><|turn>user\n<|audio|> a <|image|>\nand <|audio|><turn|>\n<|turn>model\n"
         kw = dict(images=[photo], audios=clips, template=False)
         layout = ge.layout_prompt(raw, bundle=tinyu, **kw)
-        prepared = ge.prepare_inputs(tinyu, raw, **kw)
+        prepared = ge.prepare_inputs(raw, bundle=tinyu, **kw)
     out = vllm_process(tinyu, prepared.text, vllm_mm_data(prepared))
     assert out["prompt_token_ids"] == list(layout.vllm_input_ids or layout.input_ids)
     differs = [vllm_audio_tokens(n, family="gemma4_unified") != math.ceil(n / 640)
@@ -285,7 +285,7 @@ def test_video_forward_quirk_is_real_and_handled(tinyu):
     from gemma_explore.inference.hf import encoder_free_video_inputs
 
     video = ge.load_video(_frames(), fps=3.0)
-    prepared = ge.prepare_inputs(tinyu, "What happens?", videos=[video])
+    prepared = ge.prepare_inputs("What happens?", bundle=tinyu, videos=[video])
     inputs = prepared.to_model(tinyu.model)
     with torch.inference_mode():
         with pytest.raises(ValueError, match="num_frames_per_video"):
@@ -301,7 +301,7 @@ def test_video_forward_quirk_is_real_and_handled(tinyu):
 def test_video_embedder_rows_equal_the_placeholders(tinyu):
     video = ge.load_video(_frames(9, 120, 200), fps=2.0)
     report = ge.inspect_multimodal(
-        tinyu, [{"role": "user", "content": [{"type": "video", "video": video}]}]
+        [{"role": "user", "content": [{"type": "video", "video": video}]}], bundle=tinyu
     )
     assert report.agrees, report
     plan = ge.plan_video(video, family="gemma4_unified")
@@ -311,35 +311,39 @@ def test_video_embedder_rows_equal_the_placeholders(tinyu):
 # ------------------------------------------------------------- budgets vLLM reads
 
 
-def test_parity_catches_a_budget_that_vllm_reads_differently(tinyu, photo):
-    vision = tinyu.model.config.vision_config
-    try:
-        vision.num_soft_tokens = 140  # config.json says 140, processor_config.json 280
-        report = ge.check_image_parity(photo, bundle=tinyu, use_vllm=False, run_encoder=False)
-        row = next(r for r in report.rows if r.step == "image budget")
-        assert (row.transformers, row.vllm_arithmetic) == (280, 140) and not report.agree
-        assert any("silently drops" in n for n in report.notes)
-        del vision.num_soft_tokens  # the QAT export's state: vLLM raises AttributeError
-        report = ge.check_image_parity(photo, bundle=tinyu, use_vllm=False, run_encoder=False)
-        assert any("AttributeError" in n and "save_pretrained" in n for n in report.notes)
-        # A request budget is what both sides use.
-        report = ge.check_image_parity(
-            photo, bundle=tinyu, use_vllm=False, run_encoder=False, max_soft_tokens=70
-        )
-        assert report.agree
-    finally:
-        vision.num_soft_tokens = 280
+@pytest.fixture
+def own_tinyu(tinyu):
+    """The Unified tiny bundle with a model of its own: a test may edit its config without
+    touching the session's bundle."""
+    import copy
+    import dataclasses
+
+    return dataclasses.replace(tinyu, model=copy.deepcopy(tinyu.model))
 
 
-def test_saving_writes_the_field_vllm_needs(tinyu, tmp_path):
+def test_parity_catches_a_budget_that_vllm_reads_differently(own_tinyu, tinyu, photo):
+    vision = own_tinyu.model.config.vision_config
+    vision.num_soft_tokens = 140  # config.json says 140, processor_config.json 280
+    report = ge.check_image_parity(photo, bundle=own_tinyu, use_vllm=False, run_encoder=False)
+    row = next(r for r in report.rows if r.step == "image budget")
+    assert (row.transformers, row.vllm_arithmetic) == (280, 140) and not report.agree
+    assert any("silently drops" in n for n in report.notes)
+    del vision.num_soft_tokens  # the QAT export's state: vLLM raises AttributeError
+    report = ge.check_image_parity(photo, bundle=own_tinyu, use_vllm=False, run_encoder=False)
+    assert any("AttributeError" in n and "save_pretrained" in n for n in report.notes)
+    # A request budget is what both sides use.
+    report = ge.check_image_parity(
+        photo, bundle=own_tinyu, use_vllm=False, run_encoder=False, max_soft_tokens=70
+    )
+    assert report.agree
+    assert tinyu.model.config.vision_config.num_soft_tokens == 280  # the shared one untouched
+
+
+def test_saving_writes_the_field_vllm_needs(own_tinyu, tmp_path):
     import json
 
-    vision = tinyu.model.config.vision_config
-    try:
-        del vision.num_soft_tokens
-        tinyu.save_pretrained(tmp_path)
-    finally:
-        vision.num_soft_tokens = 280
+    del own_tinyu.model.config.vision_config.num_soft_tokens
+    own_tinyu.save_pretrained(tmp_path)
     assert (
         json.loads((tmp_path / "config.json").read_text())["vision_config"]["num_soft_tokens"]
         == 280
@@ -368,14 +372,14 @@ def test_our_code_never_leaks_a_budget_into_the_processor_defaults(tinyu, tiny4,
     clip = (np.full(20_000, 0.02, np.float32), 16_000)
     video = ge.load_video(_frames(), fps=3.0)
     for bundle in (tinyu, tiny4):
-        ge.prepare_inputs(bundle, "", images=[photo], max_soft_tokens=70)
+        ge.prepare_inputs("", bundle=bundle, images=[photo], max_soft_tokens=70)
         ge.layout_prompt("", bundle=bundle, images=[photo], audios=[clip], max_soft_tokens=70)
         ge.check_image_parity(photo, bundle=bundle, max_soft_tokens=70, run_encoder=False)
         ge.check_video_parity(video, bundle=bundle)
-        ge.vision_pooling(bundle, photo, max_soft_tokens=70)
+        ge.vision_pooling(photo, bundle=bundle, max_soft_tokens=70)
     ge.compare_families(photo, clip, max_soft_tokens=70, sizes=False)
     assert _defaults() == before
-    fresh = ge.prepare_inputs(tinyu, "", images=[photo])  # the default budget still holds
+    fresh = ge.prepare_inputs("", bundle=tinyu, images=[photo])  # the default budget still holds
     assert fresh.input_ids.count(GEMMA4_UNIFIED.id_of("<|image|>")) == 252
 
 
@@ -425,7 +429,7 @@ def test_three_way_comparison(photo, tiny3n, tiny4, tinyu):
     by = {r.family: r for r in cmp.rows}
     for bundle in (tiny3n, tiny4, tinyu):  # each family's real processor on the same input
         spec, row = bundle.spec, by[bundle.family]
-        ids = ge.prepare_inputs(bundle, "", images=[photo], audios=[clip]).input_ids
+        ids = ge.prepare_inputs("", bundle=bundle, images=[photo], audios=[clip]).input_ids
         assert row.image_tokens == ids.count(spec.id_of(spec.image_token))
         assert row.audio_tokens == ids.count(spec.id_of(spec.audio_token))
         assert row.vllm_audio_tokens == vllm_audio_tokens(38_560, family=spec)

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import MediaError
 from ..families import AUDIO_SAMPLING_RATE, FAMILIES, FamilySpec
 from ..features import audio_features
-from ..inspect import vision_pooling
+from ..inspection import vision_pooling
 from ..layout import PromptLayout, layout_prompt
 from ..media import load_audio, load_image, load_video
 from ..models.bundle import Bundle

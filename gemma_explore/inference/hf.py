@@ -1,7 +1,7 @@
 """The transformers engine: ``model.generate`` on CPU or GPU, plain and streaming, timed.
 
 >>> engine = HFEngine(model, processor, family="gemma4", is_random_weights=True)  # doctest: +SKIP
->>> engine.generate(prepare_inputs(bundle, "Hi"), max_new_tokens=4).generated_tokens  # doctest: +SKIP
+>>> engine.generate(prepare_inputs("Hi", bundle=bundle), max_new_tokens=4).generated_tokens  # doctest: +SKIP
 4
 """
 
@@ -167,16 +167,7 @@ def _run(
             for s in streamers:
                 s.end()
 
-    extra: dict[str, Any] = {}
-    if engine.is_random_weights:
-        from transformers import LogitsProcessorList
-
-        extra["logits_processor"] = LogitsProcessorList([_ReadableOnly(_readable_ids(tokenizer))])
-    if stop is not None:
-        from transformers import StoppingCriteria, StoppingCriteriaList
-
-        stopper = type("_StopWhenSetCriteria", (_StopWhenSet, StoppingCriteria), {})(stop)
-        extra["stopping_criteria"] = StoppingCriteriaList([stopper])
+    extra = _generate_options(engine, stop)
     with _encoder_timer(model) as enc, torch.inference_mode():
         start = time.perf_counter()
         if engine.spec.encoder_free:
@@ -207,6 +198,23 @@ def _run(
         is_random_weights=engine.is_random_weights,
         timings={"total_s": prepared.preprocess_s + end - start},
     )
+
+
+def _generate_options(engine: HFEngine, stop: threading.Event | None) -> dict[str, Any]:
+    """``model.generate`` options beyond greedy decoding: random weights answer only in
+    readable tokens; a set ``stop`` event ends the answer."""
+    extra: dict[str, Any] = {}
+    if engine.is_random_weights:
+        from transformers import LogitsProcessorList
+
+        readable = _ReadableOnly(_readable_ids(engine.processor.tokenizer))
+        extra["logits_processor"] = LogitsProcessorList([readable])
+    if stop is not None:
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        stopper = type("_StopWhenSetCriteria", (_StopWhenSet, StoppingCriteria), {})(stop)
+        extra["stopping_criteria"] = StoppingCriteriaList([stopper])
+    return extra
 
 
 class _PieceStreamer:

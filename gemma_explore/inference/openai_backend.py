@@ -22,13 +22,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
-from ..families import AUDIO_SAMPLING_RATE
+from ..families import AUDIO_SAMPLING_RATE, DEFAULT_FAMILY, FamilySpec
 from ..media import Video
 from ..prompting import PreparedInputs, prepare_media
 from ..results import Generation
+
+if TYPE_CHECKING:
+    from ..models.bundle import Bundle
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIEngine", "chat_messages", "chat_request"]
 
@@ -109,7 +112,7 @@ def chat_request(
     messages: Any,
     *,
     model: str,
-    family: str = "gemma4",
+    family: str | FamilySpec | Bundle = DEFAULT_FAMILY,
     max_tokens: int = 32,
     stream: bool = False,
     max_soft_tokens: int | None = None,
@@ -120,7 +123,7 @@ def chat_request(
     >>> chat_request("Hi", model="google/gemma-4-E4B-it")["messages"]
     [{'role': 'user', 'content': [{'type': 'text', 'text': 'Hi'}]}]
     """
-    prepared = prepare_media(family, messages, max_soft_tokens=max_soft_tokens)
+    prepared = prepare_media(messages, family=family, max_soft_tokens=max_soft_tokens)
     body: dict[str, Any] = {
         "model": model,
         "messages": chat_messages(prepared),

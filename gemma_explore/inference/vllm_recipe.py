@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..families import get_family
+from ..families import DEFAULT_FAMILY, FamilySpec, get_family
 from ..serving import (
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
     VIDEO_FRAME_EXTRA_TOKENS,
@@ -79,41 +79,27 @@ def engine_recipe(
     model: str,
     *,
     workload: Workload,
-    family: str | None = None,
+    family: str | FamilySpec = DEFAULT_FAMILY,
     has_audio: bool = True,
 ) -> EngineRecipe:
-    """Propose start-up arguments for ``workload`` and explain each from the serving plan."""
+    """Propose start-up arguments for ``workload`` and explain each from the serving plan.
+
+    The checkpoint's config decides the family and modalities when it is on this machine;
+    otherwise ``family`` (and ``has_audio``) stand in for it.
+
+    >>> engine_recipe("someone/unknown", workload=Workload(images=1)).args["max_model_len"]
+    1280
+    """
     sm = _model_for(model)
     spec = get_family(sm.family if sm is not None else family)
-    modalities = sm.modalities if sm is not None else (
-        ("image", "audio") if has_audio else ("image",)) + (("video",) if spec.has_video else ())  # fmt: skip
-    if workload.audio_clips and "audio" not in modalities:
-        raise ValueError(
-            f"{model} has no audio tower: set audio_clips=0, or use an E2B/E4B checkpoint."
-        )
-    if workload.videos and "video" not in modalities:
-        raise ValueError(f"{spec.display_name} serves no video: set videos=0.")
+    modalities = _served_modalities(sm, spec, has_audio=has_audio)
+    _require_served(model, spec, workload, modalities)
     wanted = {"image": workload.images, "audio": workload.audio_clips, "video": workload.videos}
-    limits: dict[str, Any] = {m: wanted[m] for m in modalities}
-    if workload.videos and workload.video_frames:
-        limits["video"] = {"count": workload.videos, "num_frames": workload.video_frames}
-    reasons: dict[str, str] = {}
-    off = [m for m in modalities if not wanted[m]]
-    reasons["limit_mm_per_prompt"] = (
-        "the workload's counts; vLLM profiles (and budgets the encoder cache for) the "
-        "largest item of every modality whose limit is above 0"
-        + (
-            f", so {', '.join(off)} at 0 costs nothing (and such requests are refused)"
-            if off
-            else ""
-        )
-    )
+    limits, limits_why = _limits_arg(workload, wanted, modalities)
     args: dict[str, Any] = {"limit_mm_per_prompt": limits}
-    budget = None
-    if spec.image.budgets:
-        from ..plans import check_budget
-
-        budget = check_budget(spec, workload.max_soft_tokens)
+    reasons: dict[str, str] = {"limit_mm_per_prompt": limits_why}
+    budget = _budget_arg(spec, workload)
+    if budget is not None:
         args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
         reasons["mm_processor_kwargs"] = (
             f"the start-up budget ({budget} soft tokens): the default for requests that name "
@@ -122,9 +108,6 @@ def engine_recipe(
             "refuses it only when one item's embeddings exceed the encoder cache "
             "(encoder_cache_size) or the prompt exceeds max_model_len"
         )
-    elif workload.max_soft_tokens is not None:
-        raise ValueError(f"{spec.display_name} has no image budget: drop max_soft_tokens.")
-
     # Worst-case tokens per item (what the profiler assumes), markers included.
     probe = plan_serving(sm, limit_mm_per_prompt=limits, max_soft_tokens=budget) if sm else None
     per_item = (
@@ -132,44 +115,114 @@ def engine_recipe(
         if probe
         else _facts_per_item(spec, limits, budget, workload)
     )
-    markers = spec.markers_per_item
-    items = sum(n * (per_item[m] + (markers if m != "video" else 0))
-                for m, n in wanted.items() if n and m in per_item)  # fmt: skip
-    need = items + workload.text_tokens + workload.max_new_tokens
-    args["max_model_len"] = _round_up(need)
-    parts = " + ".join(
-        f"{n} {m} × ({per_item[m]}{f' + {markers}' if m != 'video' else ''})"
-        for m, n in wanted.items() if n and m in per_item
-    ) or "no items"  # fmt: skip
-    reasons["max_model_len"] = (
-        f"{parts} + {workload.text_tokens} text + {workload.max_new_tokens} answer = {need}, "
-        f"rounded up to {args['max_model_len']}: KV pages are allocated on demand, but vLLM "
-        "refuses to start unless one request of max_model_len fits the KV pool, and its "
-        "'maximum concurrency' figure counts that worst case per request; no longer than "
-        "the workload"
+    args["max_model_len"], reasons["max_model_len"] = _model_len_arg(
+        spec, workload, wanted, per_item
     )
-    biggest = max(per_item.values(), default=0)
-    mnbt = max(DEFAULT_MAX_NUM_BATCHED_TOKENS, _round_up(biggest))
-    args["max_num_batched_tokens"] = mnbt
-    reasons["max_num_batched_tokens"] = (
-        f"at least the largest item ({biggest} tokens) so the encoder budget and cache stay "
-        f"at this value instead of being raised to the item (encoder_cache_size = max("
-        f"max_num_batched_tokens, largest item)); vLLM's default {DEFAULT_MAX_NUM_BATCHED_TOKENS} otherwise"
+    args["max_num_batched_tokens"], reasons["max_num_batched_tokens"] = _batched_tokens_arg(
+        per_item
     )
     plan = None
     if sm is not None:
         plan = plan_serving(sm, max_model_len=args["max_model_len"], limit_mm_per_prompt=limits,
-                            max_num_batched_tokens=mnbt, max_soft_tokens=budget)  # fmt: skip
+                            max_num_batched_tokens=args["max_num_batched_tokens"],
+                            max_soft_tokens=budget)  # fmt: skip
         reasons["max_num_batched_tokens"] += (
             f"; the plan: encoder cache {plan.encoder_cache_size} tokens "
-            f"({plan.encoder_cache_bytes / 2**20:.1f} MiB), KV {plan.vllm_kv_bytes_per_request / 2**20:.1f} "
-            "MiB per request"
+            f"({plan.encoder_cache_bytes / 2**20:.1f} MiB), KV "
+            f"{plan.vllm_kv_bytes_per_request / 2**20:.1f} MiB per request"
         )
     return EngineRecipe(args, reasons, plan)
 
 
+def _served_modalities(
+    sm: ServingModel | None, spec: FamilySpec, *, has_audio: bool
+) -> tuple[str, ...]:
+    """What the checkpoint takes: its config's modalities, else the family's (with an
+    audio tower when ``has_audio``)."""
+    if sm is not None:
+        return sm.modalities
+    audio = ("audio",) if has_audio else ()
+    return ("image", *audio) + (("video",) if spec.has_video else ())
+
+
+def _require_served(
+    model: str, spec: FamilySpec, workload: Workload, modalities: tuple[str, ...]
+) -> None:
+    """The workload asks only for what the checkpoint takes."""
+    if workload.audio_clips and "audio" not in modalities:
+        raise ValueError(
+            f"{model} has no audio tower: set audio_clips=0, or use an E2B/E4B checkpoint."
+        )
+    if workload.videos and "video" not in modalities:
+        raise ValueError(f"{spec.display_name} serves no video: set videos=0.")
+
+
+def _limits_arg(
+    workload: Workload, wanted: dict[str, int], modalities: tuple[str, ...]
+) -> tuple[dict[str, Any], str]:
+    """``limit_mm_per_prompt``: the workload's counts, and why a 0 costs nothing."""
+    limits: dict[str, Any] = {m: wanted[m] for m in modalities}
+    if workload.videos and workload.video_frames:
+        limits["video"] = {"count": workload.videos, "num_frames": workload.video_frames}
+    off = [m for m in modalities if not wanted[m]]
+    return limits, (
+        "the workload's counts; vLLM profiles (and budgets the encoder cache for) the "
+        "largest item of every modality whose limit is above 0"
+        + (
+            f", so {', '.join(off)} at 0 costs nothing (and such requests are refused)"
+            if off
+            else ""
+        )
+    )
+
+
+def _budget_arg(spec: FamilySpec, workload: Workload) -> int | None:
+    """The start-up image budget (None: the family has no budgets)."""
+    if spec.image.budgets:
+        from ..plans import check_budget
+
+        return check_budget(spec, workload.max_soft_tokens)
+    if workload.max_soft_tokens is not None:
+        raise ValueError(f"{spec.display_name} has no image budget: drop max_soft_tokens.")
+    return None
+
+
+def _model_len_arg(
+    spec: FamilySpec, workload: Workload, wanted: dict[str, int], per_item: dict[str, int]
+) -> tuple[int, str]:
+    """``max_model_len``: every item at its worst case, the text and the answer, rounded."""
+    markers = spec.markers_per_item
+    counted = [(m, n) for m, n in wanted.items() if n and m in per_item]
+    items = sum(n * (per_item[m] + (markers if m != "video" else 0)) for m, n in counted)
+    need = items + workload.text_tokens + workload.max_new_tokens
+    value = _round_up(need)
+    parts = " + ".join(
+        f"{n} {m} × ({per_item[m]}{f' + {markers}' if m != 'video' else ''})" for m, n in counted
+    ) or "no items"  # fmt: skip
+    return value, (
+        f"{parts} + {workload.text_tokens} text + {workload.max_new_tokens} answer = {need}, "
+        f"rounded up to {value}: KV pages are allocated on demand, but vLLM "
+        "refuses to start unless one request of max_model_len fits the KV pool, and its "
+        "'maximum concurrency' figure counts that worst case per request; no longer than "
+        "the workload"
+    )
+
+
+def _batched_tokens_arg(per_item: dict[str, int]) -> tuple[int, str]:
+    """``max_num_batched_tokens``: at least the largest item, so the encoder cache is not
+    raised to it."""
+    biggest = max(per_item.values(), default=0)
+    value = max(DEFAULT_MAX_NUM_BATCHED_TOKENS, _round_up(biggest))
+    return value, (
+        f"at least the largest item ({biggest} tokens) so the encoder budget and cache stay "
+        f"at this value instead of being raised to the item (encoder_cache_size = max("
+        f"max_num_batched_tokens, largest item)); vLLM's default "
+        f"{DEFAULT_MAX_NUM_BATCHED_TOKENS} otherwise"
+    )
+
+
 def _facts_per_item(
-    spec: Any, limits: dict[str, Any], budget: int | None, w: Workload
+    spec: FamilySpec, limits: dict[str, Any], budget: int | None, w: Workload
 ) -> dict[str, int]:
     """Worst case per item from the family's facts alone (no config on this machine)."""
     out: dict[str, int] = {}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..bill import Bill
+    from ..bill_results import Bill
 
 __all__ = ["show_bill"]
 

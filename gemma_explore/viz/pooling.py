@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..families import get_family
-from ..inspect import PooledTokens
+from ..inspection import PooledTokens
 from ..sizes import size_label
 from .palette import PADDING, VALID, cell_axes, padding_cells, real_cells
 

@@ -33,7 +33,7 @@ def test_request_is_a_vllm_text_prompt(tiny4, photo, tone):
     from vllm.inputs import TextPrompt
 
     prepared = ge.prepare_inputs(
-        tiny4, "Hi", images=[photo], audios=[(tone, 16000)], max_soft_tokens=70
+        "Hi", bundle=tiny4, images=[photo], audios=[(tone, 16000)], max_soft_tokens=70
     )
     request = vb.vllm_request(prepared)
     allowed = set(typing.get_type_hints(TextPrompt))
@@ -55,7 +55,7 @@ def test_generate_passes_data_and_budget_to_the_engine(tiny4, photo, monkeypatch
             return [
                 SimpleNamespace(
                     prompt_token_ids=ge.prepare_inputs(
-                        tiny4, "Hi", images=[photo], max_soft_tokens=140
+                        "Hi", bundle=tiny4, images=[photo], max_soft_tokens=140
                     ).input_ids,
                     outputs=[SimpleNamespace(text="a cat", token_ids=[1, 2, 3])],
                     metrics=None,
@@ -104,7 +104,7 @@ def test_missing_vllm_names_the_extra(monkeypatch):
 
 def test_video_request_carries_frames_and_metadata(tiny4):
     frames = np.random.RandomState(0).randint(0, 255, (40, 72, 128, 3), np.uint8)
-    prepared = ge.prepare_inputs(tiny4, "What happens?", videos=[(frames, 8.0)])
+    prepared = ge.prepare_inputs("What happens?", bundle=tiny4, videos=[(frames, 8.0)])
     ((clip, meta),) = vb.vllm_request(prepared)["multi_modal_data"]["video"]
     assert clip.shape[0] == 32 and meta["fps"] == 8.0 and len(meta["frames_indices"]) == 32
 

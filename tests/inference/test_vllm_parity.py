@@ -54,7 +54,7 @@ def test_prompt_ids_equal_vllms(tiny3n, tiny4, tinyu, photo, case, budget):
             continue
         msgs = [{"role": "user", "content": content}]
         layout = ge.layout_prompt(msgs, bundle=bundle, max_soft_tokens=budget)
-        prepared = ge.prepare_inputs(bundle, msgs, max_soft_tokens=budget)
+        prepared = ge.prepare_inputs(msgs, bundle=bundle, max_soft_tokens=budget)
         out = vllm_process(
             bundle,
             prepared.text,
