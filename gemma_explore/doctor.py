@@ -178,13 +178,19 @@ def check_environment(
 
 
 def _data_dirs() -> list[Path]:
-    """Where Jupyter looks for extensions (JUPYTER_PATH, the user's, this environment's)."""
-    try:
-        from jupyter_core.paths import jupyter_path
-
-        return [Path(p) for p in jupyter_path()]
-    except ImportError:
-        return [Path(sys.prefix) / "share" / "jupyter"]
+    """Where Jupyter looks for extensions, in its order: JUPYTER_PATH, the user's data
+    folder, this environment's, the system's (jupyter_core.paths.jupyter_path's rules)."""
+    dirs = [Path(p) for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    if sys.platform == "darwin":
+        dirs.append(Path.home() / "Library" / "Jupyter")
+    elif os.name == "nt":
+        dirs.append(Path(os.environ.get("APPDATA", Path.home())) / "jupyter")
+    else:
+        data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        dirs.append(Path(data) / "jupyter")
+    dirs.append(Path(sys.prefix) / "share" / "jupyter")
+    dirs += [Path("/usr/local/share/jupyter"), Path("/usr/share/jupyter")]
+    return dirs
 
 
 def check_widgets(data_dirs: Iterable[Path] | None = None) -> Check:
@@ -287,7 +293,7 @@ def check_demo(timeout_s: float = 180.0, python: str | None = None) -> Check:
 _KERNEL_PROBE = "import sys, gemma_explore, ipywidgets; print(sys.executable)"
 
 
-def check_kernel(kernel_name: str = "python3", timeout_s: float = 120.0) -> Check:
+def check_kernel(kernel_name: str = "python3", timeout_s: int = 120) -> Check:
     """Does a notebook kernel start and import ``gemma_explore`` and ``ipywidgets``?
 
     >>> check_kernel("no-such-kernel").todo.startswith("Register this environment")
@@ -298,50 +304,39 @@ def check_kernel(kernel_name: str = "python3", timeout_s: float = 120.0) -> Chec
         f"{kernel_name}` (run with this environment's python), then pick it in JupyterLab."
     )
     try:
-        from jupyter_client.kernelspec import NoSuchKernel
-        from jupyter_client.manager import start_new_kernel
+        import nbformat
+        from nbclient import NotebookClient
     except ImportError as exc:
         return Check(
             "kernel",
             False,
-            f"cannot import jupyter_client ({exc})",
+            f"cannot import nbclient ({exc})",
             "Install the notebook extra: `pip install -c constraints.txt -e '.[notebooks]'`.",
         )
     steps = [f"starting kernel {kernel_name!r}"]
-    try:
-        km, kc = start_new_kernel(kernel_name=kernel_name, startup_timeout=timeout_s)
-    except NoSuchKernel:
-        return Check("kernel", False, f"no kernel named {kernel_name!r}", register, tuple(steps))
-    except Exception as exc:  # a kernel that dies on start
-        return Check(
-            "kernel", False, f"kernel {kernel_name!r} did not start ({exc})", register, tuple(steps)
-        )
-    out: list[str] = []
-    try:
-        reply = kc.execute_interactive(
-            _KERNEL_PROBE,
-            timeout=timeout_s,
-            output_hook=lambda m: out.append(m["content"].get("text", "")),
-        )
-        status = reply["content"]["status"]
-        error = reply["content"].get("evalue", "")
-    except Exception as exc:
-        status, error = "error", str(exc)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-    where = "".join(out).strip()
-    if status == "ok":
-        steps.append("imported gemma_explore and ipywidgets")
-        return Check("kernel", True, f"{kernel_name!r} starts, runs {where}", steps=tuple(steps))
-    steps.append(f"probe failed: {error}")
-    return Check(
-        "kernel",
-        False,
-        f"kernel {kernel_name!r} starts but cannot import the course's packages ({error})",
-        register,
-        tuple(steps),
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(_KERNEL_PROBE)])
+    client = NotebookClient(
+        nb, kernel_name=kernel_name, timeout=timeout_s, startup_timeout=timeout_s
     )
+    try:
+        client.execute()
+    except Exception as exc:  # jupyter_client's NoSuchKernel, a dead kernel, a failed import
+        if type(exc).__name__ == "NoSuchKernel":
+            return Check(
+                "kernel", False, f"no kernel named {kernel_name!r}", register, tuple(steps)
+            )
+        error = str(getattr(exc, "evalue", "") or exc).strip().splitlines()[-1]
+        steps.append(f"failed: {error}")
+        return Check(
+            "kernel",
+            False,
+            f"kernel {kernel_name!r} did not start or cannot import the course ({error})",
+            register,
+            tuple(steps),
+        )
+    where = "".join(o.get("text", "") for o in nb.cells[0].outputs).strip()
+    steps.append("imported gemma_explore and ipywidgets")
+    return Check("kernel", True, f"{kernel_name!r} starts, runs {where}", steps=tuple(steps))
 
 
 CHECKS: dict[str, Callable[[], Check]] = {
