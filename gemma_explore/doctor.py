@@ -170,7 +170,7 @@ def check_environment(
         todo = (
             "Reinstall the environment: `make clean-env && make demo` (online), or install "
             "from the room's wheelhouse: `pip install --no-index --find-links wheelhouse "
-            "-c constraints.txt -e '.[notebooks,demo]'` (see docs/teaching/README.md)."
+            "-c constraints-light.txt -e '.[notebooks,lab,demo]'` (docs/teaching/README.md)."
         )
         return Check("environment", False, found, todo, tuple(steps))
     note = "" if pins else " (no constraints.txt here: versions not compared)"

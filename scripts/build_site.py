@@ -209,7 +209,7 @@ html, body { margin: 0; height: 100%; background: #111; font-family: system-ui, 
   background: #fff; color: #1a1a1a; font-size: 3.2vh; line-height: 1.35; overflow: hidden; }
 .slide.current { display: flex; flex-direction: column; }
 .slide h1 { font-size: 6vh; margin: 0 0 1vh; } .slide h2 { font-size: 5vh; margin: 0 0 1.5vh; }
-.slide img { max-width: 100%; max-height: 62vh; object-fit: contain; align-self: center; }
+.slide img { flex: 1 1 auto; min-height: 0; width: 100%; object-fit: contain; }
 .slide .missing { border: 2px dashed #999; padding: 2vh; color: #555; align-self: center; }
 .slide code { background: #f2f2f2; padding: 0 .2em; }
 .slide table { border-collapse: collapse; font-size: 2.8vh; }
