@@ -94,6 +94,36 @@ def _crawl(context, start: Path) -> dict[Path, dict]:
     return facts
 
 
+def _problems(facts: dict[Path, dict]) -> tuple[list, list]:
+    """(broken local links or anchors, images that did not load) over crawled pages."""
+    broken, missing = [], []
+    for path, f in facts.items():
+        missing += [(path.name, i["src"]) for i in f["images"] if not i["ok"]]
+        for link in f["links"]:
+            url = urlparse(link)
+            if url.scheme != "file":
+                continue  # external (offline: not followed)
+            target = Path(unquote(url.path))
+            if not target.exists():
+                broken.append((path.name, link))
+            elif url.fragment and target.suffix == ".html":
+                if url.fragment not in facts.get(target.resolve(), {}).get("ids", []):
+                    broken.append((path.name, link))
+    return broken, missing
+
+
+def test_the_crawl_sees_a_broken_link_an_unknown_anchor_and_a_missing_image(tmp_path, context):
+    """The control: the checks below can fail."""
+    (tmp_path / "b.html").write_text('<p id="here">b</p>')
+    (tmp_path / "a.html").write_text(
+        '<a href="b.html#here">ok</a> <a href="b.html#gone">anchor</a> '
+        '<a href="nowhere.html">link</a> <img src="missing.png">'
+    )
+    broken, missing = _problems(_crawl(context, tmp_path / "a.html"))
+    assert sorted(link.rsplit("/", 1)[-1] for _, link in broken) == ["b.html#gone", "nowhere.html"]
+    assert [src.rsplit("/", 1)[-1] for _, src in missing] == ["missing.png"]
+
+
 def test_every_link_and_image_resolves_offline(site, context):
     facts = _crawl(context, site / "index.html")
     pages = {p.relative_to(site.resolve()).as_posix() for p in facts}
@@ -104,19 +134,7 @@ def test_every_link_and_image_resolves_offline(site, context):
         "teaching/README.html",
         "teaching/slides.html",
     } <= pages
-    broken, missing = [], []
-    for path, f in facts.items():
-        missing += [(path.name, i["src"]) for i in f["images"] if not i["ok"]]
-        for link in f["links"]:
-            url = urlparse(link)
-            if url.scheme != "file":
-                continue  # external (offline: not followed); counted below
-            target = Path(unquote(url.path))
-            if not target.exists():
-                broken.append((path.name, link))
-            elif url.fragment and target.suffix == ".html":
-                if url.fragment not in facts.get(target.resolve(), {}).get("ids", []):
-                    broken.append((path.name, link))
+    broken, missing = _problems(facts)
     assert broken == [], broken
     assert missing == [], missing
     assert context.remote == [], context.remote  # nothing tried the network
