@@ -68,7 +68,7 @@ def context():
 
 _PAGE_FACTS = """() => ({
   links: [...document.querySelectorAll('a[href]')].map(a => a.href),
-  images: [...document.images].map(i => ({src: i.src.slice(0, 60), ok: i.complete && i.naturalWidth > 0})),
+  images: [...document.images].map(i => ({src: i.src.slice(-80), ok: i.complete && i.naturalWidth > 0})),
   ids: [...document.querySelectorAll('[id]')].map(e => e.id),
 })"""
 
