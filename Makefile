@@ -48,6 +48,12 @@ html: $(STAMP)
 gallery: $(STAMP)
 	$(PY) benchmarks/gallery.py build/gallery
 
+# The offline course site: the notebooks executed (HTML), the gallery, the slides and the
+# teacher's kit in one folder that opens over file:// with no server: build/site/index.html
+.PHONY: site
+site: $(STAMP)
+	$(PY) scripts/build_site.py --out build/site
+
 env: $(STAMP)
 
 light-env: $(LIGHT_STAMP)

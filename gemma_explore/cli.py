@@ -602,6 +602,35 @@ def transcribe(
         typer.echo(f"({result.note})")
 
 
+# --------------------------------------------------------------------------- doctor
+
+
+@app.command(epilog="Example: gemma-explore doctor --check widgets --check kernel")
+def doctor(
+    check: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--check",
+            metavar="NAME",
+            help="Only this check (repeatable): python, environment, widgets, demo, kernel.",
+        ),
+    ] = None,
+) -> None:
+    """Pre-flight for a workshop laptop: each check says ok, or what to do. Exit 1 on a FAIL."""
+    from .doctor import run_checks
+
+    try:
+        results = run_checks(check)
+    except ValueError as exc:
+        _fail(str(exc))
+    for result in results:
+        typer.echo(result.line())
+    failed = [r.name for r in results if not r.ok]
+    typer.echo(f"{len(results) - len(failed)} of {len(results)} checks passed.")
+    if failed:
+        raise typer.Exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The ``gemma-explore`` console script."""
     app(args=argv, prog_name="gemma-explore")

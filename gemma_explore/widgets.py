@@ -56,14 +56,32 @@ def _figure_widget():
 
 
 def _show(out, fig) -> None:
-    from IPython import get_ipython
-    from IPython.display import display
+    """Put ``fig`` in the ``Output`` widget by setting the widget's ``outputs`` state.
 
-    if get_ipython() is None:  # headless (tests, scripts): keep the figure, show nothing
+    Not ``with out: display(fig)``: capturing tags the figure with the running cell's
+    request, and a client without a browser (nbclient: ``nbconvert --execute``, ``make
+    html``, ``make site``, the notebook tests) then plays the front end and writes each
+    captured output back to the kernel on the shell socket, the socket on which it is
+    waiting for the cell's reply. That reply can then go unnoticed until the cell timeout
+    runs out (the reply is there, the wake-up was lost: nbclient issue #312), which is the
+    5-minute pause after an explorer cell. Setting the state is one update sent by the
+    kernel; JupyterLab, VS Code and nbclient all render it, and no client answers it.
+    """
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    if ip is None:  # headless (tests, scripts): keep the figure, show nothing
         return
-    out.clear_output(wait=True)
-    with out:
-        display(fig)
+    import base64
+
+    data, metadata = ip.display_formatter.format(fig)  # the bundle display() would send
+    # PNG comes back as bytes; a notebook's mime bundle holds it base64-encoded, as
+    # display() would publish it (raw bytes would travel as a binary buffer instead).
+    data = {
+        k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
+        for k, v in data.items()
+    }
+    out.outputs = ({"output_type": "display_data", "data": data, "metadata": metadata},)
 
 
 class _Explorer:

@@ -1,0 +1,363 @@
+"""Pre-flight for a workshop laptop: ``gemma-explore doctor``.
+
+Five checks, each a pure function returning a frozen :class:`Check` whose ``todo`` says
+what to do when it fails (one line, in the words of the command to run):
+
+- ``python``: the interpreter is one the package supports (``requires-python``);
+- ``environment``: the packages the notebooks and the demo need import, at the versions
+  ``constraints.txt`` pins (when the file is there: a checkout);
+- ``widgets``: ipywidgets imports, and the widget extension JupyterLab / Notebook 7 load
+  is installed (without it the explorers show as ``VBox(...)`` text);
+- ``demo``: the web demo builds and answers on 127.0.0.1 (in a child process, killed after);
+- ``kernel``: a notebook kernel starts and can import ``gemma_explore`` and ``ipywidgets``.
+
+This module imports nothing of the package at import time; the demo and the kernel run in
+child processes, so a broken install is reported, never crashed on.
+
+>>> c = check_python((3, 11, 7))
+>>> c.ok, c.name
+(True, 'python')
+>>> check_python((3, 9, 0)).todo.startswith("Install Python 3.11")
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "CHECKS",
+    "Check",
+    "check_demo",
+    "check_environment",
+    "check_kernel",
+    "check_python",
+    "check_widgets",
+    "run_checks",
+]
+
+MIN_PYTHON = (3, 11)  # pyproject.toml: requires-python = ">=3.11"
+ROOT = Path(__file__).resolve().parent.parent
+# Import name → distribution name, for what the notebooks and the demo need.
+KEY_PACKAGES = {
+    "torch": "torch",
+    "torchvision": "torchvision",
+    "transformers": "transformers",
+    "numpy": "numpy",
+    "PIL": "pillow",
+    "matplotlib": "matplotlib",
+    "librosa": "librosa",
+    "timm": "timm",
+    "gradio": "gradio",
+    "ipykernel": "ipykernel",
+    "nbclient": "nbclient",
+}
+OPTIONAL_PACKAGES = {"vllm": "vllm"}  # make test's environment only; compared when present
+WIDGET_EXTENSION = Path("labextensions") / "@jupyter-widgets" / "jupyterlab-manager"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One pre-flight check's verdict."""
+
+    name: str  # why: the name `doctor --check NAME` takes and the report prints
+    ok: bool  # why: the room can use this piece as it is
+    found: str  # why: what was seen (versions, paths, the error), so a helper can compare
+    todo: str = ""  # why: the one thing to do when not ok ("" when ok)
+    steps: tuple[str, ...] = ()  # why: what was tried, in order
+
+    def line(self) -> str:
+        """The report's line: ``ok  name: found`` or ``FAIL name: found → todo``."""
+        head = f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {self.found}"
+        return head if self.ok else f"{head}\n     → {self.todo}"
+
+
+def check_python(version: tuple[int, ...] | None = None) -> Check:
+    """Is this interpreter one the package supports?
+
+    >>> check_python((3, 12, 1)).found
+    'Python 3.12.1'
+    """
+    v = tuple(version or sys.version_info[:3])
+    found = "Python " + ".".join(map(str, v))
+    steps = (f"requires-python is >={MIN_PYTHON[0]}.{MIN_PYTHON[1]}", f"this is {found}")
+    if v[:2] >= MIN_PYTHON:
+        return Check("python", True, found, steps=steps)
+    return Check(
+        "python",
+        False,
+        found,
+        f"Install Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer and rebuild the "
+        "environment with it (make demo PYTHON=python3.11).",
+        steps,
+    )
+
+
+def pinned_versions(path: Path | None = None) -> dict[str, str]:
+    """``name==version`` pins of ``constraints.txt`` ({} when there is no such file).
+
+    >>> pinned_versions(Path("/nonexistent"))
+    {}
+    """
+    path = path or ROOT / "constraints.txt"
+    if not path.is_file():
+        return {}
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==([^,;\s#]+)", line.strip())
+        if m:
+            pins[m.group(1).lower()] = m.group(2)
+    return pins
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _same(installed: str, pinned: str) -> bool:
+    """2.13.0+cpu satisfies 2.13.0 (a local build of the same release)."""
+    return installed.split("+")[0] == pinned.split("+")[0]
+
+
+def check_environment(
+    packages: dict[str, str] | None = None, pins: dict[str, str] | None = None
+) -> Check:
+    """Do the key packages import, at the pinned versions?
+
+    >>> check_environment({"json": "no-such-dist"}, pins={}).ok
+    True
+    """
+    optional = OPTIONAL_PACKAGES if packages is None else {}
+    packages = KEY_PACKAGES if packages is None else packages
+    pins = pinned_versions() if pins is None else pins
+    missing, wrong, seen, steps = [], [], [], []
+    for module, dist in {**packages, **optional}.items():
+        if module in optional and importlib.util.find_spec(module) is None:
+            steps.append(f"{module}: not installed (optional: only make test needs it)")
+            continue
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # ImportError, or a broken binary raising anything
+            missing.append(module)
+            steps.append(f"{module}: import failed ({type(exc).__name__}: {exc})")
+            continue
+        version = _version(dist)
+        pin = pins.get(dist.lower())
+        if version and pin and not _same(version, pin):
+            wrong.append(f"{dist} {version} (constraints.txt: {pin})")
+        seen.append(f"{dist} {version}" if version else module)
+        steps.append(f"{module}: imported, {dist} {version or '?'}")
+    if missing or wrong:
+        found = "; ".join(
+            ([f"cannot import {', '.join(missing)}"] if missing else [])
+            + ([f"wrong versions: {', '.join(wrong)}"] if wrong else [])
+        )
+        todo = (
+            "Reinstall the environment: `make clean-env && make demo` (online), or install "
+            "from the room's wheelhouse: `pip install --no-index --find-links wheelhouse "
+            "-c constraints-light.txt -e '.[notebooks,lab,demo]'` (docs/teaching/README.md)."
+        )
+        return Check("environment", False, found, todo, tuple(steps))
+    note = "" if pins else " (no constraints.txt here: versions not compared)"
+    return Check("environment", True, f"{len(seen)} packages import{note}", steps=tuple(steps))
+
+
+def _data_dirs() -> list[Path]:
+    """Where Jupyter looks for extensions, in its order: JUPYTER_PATH, the user's data
+    folder, this environment's, the system's (jupyter_core.paths.jupyter_path's rules)."""
+    dirs = [Path(p) for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    if sys.platform == "darwin":
+        dirs.append(Path.home() / "Library" / "Jupyter")
+    elif os.name == "nt":
+        dirs.append(Path(os.environ.get("APPDATA", Path.home())) / "jupyter")
+    else:
+        data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        dirs.append(Path(data) / "jupyter")
+    dirs.append(Path(sys.prefix) / "share" / "jupyter")
+    dirs += [Path("/usr/local/share/jupyter"), Path("/usr/share/jupyter")]
+    return dirs
+
+
+def check_widgets(data_dirs: Iterable[Path] | None = None) -> Check:
+    """Will the explorers draw as widgets (not as ``VBox(...)`` text)?
+
+    >>> check_widgets(data_dirs=[Path("/nonexistent")]).ok
+    False
+    """
+    steps = []
+    try:
+        ipywidgets = importlib.import_module("ipywidgets")
+    except Exception as exc:
+        return Check(
+            "widgets",
+            False,
+            f"cannot import ipywidgets ({exc})",
+            "Install it in this environment: `pip install -c constraints.txt ipywidgets` "
+            "(or `pip install -e '.[notebooks]'`). Until then the explorers cannot be used; "
+            "docs/teaching/README.md has the no-widget fallback.",
+            (f"import ipywidgets: {type(exc).__name__}",),
+        )
+    version = getattr(ipywidgets, "__version__", "?")
+    steps.append(f"ipywidgets {version} imports")
+    dirs = list(data_dirs) if data_dirs is not None else _data_dirs()
+    hits = [d / WIDGET_EXTENSION for d in dirs if (d / WIDGET_EXTENSION).is_dir()]
+    steps.append(f"looked for {WIDGET_EXTENSION} in {len(dirs)} Jupyter data folders")
+    if not hits:
+        return Check(
+            "widgets",
+            False,
+            f"ipywidgets {version}, but no widget extension for JupyterLab / Notebook 7",
+            "Install it: `pip install -c constraints.txt jupyterlab_widgets` in the "
+            "environment that runs JupyterLab, then restart JupyterLab (VS Code needs none).",
+            tuple(steps),
+        )
+    return Check(
+        "widgets", True, f"ipywidgets {version}, extension at {hits[0]}", steps=tuple(steps)
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# The demo, built and served the way `make demo` does, in a child process.
+_DEMO_CHILD = """
+import os, sys, time
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+from gemma_explore.app.ui import CSS, MAX_UPLOAD, build_app
+demo = build_app("tiny-gemma4")
+demo.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), share=False,
+            prevent_thread_lock=True, quiet=True, max_file_size=MAX_UPLOAD, css=CSS)
+print("serving", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def check_demo(timeout_s: float = 180.0, python: str | None = None) -> Check:
+    """Does the web demo build and answer on 127.0.0.1? (a child process, killed after)"""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "NO_PROXY": "127.0.0.1,localhost"}
+    cmd = [python or sys.executable, "-c", _DEMO_CHILD, str(port), str(timeout_s)]
+    steps = [f"started the demo on {url}"]
+    with subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as child:
+        try:
+            deadline = time.monotonic() + timeout_s
+            body = None
+            while time.monotonic() < deadline and child.poll() is None:
+                try:
+                    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+                    with opener.open(url, timeout=5) as reply:
+                        body = reply.read().decode("utf-8", "replace")
+                    break
+                except OSError:
+                    time.sleep(0.5)
+        finally:
+            child.kill()
+            output = child.communicate()[0] or ""
+    if body is not None and "gradio" in body.lower():
+        steps.append("the page answered")
+        return Check("demo", True, f"served and answered on 127.0.0.1:{port}", steps=tuple(steps))
+    last = next((ln for ln in reversed(output.strip().splitlines()) if ln.strip()), "no output")
+    steps.append(f"child said: {last}")
+    return Check(
+        "demo",
+        False,
+        f"the demo did not answer on 127.0.0.1:{port} ({last})",
+        "Run `make demo` (or `python demo_app.py`) and read its first error; a missing "
+        "package is fixed by the environment check's line, a busy port with --port 7861.",
+        tuple(steps),
+    )
+
+
+# Run inside the kernel: where it runs and whether the course's imports work there.
+_KERNEL_PROBE = "import sys, gemma_explore, ipywidgets; print(sys.executable)"
+
+
+def check_kernel(kernel_name: str = "python3", timeout_s: int = 120) -> Check:
+    """Does a notebook kernel start and import ``gemma_explore`` and ``ipywidgets``?
+
+    >>> check_kernel("no-such-kernel").todo.startswith("Register this environment")
+    True
+    """
+    register = (
+        "Register this environment as a kernel: `python -m ipykernel install --user --name "
+        f"{kernel_name}` (run with this environment's python), then pick it in JupyterLab."
+    )
+    try:
+        import nbformat
+        from nbclient import NotebookClient
+    except ImportError as exc:
+        return Check(
+            "kernel",
+            False,
+            f"cannot import nbclient ({exc})",
+            "Install the notebook extra: `pip install -c constraints.txt -e '.[notebooks]'`.",
+        )
+    steps = [f"starting kernel {kernel_name!r}"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(_KERNEL_PROBE)])
+    client = NotebookClient(
+        nb, kernel_name=kernel_name, timeout=timeout_s, startup_timeout=timeout_s
+    )
+    try:
+        client.execute()
+    except Exception as exc:  # jupyter_client's NoSuchKernel, a dead kernel, a failed import
+        if type(exc).__name__ == "NoSuchKernel":
+            return Check(
+                "kernel", False, f"no kernel named {kernel_name!r}", register, tuple(steps)
+            )
+        error = str(getattr(exc, "evalue", "") or exc).strip().splitlines()[-1]
+        steps.append(f"failed: {error}")
+        return Check(
+            "kernel",
+            False,
+            f"kernel {kernel_name!r} did not start or cannot import the course ({error})",
+            register,
+            tuple(steps),
+        )
+    where = "".join(o.get("text", "") for o in nb.cells[0].outputs).strip()
+    steps.append("imported gemma_explore and ipywidgets")
+    return Check("kernel", True, f"{kernel_name!r} starts, runs {where}", steps=tuple(steps))
+
+
+CHECKS: dict[str, Callable[[], Check]] = {
+    "python": check_python,
+    "environment": check_environment,
+    "widgets": check_widgets,
+    "demo": check_demo,
+    "kernel": check_kernel,
+}
+
+
+def run_checks(names: Iterable[str] | None = None) -> list[Check]:
+    """Run the named checks (all by default), in the order of :data:`CHECKS`.
+
+    >>> [c.name for c in run_checks(["python"])]
+    ['python']
+    """
+    chosen = list(names) if names else list(CHECKS)
+    unknown = [n for n in chosen if n not in CHECKS]
+    if unknown:
+        raise ValueError(
+            f"Unknown check {unknown[0]!r}: choose from {', '.join(CHECKS)} (--check NAME)."
+        )
+    return [CHECKS[n]() for n in CHECKS if n in chosen]
