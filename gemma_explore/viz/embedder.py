@@ -9,7 +9,8 @@ three families side by side.
 * :func:`show_three_way`: one photo and one clip through every family.
 
 Gids: ``"token_lines"``, ``"zoom_block"``, ``"frame_cells"``, ``"vllm_dropped"``,
-``"zoom_frames"``, ``"real_rows"``, ``"padding_rows"``.
+``"zoom_kept"`` and ``"zoom_dropped"`` (the enlarged last frames), ``"real_rows"``,
+``"padding_rows"``.
 """
 
 from __future__ import annotations
@@ -170,16 +171,15 @@ def _draw_envelope(ax, wave: np.ndarray | None, rate: int, *, start: int = 0) ->
     return f"; every sample is {part[0]:.3g} (a constant signal)" if constant else ""
 
 
-def _frame_cells(ax, frames: range, kept: int, per: int, sr: int, y0: float, h: float, gid=""):
+def _frame_cells(ax, frames: range, kept: int, per: int, sr: int, y0: float, h: float) -> int:
     """One cell per frame of ``per`` samples: blue if vLLM's prompt keeps it, hatched if
-    not; returns how many were hatched."""
+    not (one collection each); returns how many were hatched."""
     step = 1 if len(frames) <= 400 else 10
-    cells = [rect(i * per / sr, y0, step * per / sr * 0.92, h) for i in frames[::step]]
-    real = [c for i, c in zip(frames[::step], cells, strict=True) if i < kept]
-    lost = [c for i, c in zip(frames[::step], cells, strict=True) if i >= kept]
-    ax.add_collection(real_cells(real, gid=f"frame_cells{gid}"))
+    cells = [(i, rect(i * per / sr, y0, step * per / sr * 0.92, h)) for i in frames[::step]]
+    ax.add_collection(real_cells([c for i, c in cells if i < kept], gid="frame_cells"))
+    lost = [c for i, c in cells if i >= kept]
     if lost:
-        ax.add_collection(padding_cells(lost, gid=f"vllm_dropped{gid}", linewidth=1.0))
+        ax.add_collection(padding_cells(lost, gid="vllm_dropped", linewidth=1.0))
     return len(lost)
 
 
@@ -191,7 +191,12 @@ def _draw_last_frames(ax, plan: AudioPlan, spec: FamilySpec, kept: int, n: int =
     first = max(0, frames - n)
     _draw_envelope(ax, plan.waveform, sr, start=first * per)
     lo, hi = ax.get_ylim()
-    _frame_cells(ax, range(first, frames), kept, per, sr, lo, 0.18 * (hi - lo), "_zoom")
+    for i in range(first, frames):  # patches, so the overview's collections stay its own
+        lost = i >= kept
+        ax.add_patch(rect(i * per / sr, lo, per / sr * 0.92, 0.18 * (hi - lo),
+                          facecolor="white" if lost else VALID, hatch="///" if lost else None,
+                          edgecolor=PADDING if lost else "none", lw=st.lw(1.0),
+                          gid="zoom_dropped" if lost else "zoom_kept"))  # fmt: skip
     for i in range(first, frames + 1):
         ax.axvline(i * per / sr, color="black", lw=st.lw(0.8))
     ax.set_xlim(first * per / sr, frames * per / sr)
@@ -299,8 +304,9 @@ def show_three_way(comparison: Any, *, ax: Any = None) -> Figure:
     notes_in = max(n.count("\n") + 1 for n in notes) * st.small * 1.3 / 72 + 0.2
     fig, grid = panels(ax, (width_in, 4.6 + notes_in + 0.5), 2, len(rows),
                        height_ratios=[4.6, notes_in])  # fmt: skip
-    for col, (r, note) in enumerate(zip(rows, notes, strict=True)):
+    for col, r in enumerate(rows):  # the images first: fig.axes[:n] are the families
         _draw_family_cells(fig.add_subplot(grid[0, col]), r)
+    for col, note in enumerate(notes):
         tax = fig.add_subplot(grid[1, col])
         tax.axis("off")
         tax.text(0, 1, note, va="top", ha="left", fontsize=st.small)

@@ -139,7 +139,9 @@ def waveshow(ax, wave: Any, rate: int, *, columns: int = 2000, offset_s: float =
     per = max(1, -(-wave.size // columns))
     pad = (-wave.size) % per
     blocks = np.pad(wave, (0, pad), mode="edge").reshape(-1, per)  # (buckets, per)
-    t = offset_s + np.arange(blocks.shape[0] + 1) * per / rate  # bucket edges, seconds
-    lo, hi = blocks.min(axis=1), blocks.max(axis=1)
-    ax.fill_between(t, np.append(lo, lo[-1]), np.append(hi, hi[-1]), step="post",
-                    color="#555555", lw=current_style().lw(0.5))  # fmt: skip
+    edges = offset_s + np.arange(blocks.shape[0] + 1) * per / rate  # bucket edges, seconds
+    t = np.repeat(edges, 2)[1:-1]  # (2·buckets,) a step outline
+    lo, hi = np.repeat(blocks.min(axis=1), 2), np.repeat(blocks.max(axis=1), 2)
+    # One polygon patch (upper edge there, lower edge back), not a collection.
+    ax.fill(np.concatenate([t, t[::-1]]), np.concatenate([hi, lo[::-1]]), color="#555555",
+            lw=current_style().lw(0.5))  # fmt: skip
