@@ -48,6 +48,11 @@ html: $(STAMP)
 gallery: $(STAMP)
 	$(PY) benchmarks/gallery.py build/gallery
 
+# The README's figures, redrawn from the current code: docs/images/*
+.PHONY: images
+images: $(STAMP)
+	$(PY) -m gemma_explore.gallery --readme
+
 env: $(STAMP)
 
 light-env: $(LIGHT_STAMP)
