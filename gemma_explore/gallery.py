@@ -129,6 +129,9 @@ def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
             plan_serving(g.b4, max_model_len=8192),
             released=plan_serving(RELEASED_ID, max_model_len=8192),
         ),
+        "serving_released_80gib": lambda: serving.show_serving(
+            plan_serving(RELEASED_ID, max_model_len=8192), gpu_memory_gib=80
+        ),
         "attention_gemma4_vision": lambda: attention.show_attention(
             attention_mask(
                 g.b4,

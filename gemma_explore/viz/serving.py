@@ -74,7 +74,7 @@ def _draw_memory(ax, plan: ServingPlan, parts: list, fits: bool, suffix: str = "
                  color="black" if fits else OKABE_ITO["vermillion"])  # fmt: skip
 
 
-def _draw_item_tokens(ax, plan: ServingPlan) -> None:
+def _draw_item_tokens(ax, plan: ServingPlan, width_in: float) -> None:
     """Per modality, the worst-case tokens of one prompt against the two limits."""
     st = current_style()
     mods = list(plan.max_tokens_per_item)
@@ -91,9 +91,9 @@ def _draw_item_tokens(ax, plan: ServingPlan) -> None:
         ax.axvline(plan.encoder_compute_budget, color=OKABE_ITO["vermillion"], ls="--",
                    gid="encoder_budget", lw=st.lw(1.5),
                    label=f"encoder budget {plan.encoder_compute_budget}")  # fmt: skip
-    ax.set_xlabel("tokens (worst case per prompt: items × tokens per item)")
-    ax.set_title(f"what the profiler reserves per modality ({plan.model.name})",
-                 fontsize=st.body)  # fmt: skip
+    ax.set_xlabel(st.fill("tokens (worst case per prompt: items × tokens per item)", width_in))
+    ax.set_title(st.fill(f"what the profiler reserves per modality ({plan.model.name})",
+                         width_in), fontsize=st.body)  # fmt: skip
     ax.legend(fontsize=st.small, loc="lower right", ncols=1, framealpha=0.95)
     ax.set_xlim(0, 1.3 * max([plan.max_model_len, plan.encoder_compute_budget, *totals]))
     if not mods:
@@ -126,12 +126,12 @@ def show_serving(
     grow = 1 + (current_style().body / 10 - 1) / 4  # taller for bigger text
     if released is None:  # the bar beside the tokens
         fig, grid = panels(ax, (11, 5.4 * grow), 1, 2, width_ratios=[1, 1.6])
-        mem_cells, tok_cell = [grid[0, 0]], grid[0, 1]
+        mem_cells, tok_cell, tok_in = [grid[0, 0]], grid[0, 1], 5.8
     else:  # two bars above the tokens
         fig, grid = panels(ax, (11, 9.0 * grow), 2, 2, height_ratios=[1.5, 1])
-        mem_cells, tok_cell = [grid[0, 0], grid[0, 1]], grid[1, :]
+        mem_cells, tok_cell, tok_in = [grid[0, 0], grid[0, 1]], grid[1, :], 10.0
     for i, (p, cell) in enumerate(zip(plans, mem_cells, strict=True)):
         parts, fits = _memory_parts(p, gpu_memory_gib, gpu_memory_utilization)
         _draw_memory(fig.add_subplot(cell), p, parts, fits, "_released" if i else "")
-    _draw_item_tokens(fig.add_subplot(tok_cell), plan)
+    _draw_item_tokens(fig.add_subplot(tok_cell), plan, tok_in)
     return fig

@@ -93,6 +93,7 @@ NAMES = [
     "audio_frames_unified",
     "three_way",
     "serving_gemma4",
+    "serving_released_80gib",
     "attention_gemma4_vision",
     "bill_samples",
     "flops_released",
