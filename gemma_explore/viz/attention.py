@@ -14,6 +14,7 @@ import numpy as np
 
 from ..attention import AttentionMasks
 from ..colors import OKABE_ITO, kind_color
+from ..families import get_family
 from .palette import panels
 from .style import current_style
 
@@ -36,8 +37,9 @@ def _kind_strip(ax, masks: AttentionMasks) -> None:
     ax.set_yticks([])
 
 
-def _draw_mask(ax, masks: AttentionMasks, kind: str) -> None:
-    """One layer type's mask (white: may attend), and on a sliding layer its window edge."""
+def _draw_mask(ax, masks: AttentionMasks, kind: str, title_ax) -> None:
+    """One layer type's mask (white: may attend), and on a sliding layer its window edge;
+    its title goes on ``title_ax`` (the kind strip above it)."""
     st = current_style()
     mask, gid = (masks.sliding, "mask_sliding") if kind == "sliding_attention" else (
         masks.full, "mask_full")  # fmt: skip
@@ -45,7 +47,7 @@ def _draw_mask(ax, masks: AttentionMasks, kind: str) -> None:
     sliding = kind == "sliding_attention"
     layers = masks.sliding_layers if sliding else masks.full_layers
     extra = f", window {masks.sliding_window}" if sliding else ""
-    ax.set_title(st.fill(f"{kind.split('_')[0]} layers {list(layers)}{extra}\nlater keys seen: "
+    title_ax.set_title(st.fill(f"{kind.split('_')[0]} layers {list(layers)}{extra}\nlater keys seen: "
                          f"{masks.future_pairs(kind)}", 4.6), fontsize=st.body)  # fmt: skip
     ax.set_xlabel("key position")
     ax.set_ylabel("query position")
@@ -67,24 +69,30 @@ def _draw_layers(ax, masks: AttentionMasks) -> None:
 
 
 def _legend(ax, masks: AttentionMasks) -> None:
-    """What white, black, the vermillion line and the strip's colours mean."""
+    """What white, black and the vermillion line mean (top), and the strips' colours."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     st = current_style()
-    handles = [
-        Patch(facecolor="white", edgecolor="black", label="white: the query may attend to the key"),
+    meaning = [
+        Patch(facecolor="white", edgecolor="black", label="white: may attend"),
         Patch(facecolor="black", label="black: masked"),
     ]
     if masks.sliding_window < masks.num_tokens:
-        handles.append(Line2D([], [], color=_EDGE, lw=st.lw(2), label=(
-            f"window edge: key = query − {masks.sliding_window} + 1; keys left of it have "
-            "left the sliding window")))  # fmt: skip
-    kinds = list(dict.fromkeys(masks.kinds))
-    handles += [Patch(facecolor=kind_color(k), label=f"strip: {k}") for k in kinds]
+        meaning.append(Line2D([], [], color=_EDGE, lw=st.lw(2), label=(
+            f"window edge: key = query − {masks.sliding_window} + 1 (older keys fall out)")))  # fmt: skip
     ax.axis("off")
-    legend = ax.legend(handles=handles, loc="center", ncol=2, fontsize=st.small, frameon=False)
-    legend.set_gid("mask_legend")
+    top = ax.legend(handles=meaning, loc="upper center", fontsize=st.small,
+                    ncol=len(meaning) if st.small < 12 else 2,
+                    frameon=False)  # fmt: skip
+    top.set_gid("mask_legend")
+    ax.add_artist(top)
+    kinds = list(dict.fromkeys(masks.kinds))
+    strips = [Patch(facecolor=kind_color(k), label=k) for k in kinds]
+    bottom = ax.legend(handles=strips, loc="lower center", ncol=min(len(kinds), 6 if st.small < 12 else 4),
+                       fontsize=st.small, title="token kinds (the strips above the masks)",
+                       title_fontsize=st.small, frameon=False)  # fmt: skip
+    bottom.set_gid("kind_legend")
 
 
 def show_attention(masks: AttentionMasks, *, ax: Any = None) -> Figure:
@@ -103,14 +111,15 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None) -> Figure:
             "show_attention draws AttentionMasks: pass ge.attention_mask(bundle, layout)."
         )
     st = current_style()
-    fig, grid = panels(ax, (11, 8.6), 4, 2, height_ratios=[0.4, 10, 0.7, 2.6])
+    fig, grid = panels(ax, (11, 10), 4, 2, height_ratios=[0.4, 10, 0.7, 4.8])
     for col, kind in enumerate(("sliding_attention", "full_attention")):
-        _kind_strip(fig.add_subplot(grid[0, col]), masks)
-        _draw_mask(fig.add_subplot(grid[1, col]), masks, kind)
+        strip = fig.add_subplot(grid[0, col])
+        _kind_strip(strip, masks)
+        _draw_mask(fig.add_subplot(grid[1, col]), masks, kind, strip)
     _draw_layers(fig.add_subplot(grid[2, :]), masks)
     _legend(fig.add_subplot(grid[3, :]), masks)
     src = "checkpoint" if masks.from_checkpoint else "set here"
-    fig.suptitle(f"{masks.family}: use_bidirectional_attention="
+    fig.suptitle(f"{get_family(masks.family).display_name}: use_bidirectional_attention="
                  f"{masks.use_bidirectional_attention!r} ({src}), {masks.num_tokens} tokens",
                  fontsize=st.title)  # fmt: skip
     return fig

@@ -140,9 +140,11 @@ def test_attention_has_a_legend_that_names_the_window_edge(tiny4, photo):
     layout = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70)
     masks = ge.attention_mask(tiny4, layout, use_bidirectional_attention="vision")
     fig = ge.show_attention(masks)
-    (legend,) = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
-    labels = [t.get_text() for t in legend.get_texts()]
-    assert any(t.startswith("white") for t in labels) and any(t.startswith("black") for t in labels)
-    if masks.sliding_window < masks.num_tokens:
-        assert any(t.startswith("window edge") for t in labels)
-    assert {f"strip: {k}" for k in masks.kinds} <= set(labels)
+    (meaning,) = [a for ax in fig.axes for a in ax.artists if a.get_gid() == "mask_legend"]
+    labels = [t.get_text() for t in meaning.get_texts()]
+    assert labels[:2] == ["white: may attend", "black: masked"]
+    assert (masks.sliding_window < masks.num_tokens) == any(
+        t.startswith(f"window edge: key = query − {masks.sliding_window} + 1") for t in labels
+    )
+    (kinds,) = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    assert {t.get_text() for t in kinds.get_texts()} == set(masks.kinds)
