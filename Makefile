@@ -54,6 +54,11 @@ gallery: $(STAMP)
 site: $(STAMP)
 	$(PY) scripts/build_site.py --out build/site
 
+# The README's figures, redrawn from the current code: docs/images/*
+.PHONY: images
+images: $(STAMP)
+	$(PY) -m gemma_explore.gallery --readme
+
 env: $(STAMP)
 
 light-env: $(LIGHT_STAMP)

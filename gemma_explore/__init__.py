@@ -22,7 +22,8 @@ the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave,
   ``show_mel(features)``, ``show_video_frames(plan)``, ``show_layout(layout)``,
   ``show_embedder_grid(plan)`` / ``show_audio_frames(plan)`` (Unified, no encoder),
   ``show_three_way(comparison)``, ``show_serving(plan)``, ``show_attention(masks)`` →
-  matplotlib Figures drawn from those results (``save_figure`` for slides)
+  matplotlib Figures drawn from those results (``save_figure`` for slides); each takes
+  ``ax=`` and returns its Figure; ``style("projector")`` draws them for a room (≥ 14 pt)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
 - ``check(name, guess, truth=…, hint=…)`` → :class:`Verdict`: the notebooks' exercises
 - ``size_label((h, w))`` → ``"W×H px (W×H)"``: the one way sizes are written
@@ -73,6 +74,7 @@ from .viz.patches import show_budgets, show_patch_grid
 from .viz.pooling import show_pooled_mask
 from .viz.save import save_figure
 from .viz.serving import show_serving
+from .viz.style import style
 from .viz.video import show_video_frames
 from .widgets import explore_audio, explore_image, explore_prompt
 
@@ -144,6 +146,7 @@ __all__ = [
     "show_three_way",
     "show_video_frames",
     "size_label",
+    "style",
     "transcription_prompt",
     "vision_pooling",
 ]

@@ -125,6 +125,7 @@ NOT_MEDIA = {
     "load": "takes a model name or folder",
     "get_family": "takes a family name",
     "save_figure": "takes a Figure",
+    "style": "takes a style name: how later figures are drawn",
     "show_layout": "takes a PromptLayout (layout_prompt takes the media)",
     "show_pooled_mask": "takes PooledTokens (vision_pooling takes the image)",
     "explore_prompt": "takes a Bundle; its attachments go through layout_prompt",

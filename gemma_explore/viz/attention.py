@@ -2,88 +2,124 @@
 
 Gids: ``"mask_sliding"`` and ``"mask_full"`` (the boolean masks as images, query rows ×
 key columns), ``"token_kinds"`` (the prompt's token kinds along each axis),
-``"layer_types"`` (one cell per decoder layer: sliding or full) and ``"window_edge"``
-(the line k = q − W + 1 on the sliding mask).
+``"layer_types"`` (one cell per decoder layer: sliding or full), ``"window_edge"``
+(the line k = q − W + 1 on the sliding mask) and ``"mask_legend"``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..attention import AttentionMasks
 from ..colors import OKABE_ITO, kind_color
+from ..families import get_family
+from .palette import panels
+from .style import current_style
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["show_attention"]
 
+_LAYER_COLOR = {"sliding_attention": OKABE_ITO["sky"], "full_attention": OKABE_ITO["blue"]}
+_EDGE = OKABE_ITO["vermillion"]
 
-def _kind_strip(masks: AttentionMasks) -> np.ndarray:
+
+def _kind_strip(ax, masks: AttentionMasks) -> None:
+    """The prompt's token kinds, one column per token, above a mask."""
     from matplotlib.colors import to_rgb
 
-    return np.array([[to_rgb(kind_color(k)) for k in masks.kinds]])  # (1, T, 3)
+    strip = np.array([[to_rgb(kind_color(k)) for k in masks.kinds]])  # (1, T, 3)
+    ax.imshow(strip, aspect="auto", interpolation="nearest", gid="token_kinds")
+    ax.set_xticks([])
+    ax.set_yticks([])
 
 
-def show_attention(masks: AttentionMasks, *, ax: Any = None):
+def _draw_mask(ax, masks: AttentionMasks, kind: str, title_ax) -> None:
+    """One layer type's mask (white: may attend), and on a sliding layer its window edge;
+    its title goes on ``title_ax`` (the kind strip above it)."""
+    st = current_style()
+    mask, gid = (masks.sliding, "mask_sliding") if kind == "sliding_attention" else (
+        masks.full, "mask_full")  # fmt: skip
+    ax.imshow(mask, cmap="gray", vmin=0, vmax=1, interpolation="nearest", gid=gid)
+    sliding = kind == "sliding_attention"
+    layers = masks.sliding_layers if sliding else masks.full_layers
+    extra = f", window {masks.sliding_window}" if sliding else ""
+    title_ax.set_title(st.fill(f"{kind.split('_')[0]} layers {list(layers)}{extra}\nlater keys seen: "
+                         f"{masks.future_pairs(kind)}", 4.6), fontsize=st.body)  # fmt: skip
+    ax.set_xlabel("key position")
+    ax.set_ylabel("query position")
+    n, w = masks.num_tokens, masks.sliding_window
+    if sliding and w < n:
+        q = np.arange(w - 1, n)
+        ax.plot(q - w + 1, q, color=_EDGE, lw=st.lw(1.2), gid="window_edge")
+
+
+def _draw_layers(ax, masks: AttentionMasks) -> None:
+    """One cell per decoder layer, coloured by its attention type."""
+    from matplotlib.colors import to_rgb
+
+    colors = [to_rgb(_LAYER_COLOR.get(t, OKABE_ITO["grey"])) for t in masks.layer_types]
+    ax.imshow(np.array([colors]), aspect="auto", interpolation="nearest", gid="layer_types")
+    ax.set_yticks([])
+    ax.set_xticks(range(len(masks.layer_types)))
+    ax.set_xlabel("decoder layer (light: sliding, dark: full)")
+
+
+def _legend(ax, masks: AttentionMasks) -> None:
+    """What white, black and the vermillion line mean (top), and the strips' colours."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    st = current_style()
+    meaning = [
+        Patch(facecolor="white", edgecolor="black", label="white: may attend"),
+        Patch(facecolor="black", label="black: masked"),
+    ]
+    if masks.sliding_window < masks.num_tokens:
+        meaning.append(Line2D([], [], color=_EDGE, lw=st.lw(2), label=(
+            f"window edge: key = query − {masks.sliding_window} + 1 (older keys fall out)")))  # fmt: skip
+    ax.axis("off")
+    top = ax.legend(handles=meaning, loc="upper center", fontsize=st.small,
+                    ncol=len(meaning) if st.small < 12 else 2,
+                    frameon=False)  # fmt: skip
+    top.set_gid("mask_legend")
+    ax.add_artist(top)
+    kinds = list(dict.fromkeys(masks.kinds))
+    strips = [Patch(facecolor=kind_color(k), label=k) for k in kinds]
+    bottom = ax.legend(handles=strips, loc="lower center", ncol=min(len(kinds), 6 if st.small < 12 else 4),
+                       fontsize=st.small, title="token kinds (the strips above the masks)",
+                       title_fontsize=st.small, frameon=False)  # fmt: skip
+    bottom.set_gid("kind_legend")
+
+
+def show_attention(masks: AttentionMasks, *, ax: Any = None) -> Figure:
     """Draw the sliding and the full layer's masks side by side (white: may attend), the
-    token kinds along the top, and a row of the decoder's layers coloured by type.
+    token kinds along the top, a row of the decoder's layers coloured by type, and a
+    legend of every colour (the vermillion line is the sliding window's edge).
 
     With ``use_bidirectional_attention="vision"`` the sliding mask shows a square per
-    image above the diagonal: its soft tokens see each other. ``ax=`` draws the sliding
-    mask only.
+    image above the diagonal: its soft tokens see each other. With ``ax=`` the panels
+    are drawn in a sub-grid at that axes' place.
 
     >>> fig = show_attention(ge.attention_mask(bundle, layout))   # doctest: +SKIP
     """
-    from matplotlib.figure import Figure
-
     if not isinstance(masks, AttentionMasks):
         raise TypeError(
             "show_attention draws AttentionMasks: pass ge.attention_mask(bundle, layout)."
         )
-    n = masks.num_tokens
-    if ax is None:
-        fig = Figure(figsize=(11, 6), layout="constrained")
-        grid = fig.add_gridspec(3, 2, height_ratios=[0.4, 10, 0.6])
-        strips = [fig.add_subplot(grid[0, c]) for c in range(2)]
-        panels = [fig.add_subplot(grid[1, c]) for c in range(2)]
-        layers_ax = fig.add_subplot(grid[2, :])
-    else:
-        fig, strips, panels, layers_ax = ax.figure, [None], [ax], None
-
-    which = [("sliding_attention", masks.sliding, "mask_sliding"),
-             ("full_attention", masks.full, "mask_full")][: len(panels)]  # fmt: skip
-    flag = masks.use_bidirectional_attention
-    for (kind, mask, gid), panel, strip in zip(which, panels, strips, strict=True):
-        panel.imshow(mask, cmap="gray", vmin=0, vmax=1, interpolation="nearest", gid=gid)
-        layers = masks.sliding_layers if kind == "sliding_attention" else masks.full_layers
-        extra = f", window {masks.sliding_window}" if kind == "sliding_attention" else ""
-        panel.set_title(f"{kind.split('_')[0]} layers {list(layers)}{extra}\n"
-                        f"later keys seen: {masks.future_pairs(kind)}", fontsize=9)  # fmt: skip
-        panel.set_xlabel("key position")
-        panel.set_ylabel("query position")
-        if kind == "sliding_attention" and masks.sliding_window < n:
-            q = np.arange(masks.sliding_window - 1, n)
-            panel.plot(q - masks.sliding_window + 1, q, color=OKABE_ITO["vermillion"], lw=0.8,
-                       gid="window_edge")  # fmt: skip
-        if strip is not None:
-            strip.imshow(
-                _kind_strip(masks), aspect="auto", interpolation="nearest", gid="token_kinds"
-            )
-            strip.set_xticks([])
-            strip.set_yticks([])
-    if layers_ax is not None:
-        from matplotlib.colors import to_rgb
-
-        colors = [to_rgb(OKABE_ITO["sky"] if t == "sliding_attention" else OKABE_ITO["blue"])
-                  for t in masks.layer_types]  # fmt: skip
-        layers_ax.imshow(
-            np.array([colors]), aspect="auto", interpolation="nearest", gid="layer_types"
-        )
-        layers_ax.set_yticks([])
-        layers_ax.set_xticks(range(len(masks.layer_types)))
-        layers_ax.set_xlabel("decoder layer (light: sliding, dark: full)")
+    st = current_style()
+    fig, grid = panels(ax, (11, 10), 4, 2, height_ratios=[0.4, 10, 0.7, 4.8])
+    for col, kind in enumerate(("sliding_attention", "full_attention")):
+        strip = fig.add_subplot(grid[0, col])
+        _kind_strip(strip, masks)
+        _draw_mask(fig.add_subplot(grid[1, col]), masks, kind, strip)
+    _draw_layers(fig.add_subplot(grid[2, :]), masks)
+    _legend(fig.add_subplot(grid[3, :]), masks)
     src = "checkpoint" if masks.from_checkpoint else "set here"
-    fig.suptitle(
-        f"{masks.family}: use_bidirectional_attention={flag!r} ({src}), {n} tokens", fontsize=10
-    )
+    fig.suptitle(f"{get_family(masks.family).display_name}: use_bidirectional_attention="
+                 f"{masks.use_bidirectional_attention!r} ({src}), {masks.num_tokens} tokens",
+                 fontsize=st.title)  # fmt: skip
     return fig

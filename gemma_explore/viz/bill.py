@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .style import current_style
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -17,11 +19,15 @@ __all__ = ["show_bill"]
 
 def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
     """A histogram of tokens per file (or sample), one series per budget (a Figure; ``ax=`` to draw
-    into an existing axis)."""
+    into an existing axis).
+
+    >>> fig = show_bill(bill(Path("dataset"), budgets=(70, 280)))   # doctest: +SKIP
+    """
     from matplotlib.figure import Figure
 
+    st = current_style()
     if ax is None:
-        fig = Figure(figsize=(7, 3.5), layout="constrained")
+        fig = Figure(figsize=(7, 3.5 * st.body / 10), layout="constrained")
         ax = fig.subplots()
     else:
         fig = ax.figure
@@ -32,11 +38,12 @@ def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
         values, weights = zip(*sorted(counts.items()), strict=True)
         # Outlines, not translucent bars: overlapping filled bars mix into colours the
         # legend does not have.
-        ax.hist(values, bins=30, weights=weights, histtype="step", linewidth=2, label=label)
+        ax.hist(values, bins=30, weights=weights, histtype="step", linewidth=st.lw(2),
+                label=label)  # fmt: skip
     unit = bill.unit  # "sample" for parquet, tar and arrow shards
     ax.set_xlabel(f"prompt tokens per {unit}")
     ax.set_ylabel(f"{unit}s")
-    ax.set_title(f"Token bill: {bill.billed_files} {unit}s ({bill.family})")
+    ax.set_title(f"Token bill: {bill.billed_files} {unit}s ({bill.family})", fontsize=st.body)
     if any(bill.histograms):
-        ax.legend()
+        ax.legend(fontsize=st.small)
     return fig

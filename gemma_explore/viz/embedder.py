@@ -1,251 +1,321 @@
-"""Gemma 4 Unified, which has no encoder: its patch grid, its audio frames, and the
+"""Encoder-free families (Gemma 4 Unified): the patch grid, the audio frames, and the
 three families side by side.
 
-* :func:`show_embedder_grid`: each soft token is one 48×48 px block of raw pixels
-  (3×3 patches of 16 px, 6912 values), projected on its own: nothing mixes blocks.
-* :func:`show_audio_frames`: the waveform cut into 640-sample (40 ms) frames, one token
-  each, with the frames vLLM's prompt has no placeholder for marked.
-* :func:`show_three_way`: one photo and one clip through Gemma 3n, Gemma 4 and Unified.
+* :func:`show_embedder_grid`: each soft token is one block of raw pixels (3×3 patches,
+  48×48 px, 6912 values for Unified), projected on its own: nothing mixes blocks.
+* :func:`show_audio_frames`: the waveform cut into raw-sample frames, one token each,
+  with the frames vLLM's prompt has no placeholder for marked, and the last frames
+  enlarged so a single dropped frame is seen.
+* :func:`show_three_way`: one photo and one clip through every family.
 
 Gids: ``"token_lines"``, ``"zoom_block"``, ``"frame_cells"``, ``"vllm_dropped"``,
-``"real_rows"``, ``"padding_rows"``.
+``"zoom_kept"`` and ``"zoom_dropped"`` (the enlarged last frames), ``"real_rows"``,
+``"padding_rows"``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..colors import PADDING, VALID
-from ..families import get_family
+from ..families import FAMILIES, FamilySpec, get_family
 from ..media import load_image
 from ..plans import AudioPlan, ImagePlan, plan_audio, plan_image
 from ..sizes import size_label
 from ..vllm_rules import vllm_audio_tokens
-from .palette import cell_axes, padding_cells, real_cells
+from .palette import (
+    cell_axes,
+    grid_lines,
+    padding_cells,
+    panels,
+    pixels,
+    real_cells,
+    rect,
+    waveshow,
+)
+from .style import current_style
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["show_audio_frames", "show_embedder_grid", "show_three_way"]
 
 
-def _rect(x, y, w, h, **kw):
-    from matplotlib.patches import Rectangle
+def _encoder_free(family: str | FamilySpec | None) -> FamilySpec:
+    """``family``'s spec, or (None) the first family without encoders."""
+    if family is not None:
+        return get_family(family)
+    return next(s for s in FAMILIES.values() if s.encoder_free)
 
-    return Rectangle((x, y), w, h, **kw)
 
-
-def _resized(plan: ImagePlan):
-    """The plan's pixels resized as the processor resizes them (None: planned from a size)."""
-    if plan.image is None:
-        return None
-    pil = plan.image if getattr(plan.image, "mode", None) == "RGB" else load_image(plan.image)
+# -- the image path ---------------------------------------------------------------------
+def _draw_block_grid(ax, plan: ImagePlan, block: tuple[int, int]) -> None:
+    """The resized image with one cell per soft token, and the enlarged block framed."""
+    st = current_style()
     th, tw = plan.resized_size
-    return pil.resize((tw, th), resample=get_family(plan.family).image.resample)
+    cell = get_family(plan.family).image.cell_px
+    image = pixels(plan, plan.resized_size)
+    if image is not None:
+        ax.imshow(np.asarray(image), extent=(0, tw, th, 0), interpolation="nearest")
+    ax.add_collection(grid_lines(tw, th, cell, color=VALID, lw=1.0, gid="token_lines"))
+    br, bc = block
+    ax.add_patch(rect(bc * cell, br * cell, cell, cell, fill=False, ec=PADDING,
+                      lw=st.lw(2.5), gid="zoom_block"))  # fmt: skip
+    cell_axes(ax, tw, th)
+    ax.set_title(
+        f"{size_label((th, tw))} → {size_label(plan.pooled_grid, unit='blocks')} of {cell} px"
+        f"\n= {plan.num_soft_tokens} tokens",
+        fontsize=st.body,
+    )
+
+
+def _draw_block_zoom(ax, plan: ImagePlan, block: tuple[int, int], index: int) -> None:
+    """One block enlarged with its patches: these values are the token's whole input."""
+    st = current_style()
+    spec = get_family(plan.family)
+    cell, p = spec.image.cell_px, spec.image.patch_size
+    image = pixels(plan, plan.resized_size)
+    if image is not None:
+        br, bc = block
+        crop = np.asarray(image)[br * cell : (br + 1) * cell, bc * cell : (bc + 1) * cell]
+        ax.imshow(crop, extent=(0, cell, cell, 0), interpolation="nearest")
+    ax.add_collection(grid_lines(cell, cell, p, color="white", lw=1.5, gid="zoom_patch_lines"))
+    for spine in ax.spines.values():
+        spine.set(edgecolor=PADDING, linewidth=st.lw(2.5))
+    cell_axes(ax, cell, cell)
+    ax.set_title(
+        f"token {index}: {cell} × {cell} × 3\n= {cell * cell * 3} raw values\n"
+        "→ LayerNorm → Linear\n→ + position (x, y)\nno tower: blocks\nnever mix",
+        fontsize=st.small,
+    )
+
+
+def _draw_block_rows(ax, plan: ImagePlan) -> None:
+    """pixel_values: one row per token up to the budget, real blocks then padding."""
+    st = current_style()
+    cell = get_family(plan.family).image.cell_px
+    budget, n = plan.max_soft_tokens, plan.num_soft_tokens
+    per_row = max(1, min(budget, 70))
+    rows = -(-budget // per_row)
+    real = [rect(i % per_row + 0.1, i // per_row + 0.1, 0.8, 0.8) for i in range(n)]
+    ax.add_collection(real_cells(real, gid="real_rows"))
+    pads = []
+    for r in range(rows):
+        lo, hi = max(n, r * per_row), min(budget, (r + 1) * per_row)
+        if hi > lo:
+            pads.append(rect(lo - r * per_row, r, hi - lo, 1))
+    if pads:
+        ax.add_collection(padding_cells(pads, gid="padding_rows", linewidth=0.5))
+    cell_axes(ax, per_row, rows)
+    ax.set_title(
+        st.fill(f"pixel_values ({budget}, {cell * cell * 3}): one square per row = one token; "
+                f"{n} blocks (blue) + {budget - n} padding rows (hatched)", 9.5),
+        fontsize=st.body,
+    )  # fmt: skip
 
 
 def show_embedder_grid(
     plan: ImagePlan | Any,
     *,
+    family: str | FamilySpec | None = None,
     max_soft_tokens: int | None = None,
     block: int | None = None,
     ax: Any = None,
-):
-    """Unified's image path: 48 px blocks of raw pixels, each its own soft token.
+) -> Figure:
+    """An encoder-free family's image path: blocks of raw pixels, each its own soft token.
 
     Left: the resized image with one cell per soft token. Right: one block (``block``,
-    default the middle one) enlarged, with its 16 px patches: these 48×48×3 = 6912
-    values are the token's whole input. Bottom: pixel_values, ``budget`` rows, real
-    blocks then padding. With ``ax=`` only the grid is drawn. ``plan`` may also be any
-    image input, planned first for Unified at ``max_soft_tokens``.
+    default the middle one) enlarged, with its 16 px patches: these values are the
+    token's whole input. Bottom: pixel_values, ``budget`` rows, real blocks then padding.
+    ``plan`` may also be any image input, planned first for ``family`` (default: the
+    first family without encoders) at ``max_soft_tokens``.
 
     >>> fig = show_embedder_grid(plan_image(photo, family="gemma4_unified"))   # doctest: +SKIP
     """
-    from matplotlib.collections import LineCollection
-    from matplotlib.figure import Figure
-
     if not isinstance(plan, ImagePlan):
-        plan = plan_image(
-            load_image(plan), family="gemma4_unified", max_soft_tokens=max_soft_tokens
-        )
+        spec = _encoder_free(family)
+        plan = plan_image(load_image(plan), family=spec, max_soft_tokens=max_soft_tokens)
     spec = get_family(plan.family)
     if not spec.encoder_free:
         raise ValueError(
             f"{spec.display_name} has a vision tower; use show_patch_grid(plan) for it."
         )
-    th, tw = plan.resized_size
-    cell = spec.image.cell_px
     rows, cols = plan.pooled_grid
-    block = (rows // 2) * cols + cols // 2 if block is None else block
-    if not 0 <= block < plan.num_soft_tokens:
-        raise ValueError(f"block must be 0 … {plan.num_soft_tokens - 1}, got {block}.")
-    br, bc = divmod(block, cols)
-    img = _resized(plan)
+    index = (rows // 2) * cols + cols // 2 if block is None else block
+    if not 0 <= index < plan.num_soft_tokens:
+        raise ValueError(f"block must be 0 … {plan.num_soft_tokens - 1}, got {index}.")
+    fig, grid = panels(ax, (10, 7.2), 2, 2, height_ratios=[4.6, 1.2], width_ratios=[2.6, 1])
+    _draw_block_grid(fig.add_subplot(grid[0, 0]), plan, divmod(index, cols))
+    _draw_block_zoom(fig.add_subplot(grid[0, 1]), plan, divmod(index, cols), index)
+    _draw_block_rows(fig.add_subplot(grid[1, :]), plan)
     if ax is None:
-        fig = Figure(figsize=(10, 6.4), layout="constrained")
-        axes = fig.subplot_mosaic(
-            [["grid", "zoom"], ["strip", "strip"]],
-            height_ratios=[4.6, 1],
-            width_ratios=[2.2, 1],
-        )
-        grid_ax, zoom_ax, strip_ax = axes["grid"], axes["zoom"], axes["strip"]
-    else:
-        fig, grid_ax, zoom_ax, strip_ax = ax.figure, ax, None, None
-    if img is not None:
-        grid_ax.imshow(np.asarray(img), extent=(0, tw, th, 0), interpolation="nearest")
-    xs, ys = np.arange(0, tw + 1, cell), np.arange(0, th + 1, cell)
-    segs = [((x, 0), (x, th)) for x in xs] + [((0, y), (tw, y)) for y in ys]
-    grid_ax.add_collection(LineCollection(segs, colors=VALID, linewidths=1.0, gid="token_lines"))
-    grid_ax.add_patch(
-        _rect(bc * cell, br * cell, cell, cell, fill=False, ec=PADDING, lw=2.5, gid="zoom_block")
-    )
-    cell_axes(grid_ax, tw, th)
-    grid_ax.set_title(
-        f"{size_label((th, tw))} → {size_label((rows, cols), unit='blocks')} of {cell} px "
-        f"= {plan.num_soft_tokens} tokens",
-        fontsize=10,
-    )
-    if zoom_ax is not None:
-        if img is not None:
-            crop = np.asarray(img)[br * cell : (br + 1) * cell, bc * cell : (bc + 1) * cell]
-            zoom_ax.imshow(crop, extent=(0, cell, cell, 0), interpolation="nearest")
-        p = spec.image.patch_size
-        inner = [((x, 0), (x, cell)) for x in range(0, cell + 1, p)]
-        inner += [((0, y), (cell, y)) for y in range(0, cell + 1, p)]
-        zoom_ax.add_collection(LineCollection(inner, colors="white", linewidths=1.0))
-        cell_axes(zoom_ax, cell, cell)
-        zoom_ax.set_title(
-            f"token {block}: {cell}×{cell}×3 = {cell * cell * 3} raw values\n"
-            "→ LayerNorm → Linear → + position (x, y)\nno tower: no mixing with other blocks",
-            fontsize=9,
-        )
-    if strip_ax is not None:
-        budget = plan.max_soft_tokens
-        real = [_rect(i, 0, 1, 1) for i in range(plan.num_soft_tokens)]
-        pads = [_rect(plan.num_soft_tokens, 0, budget - plan.num_soft_tokens, 1)]
-        strip_ax.add_collection(real_cells(real, gid="real_rows"))
-        if budget > plan.num_soft_tokens:
-            strip_ax.add_collection(padding_cells(pads, gid="padding_rows", linewidth=0.5))
-        strip_ax.set_xlim(0, budget)
-        strip_ax.set_ylim(0, 1)
-        strip_ax.set_yticks([])
-        strip_ax.set_xlabel("pixel_values row (one per token)", fontsize=9)
-        strip_ax.set_title(
-            f"pixel_values ({budget}, {cell * cell * 3}): {plan.num_soft_tokens} blocks + "
-            f"{budget - plan.num_soft_tokens} padding rows (hatched)",
-            fontsize=9,
-        )
-    if ax is None:
-        fig.suptitle(f"{spec.display_name}: pixels straight to tokens", fontsize=12)
+        fig.suptitle(f"{spec.display_name}: pixels straight to tokens",
+                     fontsize=current_style().title)  # fmt: skip
     return fig
 
 
-def show_audio_frames(plan: AudioPlan | Any, *, ax: Any = None, max_frames: int = 400):
-    """Unified's audio path: raw 640-sample frames, one token each.
+# -- the audio path ---------------------------------------------------------------------
+def _draw_envelope(ax, wave: np.ndarray | None, rate: int, *, start: int = 0) -> str:
+    """Samples from ``start`` on as their min/max envelope (in seconds), with y-limits
+    around the signal, so a quiet or constant clip is not a line on an empty axis.
+    Returns a note for the title when every sample is the same."""
+    if wave is None or not wave.size:
+        return ""
+    part = wave[start:]  # (samples,)
+    waveshow(ax, part, rate, offset_s=start / rate)
+    peak = float(np.max(np.abs(part))) if part.size else 0.0
+    ax.set_ylim(-1.15 * peak - 1e-3, 1.15 * peak + 1e-3)
+    constant = part.size and np.ptp(part) == 0
+    return f"; every sample is {part[0]:.3g} (a constant signal)" if constant else ""
 
-    The waveform with a cell per frame (blue: the prompt has a placeholder for it in
-    both transformers and vLLM; hatched: vLLM's prompt has none, so vLLM's runner drops
-    that embedding). ``plan`` is an AudioPlan or any audio input. Clips longer than
-    ``max_frames`` frames draw the frame cells as one band per 10 frames.
+
+def _frame_cells(ax, frames: range, kept: int, per: int, sr: int, y0: float, h: float) -> int:
+    """One cell per frame of ``per`` samples: blue if vLLM's prompt keeps it, hatched if
+    not (one collection each); returns how many were hatched."""
+    step = 1 if len(frames) <= 400 else 10
+    cells = [(i, rect(i * per / sr, y0, step * per / sr * 0.92, h)) for i in frames[::step]]
+    ax.add_collection(real_cells([c for i, c in cells if i < kept], gid="frame_cells"))
+    lost = [c for i, c in cells if i >= kept]
+    if lost:
+        ax.add_collection(padding_cells(lost, gid="vllm_dropped", linewidth=1.0))
+    return len(lost)
+
+
+def _draw_last_frames(ax, plan: AudioPlan, spec: FamilySpec, kept: int, n: int = 4) -> None:
+    """The last ``n`` frames enlarged: samples, frame edges, and which frame vLLM drops."""
+    st = current_style()
+    per, sr = spec.audio.samples_per_token, spec.audio.sampling_rate
+    frames = plan.num_encoder_tokens
+    first = max(0, frames - n)
+    _draw_envelope(ax, plan.waveform, sr, start=first * per)
+    lo, hi = ax.get_ylim()
+    for i in range(first, frames):  # patches, so the overview's collections stay its own
+        lost = i >= kept
+        ax.add_patch(rect(i * per / sr, lo, per / sr * 0.92, 0.18 * (hi - lo),
+                          facecolor="white" if lost else VALID, hatch="///" if lost else None,
+                          edgecolor=PADDING if lost else "none", lw=st.lw(1.0),
+                          gid="zoom_dropped" if lost else "zoom_kept"))  # fmt: skip
+    for i in range(first, frames + 1):
+        ax.axvline(i * per / sr, color="black", lw=st.lw(0.8))
+    ax.set_xlim(first * per / sr, frames * per / sr)
+    ax.set_ylim(lo, hi)
+    last = plan.num_samples - (frames - 1) * per
+    dropped = f"; hatched: vLLM drops {frames - kept}" if frames > kept else ""
+    ax.set_title(st.fill(f"last {frames - first} frames enlarged: the last holds {last} of "
+                         f"{per} samples{dropped}", 2.6, size=st.small), fontsize=st.small)  # fmt: skip
+    ax.set_xlabel("time (s)")
+    ax.set_yticks([])
+
+
+def show_audio_frames(
+    plan: AudioPlan | Any,
+    *,
+    family: str | FamilySpec | None = None,
+    ax: Any = None,
+    max_frames: int = 400,
+) -> Figure:
+    """An encoder-free family's audio path: raw frames of samples, one token each.
+
+    The waveform over a cell per frame (blue: the prompt has a placeholder for it in both
+    transformers and vLLM; hatched: vLLM's prompt has none, so vLLM's runner drops that
+    embedding), and the last frames enlarged. ``plan`` is an AudioPlan or any audio input
+    (planned for ``family``, default the first family without encoders). Clips longer
+    than ``max_frames`` frames draw one cell per 10 frames.
 
     >>> fig = show_audio_frames(plan_audio((wave, 16000), family="gemma4_unified"))  # doctest: +SKIP
     """
-    from matplotlib.figure import Figure
-
     if not isinstance(plan, AudioPlan):
-        plan = plan_audio(plan, family="gemma4_unified")
+        plan = plan_audio(plan, family=_encoder_free(family))
     spec = get_family(plan.family)
-    a = spec.audio
+    a, st = spec.audio, current_style()
     if a.samples_per_token is None:
         raise ValueError(f"{spec.display_name} uses a mel spectrogram; use show_mel for it.")
-    per = a.samples_per_token
-    frames = plan.num_encoder_tokens
+    per, sr, frames = a.samples_per_token, a.sampling_rate, plan.num_encoder_tokens
     kept = min(vllm_audio_tokens(plan.num_samples, family=spec), frames)
-    if ax is None:
-        fig = Figure(figsize=(11, 3.6), layout="constrained")
-        wax, fax = fig.subplots(2, 1, height_ratios=[2, 0.7], sharex=True)
-    else:
-        fig, wax, fax = ax.figure, ax, ax
-    sr = a.sampling_rate
-    if plan.waveform is not None and plan.waveform.size:
-        t = np.arange(plan.waveform.size) / sr  # (samples,) seconds
-        wax.plot(t, plan.waveform, color="#555555", lw=0.6)
+    fig, grid = panels(ax, (11, 4.4), 2, 2, height_ratios=[2, 0.8], width_ratios=[3, 1])
+    wax = fig.add_subplot(grid[0, 0])
+    fax = fig.add_subplot(grid[1, 0], sharex=wax)
+    note = _draw_envelope(wax, plan.waveform, sr)
     wax.set_ylabel("amplitude")
-    y0, h = (0, 1) if fax is not wax else (-1.05, 0.15)
-    step = 1 if frames <= max_frames else 10
-    real = [_rect(i * per / sr, y0, step * per / sr * 0.92, h) for i in range(0, kept, step)]
-    lost = [_rect(i * per / sr, y0, step * per / sr * 0.92, h) for i in range(kept, frames, step)]
-    fax.add_collection(real_cells(real, gid="frame_cells"))
-    if lost:
-        fax.add_collection(padding_cells(lost, gid="vllm_dropped", linewidth=0.6))
-    if fax is not wax:
-        fax.set_ylim(0, 1)
-        fax.set_yticks([])
+    wax.set_title(st.fill(f"{spec.display_name}: {plan.duration_s:.3f} s of raw {sr / 1000:g} "
+                          f"kHz samples, no mel, no tower{note}", 7.5), fontsize=st.body)  # fmt: skip
+    lost = _frame_cells(fax, range(frames), kept, per, sr, 0, 1)
+    fax.set_ylim(0, 1)
+    fax.set_yticks([])
     fax.set_xlabel("time (s)")
-    end = max(frames * per / sr, 1e-3)
-    wax.set_xlim(0, end)
-    lost_n = frames - kept
-    fax.set_title(
+    wax.set_xlim(0, max(frames * per / sr, 1e-3))
+    fax.set_title(st.fill(
         f"{frames} frames of {per} samples ({plan.ms_per_token:.0f} ms) = {frames} tokens"
-        + (f"; hatched: {lost_n} frame(s) vLLM's prompt has no placeholder for" if lost_n else ""),
-        fontsize=9,
-    )
-    wax.set_title(
-        f"{spec.display_name}: {plan.duration_s:.3f} s of raw 16 kHz samples, no mel, no tower",
-        fontsize=10,
-    )
+        + (f"; {lost} hatched: no placeholder in vLLM's prompt" if lost else ""), 7.5,
+        size=st.small), fontsize=st.small)  # fmt: skip
+    _draw_last_frames(fig.add_subplot(grid[:, 1]), plan, spec, kept)
     return fig
 
 
-def show_three_way(comparison: Any, *, image: Any = None):
+# -- every family side by side ----------------------------------------------------------
+def _draw_family_cells(ax, row: Any) -> None:
+    """One family's token cells over the image as it resizes it."""
+    plan = row.image_plan
+    th, tw = plan.resized_size
+    image = pixels(plan, plan.resized_size)
+    if image is not None:
+        ax.imshow(np.asarray(image), extent=(0, tw, th, 0))
+    cell = get_family(row.family).image.cell_px
+    ax.add_collection(grid_lines(tw, th, cell, color=VALID, lw=0.6, gid="token_lines"))
+    cell_axes(ax, tw, th)
+    ax.set_title(
+        f"{row.display_name}\n{size_label((th, tw))}\n→ {row.image_tokens} image tokens",
+        fontsize=current_style().body,
+    )
+
+
+def _family_notes(row: Any, width: int) -> str:
+    """The tower or embedder a family has, its audio tokens (and vLLM's), in words."""
+    vision = f"vision: {row.image_encoder}"
+    if row.sizes is not None:
+        vision += f" ({row.sizes.vision_params / 1e6:,.1f} M params)"
+    lines = [_wrap(vision, width)]
+    if row.audio_tokens is not None:
+        vllm = row.vllm_audio_tokens
+        lines.append(_wrap(f"audio: {row.audio_tokens} tokens"
+                           + (f", vLLM's prompt {vllm}" if vllm != row.audio_tokens else ""),
+                           width))  # fmt: skip
+        audio = row.audio_encoder
+        if row.sizes is not None:
+            audio += f" ({row.sizes.audio_params / 1e6:,.1f} M params)"
+        lines.append("  " + _wrap(audio, width - 2))
+    return "\n".join(lines)
+
+
+def show_three_way(comparison: Any, *, ax: Any = None) -> Figure:
     """One figure for :func:`~gemma_explore.comparison.compare_families`: for each
     family, its token cells over the image, its audio token count (and vLLM's), and the
     tower or embedder it has, with its released parameter count.
 
     >>> fig = show_three_way(compare_families(photo, (wave, 16000)))   # doctest: +SKIP
     """
-    from matplotlib.figure import Figure
-
+    st = current_style()
     rows = comparison.rows
-    fig = Figure(figsize=(3.9 * len(rows), 6.4), layout="constrained")
-    axes = fig.subplots(2, len(rows), height_ratios=[3, 1.3], squeeze=False)
-    for col, r in enumerate(rows):
-        ax, tax = axes[0][col], axes[1][col]
-        plan = r.image_plan
-        th, tw = plan.resized_size
-        img = _resized(plan)
-        if img is not None:
-            ax.imshow(np.asarray(img), extent=(0, tw, th, 0))
-        from matplotlib.collections import LineCollection
-
-        cell = get_family(r.family).image.cell_px
-        segs = [((x, 0), (x, th)) for x in range(0, tw + 1, cell)]
-        segs += [((0, y), (tw, y)) for y in range(0, th + 1, cell)]
-        ax.add_collection(LineCollection(segs, colors=VALID, linewidths=0.6, gid="token_lines"))
-        cell_axes(ax, tw, th)
-        ax.set_title(
-            f"{r.display_name}\n{size_label((th, tw))}\n→ {r.image_tokens} image tokens",
-            fontsize=10,
-        )
+    width_in = min(11.5, 3.9 * len(rows))
+    column = int((width_in / len(rows) - 0.35) * 72 / (0.62 * st.small)) - 2  # characters
+    notes = [_family_notes(r, column) for r in rows]
+    notes_in = max(n.count("\n") + 1 for n in notes) * st.small * 1.3 / 72 + 0.2
+    fig, grid = panels(ax, (width_in, 4.6 + notes_in + 0.5), 2, len(rows),
+                       height_ratios=[4.6, notes_in])  # fmt: skip
+    for col, r in enumerate(rows):  # the images first: fig.axes[:n] are the families
+        _draw_family_cells(fig.add_subplot(grid[0, col]), r)
+    for col, note in enumerate(notes):
+        tax = fig.add_subplot(grid[1, col])
         tax.axis("off")
-        lines = [f"vision: {_wrap(r.image_encoder)}"]
-        if r.sizes is not None:
-            lines[-1] += f" ({r.sizes.vision_params / 1e6:,.1f} M params)"
-        if r.audio_tokens is not None:
-            vllm = (
-                f", vLLM's prompt {r.vllm_audio_tokens}"
-                if r.vllm_audio_tokens != r.audio_tokens
-                else ""
-            )
-            lines.append(f"audio: {r.audio_tokens} tokens{vllm}")
-            lines.append(f"  {_wrap(r.audio_encoder)}")
-            if r.sizes is not None:
-                lines[-1] += f" ({r.sizes.audio_params / 1e6:,.1f} M params)"
-        tax.text(0, 1, "\n".join(lines), va="top", ha="left", fontsize=9, wrap=True)
+        tax.text(0, 1, note, va="top", ha="left", fontsize=st.small)
     h, w = comparison.image_size
     clip = (
         "" if comparison.audio_seconds is None else f" and a {comparison.audio_seconds:.2f} s clip"
     )
-    fig.suptitle(f"One {w}×{h} px (W×H) image{clip} through three families", fontsize=12)
+    fig.suptitle(f"One {size_label((h, w))} image{clip} through {len(rows)} families",
+                 fontsize=st.title)  # fmt: skip
     return fig
 
 

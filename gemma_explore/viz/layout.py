@@ -3,19 +3,29 @@
 Box widths are *not* proportional to token counts (a 1120-token image would hide the
 text): they grow with log₂ of the count, the figure says so, and every box with more
 than one token is labelled with its count ("<|image|> × 280"). Runs of newlines are
-written "\\n×3", so "\\n\\n\\n" and "\\n\\n\\n\\n" stay apart. Gids:
-``"segment"`` (one rectangle per segment), ``"merge_marker"`` (Gemma 3n newline merges).
+written "\\n×3", so "\\n\\n\\n" and "\\n\\n\\n\\n" stay apart. A video's frames repeat
+the same four segments (stamp, markers, soft tokens): past the first two frames and
+before the last, they fold into one box that says how many frames and tokens it holds.
+Gids: ``"segment"`` (one rectangle per segment drawn), ``"folded_segments"`` (one per
+fold; its label is the number of segments it holds), ``"merge_marker"`` (Gemma 3n
+newline merges), ``"divergence"``.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..colors import PADDING, kind_color
 from ..families import get_family
 from ..layout import PromptLayout
+from .style import current_style
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["show_layout"]
 
@@ -29,9 +39,24 @@ _SHORT = {
     "boa": "BOA",
     "eoa": "EOA",
 }
-
-
+_DARK = ("image_soft", "bos", "video_soft", "timestamp")  # kinds that take white text
 _NEWLINES = re.compile(r"(?:\\n){2,}")
+_FRAME_START = "timestamp"  # a video frame's segments start with its stamp
+_ROW = 1.4  # row pitch, in box heights
+
+
+@dataclass(frozen=True)
+class _Box:
+    """One box of the ribbon: a segment, or a fold of several."""
+
+    segments: tuple  # the Segment(s) it stands for
+    x: float
+    y: float
+    w: float
+
+    @property
+    def folded(self) -> bool:
+        return len(self.segments) > 1
 
 
 def _label(seg) -> str:
@@ -44,103 +69,134 @@ def _width(length: int) -> float:
     return 2.6 + 2.2 * math.log2(length) if length > 1 else 2.6
 
 
-def show_layout(layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0):
-    """Draw the prompt after expansion: one box per segment, wrapped into rows.
+def _fold_frames(segments: list, keep_first: int = 2, keep_last: int = 1) -> list[tuple]:
+    """Group the segments into boxes: each segment alone, except a run of more than
+    ``keep_first + keep_last + 1`` frames, whose middle frames become one group."""
+    starts = [i for i, s in enumerate(segments) if s.kind == _FRAME_START]
+    if len(starts) <= keep_first + keep_last + 1:
+        return [(s,) for s in segments]
+    lo, hi = starts[keep_first], starts[-keep_last]
+    return ([(s,) for s in segments[:lo]] + [tuple(segments[lo:hi])]
+            + [(s,) for s in segments[hi:]])  # fmt: skip
+
+
+def _place(groups: list[tuple], per_row: float) -> list[_Box]:
+    """Wrap the boxes into rows ``per_row`` wide."""
+    boxes, x, y = [], 0.0, 0.0
+    for group in groups:
+        w = 30.0 if len(group) > 1 else _width(group[0].length)
+        if x + w > per_row and x > 0:
+            x, y = 0.0, y + _ROW
+        boxes.append(_Box(group, x, y, w))
+        x += w + 0.15
+    return boxes
+
+
+def _problems(layout: PromptLayout) -> str:
+    """Where vLLM's prompt would differ from transformers', and the layout's warnings."""
+    lines = [
+        f"⚠ vLLM ≠ transformers at token {d.position}: "
+        + (d.error.split(":")[0] + " — " if d.error else "") + d.rule
+        for d in layout.divergences
+    ] + [f"⚠ {w}" for w in layout.warnings]  # fmt: skip
+    width = int(11.5 * 72 / (0.6 * current_style().small))
+    return "\n".join(textwrap.fill(p, width) for p in lines)
+
+
+def _draw_box(ax, box: _Box, layout: PromptLayout, merges: set[int]) -> None:
+    """One box, its label (cut to fit), and its markers (▼ merged newline, ▲ divergence)."""
+    from matplotlib.patches import Rectangle
+
+    st = current_style()
+    first, last = box.segments[0], box.segments[-1]
+    if box.folded:
+        frames = sum(s.kind == _FRAME_START for s in box.segments)
+        tokens = last.end - first.start
+        face, label, gid = (
+            "white",
+            f"… {frames} frames like these: {tokens} tokens …",
+            "folded_segments",
+        )
+    else:
+        face, label, gid = kind_color(first.kind), _label(first), "segment"
+    patch = Rectangle((box.x, box.y), box.w, 1.0, facecolor=face, gid=gid,
+                      edgecolor="black" if box.folded else "white", lw=st.lw(0.5),
+                      hatch="..." if box.folded else None)  # fmt: skip
+    if box.folded:
+        patch.set_label(str(len(box.segments)))
+    ax.add_patch(patch)
+    fits = int(box.w * 2.2 * 9 / st.small)
+    label = label if len(label) <= fits else label[: max(fits - 1, 1)] + "…"
+    ax.text(box.x + box.w / 2, box.y + 0.5, label, ha="center", va="center", fontsize=st.small,
+            color="white" if first.kind in _DARK and not box.folded else "black",
+            clip_on=True, parse_math=False,  # "$x$" is token text, not math
+            bbox={"fc": "white", "lw": 0, "pad": 1} if box.folded else None)  # fmt: skip
+    if first.start in merges:
+        ax.plot([box.x + box.w / 2], [box.y - 0.12], marker="v", color="black", ms=st.lw(5),
+                gid="merge_marker")  # fmt: skip
+    if any(first.start <= d.position < last.end for d in layout.divergences):
+        ax.plot([box.x + box.w / 2], [box.y + 1.12], marker="^", color=PADDING, ms=st.lw(7),
+                gid="divergence")  # fmt: skip
+
+
+def _title(layout: PromptLayout, folded: bool) -> str:
+    family = get_family(layout.family).display_name
+    status = "all placeholders match their plans ✓" if layout.agrees else "placeholder mismatch ✗"
+    kind = "" if layout.template else f" ({layout.source})"
+    return current_style().fill(
+        f"{family} prompt{kind}: {layout.num_tokens} tokens in {len(layout.segments)} segments "
+        f"— {status}\nbox width grows with log₂(tokens), not to scale: counts are in the "
+        "labels (× n) and the legend"
+        + ("; ▼ = merged newline token" if layout.newline_merges else "")
+        + ("; dotted: frames folded" if folded else ""),
+        11.5,
+    )
+
+
+def show_layout(
+    layout: PromptLayout, *, ax: Any = None, per_row: float = 60.0, fold: bool = True
+) -> Figure:
+    """Draw the prompt after expansion: one box per segment, wrapped into rows (a video's
+    middle frames folded into one box unless ``fold=False``).
 
     >>> fig = show_layout(ge.layout_prompt("Hi", bundle=b, images=[img]))   # doctest: +SKIP
     """
     from matplotlib.figure import Figure
-    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.patches import Patch
 
-    boxes = []
-    x = y = 0.0
-    for seg in layout.segments:
-        w = _width(seg.length)
-        if x + w > per_row and x > 0:
-            x, y = 0.0, y + 1.4
-        boxes.append((seg, x, y, w))
-        x += w + 0.15
-    rows = int(y / 1.4) + 1
-    problems = [
-        f"⚠ vLLM ≠ transformers at token {d.position}: "
-        + (d.error.split(":")[0] + " — " if d.error else "")
-        + d.rule
-        for d in layout.divergences
-    ] + [f"⚠ {w}" for w in layout.warnings]
-    import textwrap
-
-    notes = "\n".join(textwrap.fill(p, 140) for p in problems)
+    st = current_style()
+    segments = list(layout.segments)
+    groups = _fold_frames(segments) if fold else [(s,) for s in segments]
+    boxes = _place(groups, per_row)
+    rows = int(boxes[-1].y / _ROW) + 1 if boxes else 1
+    notes = _problems(layout)
+    scale = st.body / 10  # bigger text, taller rows
     notes_ax = None
     if ax is None:
-        note_h = 0.8 + 0.17 * (notes.count("\n") + 1) if problems else 0.0
-        fig = Figure(figsize=(12, 0.55 * rows + 1.6 + note_h), layout="constrained")
-        if problems:
-            ax, notes_ax = fig.subplots(2, 1, height_ratios=[0.55 * rows + 0.6, note_h])
+        note_h = (0.8 + 0.2 * scale * (notes.count("\n") + 1)) if notes else 0.0
+        fig = Figure(figsize=(12, (0.55 * rows + 1.9) * scale + note_h), layout="constrained")
+        if notes:
+            ax, notes_ax = fig.subplots(2, 1, height_ratios=[(0.55 * rows + 0.6) * scale, note_h])
             notes_ax.axis("off")
         else:
             ax = fig.subplots()
-    else:
-        fig = ax.figure
+    fig = ax.figure
     merges = {m.position for m in layout.newline_merges}
-    for seg, x0, y0, w in boxes:
-        ax.add_patch(
-            Rectangle(
-                (x0, y0),
-                w,
-                1.0,
-                facecolor=kind_color(seg.kind),
-                edgecolor="white",
-                lw=0.5,
-                gid="segment",
-            )
-        )
-        label = _label(seg)
-        fits = int(w * 2.2)
-        label = label if len(label) <= fits else label[: max(fits - 1, 1)] + "…"
-        dark = seg.kind in ("image_soft", "bos", "video_soft", "timestamp")
-        ax.text(
-            x0 + w / 2,
-            y0 + 0.5,
-            label,
-            ha="center",
-            va="center",
-            fontsize=9,
-            color="white" if dark else "black",
-            clip_on=True,
-            parse_math=False,  # token text is shown as written: "$x$" is not math here
-        )
-        if seg.start in merges:
-            ax.plot([x0 + w / 2], [y0 - 0.12], marker="v", color="black", ms=5, gid="merge_marker")
-        if any(seg.start <= d.position < seg.end for d in layout.divergences):
-            ax.plot([x0 + w / 2], [y0 + 1.12], marker="^", color=PADDING, ms=7, gid="divergence")
+    for box in boxes:
+        _draw_box(ax, box, layout, merges)
     ax.set_xlim(-0.2, per_row + 0.2)
-    ax.set_ylim(y + 1.3, -0.4)
+    ax.set_ylim(rows * _ROW - 0.1, -0.4)
     ax.axis("off")
-    counts = layout.counts()
-    handles = [Patch(facecolor=kind_color(k), label=f"{k} ({v})") for k, v in counts.items()]
-    (notes_ax or ax).legend(
-        handles=handles,
-        loc="upper center",
-        bbox_to_anchor=(0.5, 1.0 if notes_ax else 0.0),
-        ncol=min(6, len(handles)),
-        fontsize=9,
-        frameon=False,
-    )
-    family = get_family(layout.family).display_name
-    status = "all placeholders match their plans ✓" if layout.agrees else "placeholder mismatch ✗"
-    kind = "" if layout.template else f" ({layout.source})"
-    ax.set_title(
-        f"{family} prompt{kind}: {layout.num_tokens} tokens in {len(layout.segments)} "
-        f"segments — {status}\nbox width grows with log₂(tokens), not to scale: "
-        "counts are in the labels (× n) and the legend"
-        + ("; ▼ = merged newline token" if layout.newline_merges else ""),
-        fontsize=10,
-    )
-    if problems:
+    handles = [Patch(facecolor=kind_color(k), label=f"{k} ({v})")
+               for k, v in layout.counts().items()]  # fmt: skip
+    (notes_ax or ax).legend(handles=handles, loc="upper center",
+                            bbox_to_anchor=(0.5, 1.0 if notes_ax else 0.0),
+                            ncol=min(6 if st.small < 12 else 4, len(handles)),
+                            fontsize=st.small, frameon=False)  # fmt: skip
+    ax.set_title(_title(layout, any(b.folded for b in boxes)), fontsize=st.body)
+    if notes:
         where = notes_ax or ax
-        y0 = 0.0 if notes_ax else -0.35
-        where.text(
-            0.0, y0, notes, fontsize=9, color=PADDING, va="bottom", ha="left",
-            transform=where.transAxes, gid="divergence_notes", parse_math=False,
-        )  # fmt: skip
+        where.text(0.0, 0.0 if notes_ax else -0.35, notes, fontsize=st.small, color=PADDING,
+                   va="bottom", ha="left", transform=where.transAxes, gid="divergence_notes",
+                   parse_math=False)  # fmt: skip
     return fig

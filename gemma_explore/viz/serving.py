@@ -1,20 +1,26 @@
 """Where a served checkpoint's GPU memory goes, and how big one item can get.
 
 Gids: ``"mem_weights"``, ``"mem_kv"``, ``"mem_encoder_cache"``, ``"mem_headroom"`` (the
-stacked bar), ``"item_tokens"`` (one bar per modality: worst-case tokens of the items a
-prompt may hold), ``"max_model_len"`` and ``"encoder_budget"`` (the two limits).
+stacked bar; a released checkpoint set beside it carries the same gids with
+``"_released"`` appended), ``"item_tokens"`` (one bar per modality: worst-case tokens of
+the items a prompt may hold), ``"max_model_len"`` and ``"encoder_budget"`` (the two limits).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..colors import KIND_COLORS, OKABE_ITO
 from ..serving import ServingPlan
+from .palette import panels
+from .style import current_style
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["show_serving"]
 
-_GIB = 2**30
+_GIB, _MIB = 2**30, 2**20
 _MODALITY_COLOR = {
     "image": KIND_COLORS["image_soft"],
     "audio": KIND_COLORS["audio_soft"],
@@ -22,32 +28,16 @@ _MODALITY_COLOR = {
 }
 
 
-def show_serving(
-    plan: ServingPlan,
-    *,
-    gpu_memory_gib: float | None = None,
-    gpu_memory_utilization: float = 0.9,
-    ax: Any = None,
-):
-    """Left: a stacked bar of the memory one engine holds: weights, KV for one request of
-    ``max_model_len`` (vLLM's per-request reservation), the encoder cache and, when
-    ``gpu_memory_gib`` is given, what is left of ``gpu_memory_utilization`` × the GPU for
-    activations and more requests' KV. Right: per modality, the worst-case tokens of the
-    items one prompt may hold (``max_tokens_per_item × max_items_per_prompt``) against
-    ``max_model_len`` and the encoder budget. ``ax=`` draws the memory bar only.
+def _is_tiny(plan: ServingPlan) -> bool:
+    """A tiny random-weight build (by name or loaded): its bytes say nothing about a real
+    checkpoint. (ServingModel has no field for it yet; its name and source say it.)"""
+    from ..models.tiny import TINY_NAMES
 
-    >>> fig = show_serving(ge.plan_serving("tiny-gemma4"))     # doctest: +SKIP
-    """
-    from matplotlib.figure import Figure
+    return plan.model.name in TINY_NAMES or plan.model.config_source == "tiny build"
 
-    if not isinstance(plan, ServingPlan):
-        raise TypeError("show_serving draws a ServingPlan: pass ge.plan_serving(bundle, …).")
-    if ax is None:
-        fig = Figure(figsize=(11, 4), layout="constrained")
-        mem_ax, tok_ax = fig.subplots(1, 2, width_ratios=[1, 2.2])
-    else:
-        fig, mem_ax, tok_ax = ax.figure, ax, None
 
+def _memory_parts(plan: ServingPlan, gpu_memory_gib: float | None, utilization: float):
+    """(label, bytes, colour, gid) for each part of one engine's memory, and whether it fits."""
     parts = [
         ("weights", plan.weights_bytes, OKABE_ITO["grey"], "mem_weights"),
         (f"KV, one {plan.max_model_len}-token request", plan.vllm_kv_bytes_per_request,
@@ -55,48 +45,93 @@ def show_serving(
         (f"encoder cache ({plan.encoder_cache_size} tokens)", plan.encoder_cache_bytes,
          OKABE_ITO["green"], "mem_encoder_cache"),
     ]  # fmt: skip
-    used = sum(p[1] for p in parts)
+    left = None
     if gpu_memory_gib is not None:
-        left = gpu_memory_gib * _GIB * gpu_memory_utilization - used
-        if left < 0:
-            mem_ax.set_title("does not fit", color=OKABE_ITO["vermillion"])
+        left = gpu_memory_gib * _GIB * utilization - sum(p[1] for p in parts)
         parts.append(("activations + more requests' KV", max(left, 0), "white", "mem_headroom"))
-    unit, scale = ("GiB", _GIB) if sum(p[1] for p in parts) >= _GIB / 4 else ("MiB", 2**20)
+    return parts, left is None or left >= 0
+
+
+def _draw_memory(ax, plan: ServingPlan, parts: list, fits: bool, suffix: str = "") -> None:
+    """One stacked bar, in GiB when it reaches one GiB, else MiB (the axis says which)."""
+    st = current_style()
+    unit, scale = ("GiB", _GIB) if sum(p[1] for p in parts) >= _GIB else ("MiB", _MIB)
     bottom = 0.0
     for label, value, color, gid in parts:
         h = value / scale
-        mem_ax.bar([0], [h], bottom=bottom, color=color, edgecolor="black", linewidth=0.5,
-                   label=f"{label}: {h:,.2f} {unit}", gid=gid)  # fmt: skip
+        ax.bar([0], [h], bottom=bottom, color=color, edgecolor="black", linewidth=st.lw(0.5),
+               label=f"{label}: {h:,.2f} {unit}", gid=gid + suffix)  # fmt: skip
         bottom += h
-    mem_ax.set_xticks([])
-    mem_ax.set_ylabel(unit)
-    mem_ax.set_xlim(-0.6, 0.6)
-    mem_ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.02))
-    if not mem_ax.get_title():
-        mem_ax.set_title(
-            f"{plan.model.name}: memory (weights {plan.dtype_bytes} B/param)", fontsize=10
-        )
+    ax.set_xticks([])
+    ax.set_ylabel(unit)
+    ax.set_xlim(-0.6, 0.6)
+    ax.legend(fontsize=st.small, loc="upper center", bbox_to_anchor=(0.5, -0.02))
+    name = plan.model.name.removeprefix("google/")
+    what = ("tiny random-weight model: its MiB are not a real checkpoint's"
+            if _is_tiny(plan) else f"released checkpoint, weights {plan.dtype_bytes} B/param")  # fmt: skip
+    title = f"{name}\n{what}" if fits else f"{name}: does not fit"
+    ax.set_title(st.fill(title, 5.0), fontsize=st.body,
+                 color="black" if fits else OKABE_ITO["vermillion"])  # fmt: skip
 
-    if tok_ax is not None:
-        mods = list(plan.max_tokens_per_item)
-        totals = [plan.max_tokens_per_item[m] * plan.max_items_per_prompt[m] for m in mods]
-        bars = tok_ax.barh(mods, totals, color=[_MODALITY_COLOR.get(m, "grey") for m in mods],
-                           gid="item_tokens")  # fmt: skip
-        for bar, m in zip(bars, mods, strict=True):
-            tok_ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
-                        f" {plan.max_items_per_prompt[m]} × {plan.max_tokens_per_item[m]}",
-                        va="center", fontsize=9)  # fmt: skip
-        tok_ax.axvline(plan.max_model_len, color="black", gid="max_model_len",
-                       label=f"max_model_len {plan.max_model_len}")  # fmt: skip
-        if plan.encoder_cache_size:
-            tok_ax.axvline(plan.encoder_compute_budget, color=OKABE_ITO["vermillion"], ls="--",
-                           gid="encoder_budget",
-                           label=f"encoder budget {plan.encoder_compute_budget}")  # fmt: skip
-        tok_ax.set_xlabel("tokens (worst case per prompt: items × tokens per item)")
-        tok_ax.set_title("what the profiler reserves per modality", fontsize=10)
-        tok_ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=2)
-        tok_ax.set_xlim(0, 1.2 * max([plan.max_model_len, plan.encoder_compute_budget, *totals]))
-        if not mods:
-            tok_ax.text(0.5, 0.5, "every modality has limit 0", transform=tok_ax.transAxes,
-                        ha="center")  # fmt: skip
+
+def _draw_item_tokens(ax, plan: ServingPlan, width_in: float) -> None:
+    """Per modality, the worst-case tokens of one prompt against the two limits."""
+    st = current_style()
+    mods = list(plan.max_tokens_per_item)
+    totals = [plan.max_tokens_per_item[m] * plan.max_items_per_prompt[m] for m in mods]
+    bars = ax.barh(mods, totals, color=[_MODALITY_COLOR.get(m, "grey") for m in mods],
+                   gid="item_tokens")  # fmt: skip
+    for bar, m in zip(bars, mods, strict=True):
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
+                f" {plan.max_items_per_prompt[m]} × {plan.max_tokens_per_item[m]}",
+                va="center", fontsize=st.small)  # fmt: skip
+    ax.axvline(plan.max_model_len, color="black", gid="max_model_len", lw=st.lw(1.5),
+               label=f"max_model_len {plan.max_model_len}")  # fmt: skip
+    if plan.encoder_cache_size:
+        ax.axvline(plan.encoder_compute_budget, color=OKABE_ITO["vermillion"], ls="--",
+                   gid="encoder_budget", lw=st.lw(1.5),
+                   label=f"encoder budget {plan.encoder_compute_budget}")  # fmt: skip
+    ax.set_xlabel(st.fill("tokens (worst case per prompt: items × tokens per item)", width_in))
+    ax.set_title(st.fill(f"what the profiler reserves per modality ({plan.model.name})",
+                         width_in), fontsize=st.body)  # fmt: skip
+    ax.legend(fontsize=st.small, loc="lower right", ncols=1, framealpha=0.95)
+    ax.set_xlim(0, 1.3 * max([plan.max_model_len, plan.encoder_compute_budget, *totals]))
+    if not mods:
+        ax.text(0.5, 0.5, "every modality has limit 0", transform=ax.transAxes, ha="center",
+                fontsize=st.small)  # fmt: skip
+
+
+def show_serving(
+    plan: ServingPlan,
+    *,
+    released: ServingPlan | None = None,
+    gpu_memory_gib: float | None = None,
+    gpu_memory_utilization: float = 0.9,
+    ax: Any = None,
+) -> Figure:
+    """Left: a stacked bar of the memory one engine holds: weights, KV for one request of
+    ``max_model_len`` (vLLM's per-request reservation), the encoder cache and, when
+    ``gpu_memory_gib`` is given, what is left of ``gpu_memory_utilization`` × the GPU for
+    activations and more requests' KV. ``released=`` sets a released checkpoint's plan
+    beside it (a tiny model's bar is labelled as one: its MiB say nothing about a real
+    checkpoint). Right: per modality, the worst-case tokens of the items one prompt may
+    hold (``max_tokens_per_item × max_items_per_prompt``) against ``max_model_len`` and the
+    encoder budget. With ``ax=`` the panels go in a sub-grid at that axes' place.
+
+    >>> fig = show_serving(ge.plan_serving("tiny-gemma4"))     # doctest: +SKIP
+    """
+    if not isinstance(plan, ServingPlan):
+        raise TypeError("show_serving draws a ServingPlan: pass ge.plan_serving(bundle, …).")
+    plans = [plan] + ([released] if released is not None else [])
+    grow = 1 + (current_style().body / 10 - 1) / 4  # taller for bigger text
+    if released is None:  # the bar beside the tokens
+        fig, grid = panels(ax, (11, 5.4 * grow), 1, 2, width_ratios=[1, 1.6])
+        mem_cells, tok_cell, tok_in = [grid[0, 0]], grid[0, 1], 5.8
+    else:  # two bars above the tokens
+        fig, grid = panels(ax, (11, 9.0 * grow), 2, 2, height_ratios=[1.5, 1])
+        mem_cells, tok_cell, tok_in = [grid[0, 0], grid[0, 1]], grid[1, :], 10.0
+    for i, (p, cell) in enumerate(zip(plans, mem_cells, strict=True)):
+        parts, fits = _memory_parts(p, gpu_memory_gib, gpu_memory_utilization)
+        _draw_memory(fig.add_subplot(cell), p, parts, fits, "_released" if i else "")
+    _draw_item_tokens(fig.add_subplot(tok_cell), plan, tok_in)
     return fig

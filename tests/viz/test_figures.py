@@ -41,10 +41,16 @@ def test_gemma4_patch_grid_lines_equal_the_patch_grid(size, budget):
     assert (len(horizontal) - 1, len(vertical) - 1) == (rows, cols)
     token_segs = _one(fig, "token_lines").get_segments()
     assert len(token_segs) == plan.pooled_grid[0] + plan.pooled_grid[1] + 2
-    # Hatched padding: its area, in patch squares, is the number of padding patches.
+    # Hatched padding: its area, in squares of one soft token's k² rows, times k², is the
+    # number of padding patches (rows of pixel_values).
     pad = _one(fig, "padding_patches")
     area = sum(abs(np.prod(np.ptp(p.vertices, axis=0))) for p in pad.get_paths())
-    assert round(area) == plan.num_padding_patches
+    assert round(area) * plan.pooling_kernel**2 == plan.num_padding_patches
+    real = _one(fig, "real_patches")
+    assert len(real.get_paths()) * plan.pooling_kernel**2 == plan.num_patches
+    # The enlarged cell holds k × k patches: k + 1 lines each way.
+    zoom = _one(fig, "zoom_patch_lines").get_segments()
+    assert len(zoom) == 2 * (plan.pooling_kernel + 1)
     assert f"{plan.num_soft_tokens} tokens" in fig.axes[0].get_title()
 
 
@@ -62,12 +68,19 @@ def test_gemma3n_patch_grid_shows_original_and_squash(photo):
     assert "256 tokens" in fig.axes[1].get_title()
 
 
-def test_all_five_budgets_side_by_side(photo):
+def test_all_five_budgets_side_by_side_to_one_scale(photo):
     fig = ge.show_patch_grid(photo, family="gemma4", max_soft_tokens="all")
-    assert len(fig.axes) == 5
-    for ax, b in zip(fig.axes, (70, 140, 280, 560, 1120), strict=True):
-        n = ge.plan_image(photo, family="gemma4", max_soft_tokens=b).num_soft_tokens
-        assert ax.get_title().startswith(f"{b}:") and f"→ {n} tok" in ax.get_title()
+    (ax,) = fig.axes
+    images = _artists(fig, "budget_image")
+    labels = [t.get_text() for t in ax.texts if t.get_gid() == "budget_label"]
+    budgets = ge.get_family("gemma4").image.budgets
+    assert len(images) == len(labels) == len(budgets)
+    for image, label, b in zip(images, labels, budgets, strict=True):
+        plan = ge.plan_image(photo, family="gemma4", max_soft_tokens=b)
+        left, right, bottom, top = image.get_extent()
+        # One axis, one scale: each image spans its resized size in the same units.
+        assert (bottom - top, right - left) == plan.resized_size
+        assert label == f"{b}\n→ {plan.num_soft_tokens} tok"
 
 
 def test_patch_grid_accepts_an_axis(photo):
@@ -119,7 +132,7 @@ def test_layout_ribbon_segments(tiny3n, tiny4, photo, tone):
     for bundle in (tiny3n, tiny4):
         layout = ge.layout_prompt("What?", bundle=bundle, images=[photo], audios=[(tone, 16000)])
         fig = ge.show_layout(layout)
-        assert len(_artists(fig, "segment")) == len(layout.segments)
+        assert len(_artists(fig, "segment")) == len(layout.segments)  # nothing to fold
         assert len(_artists(fig, "merge_marker")) == len(layout.newline_merges)
         labels = [t.get_text() for t in fig.axes[0].texts]
         assert any("× 188" in t or "× " in t for t in labels)
@@ -171,7 +184,7 @@ def test_random_weights_draw_no_norm_map(tiny4, photo):
 
     pooled = ge.vision_pooling(tiny4, photo)
     fig = ge.show_pooled_mask(pooled)
-    assert not _artists(fig, "norm_map") and "shape only" in fig._suptitle.get_text()
+    assert not _artists(fig, "norm_map") and "shape only" in fig.get_suptitle()
     trained = dataclasses.replace(pooled, is_random_weights=False)
     fig = ge.show_pooled_mask(trained)
     (bar,) = [ax for ax in fig.axes if ax.get_ylabel() == "embedding L2 norm"]
@@ -186,3 +199,19 @@ def test_mel_axes_are_in_seconds_and_the_mask_is_labelled(tone):
     ticks = _one(fig, "token_boundaries").get_segments()
     bins = 128
     assert all(seg[0][1] >= bins for seg in ticks)  # above the spectrogram, not through it
+
+
+def test_a_video_ribbon_folds_its_middle_frames(tiny4):
+    frames = np.random.RandomState(1).randint(0, 255, (48, 36, 64, 3), np.uint8)
+    layout = ge.layout_prompt("What happens?", bundle=tiny4, videos=[(frames, 12.0)])
+    folded = ge.show_layout(layout)
+    (fold,) = _artists(folded, "folded_segments")
+    drawn = len(_artists(folded, "segment"))
+    assert drawn + int(fold.get_label()) == len(layout.segments)
+    stamps = sum(s.kind == "timestamp" for s in layout.segments)
+    assert f"… {stamps - 3} frames like these" in " ".join(
+        t.get_text() for t in folded.axes[0].texts
+    )
+    full = ge.show_layout(layout, fold=False)
+    assert len(_artists(full, "segment")) == len(layout.segments)
+    assert folded.get_figheight() < full.get_figheight() / 2  # rows, not pages

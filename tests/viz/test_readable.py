@@ -1,7 +1,11 @@
-"""Every figure in the gallery reads at the size a notebook shows it: text at least 9 pt,
-nothing outside the figure, no text over a title, no unlabelled size pair."""
+"""Every figure in the gallery reads at the size a notebook shows it, in both styles:
+text at least 9 pt on screen and 14 pt for the projector, nothing outside the figure, no
+text over a title, no unlabelled size pair."""
 
 from __future__ import annotations
+
+import importlib
+import inspect
 
 import matplotlib
 
@@ -12,11 +16,29 @@ from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from benchmarks.gallery import figures
+import gemma_explore as ge
+from gemma_explore import gallery as gallery_module
+from gemma_explore.gallery import figures, gallery_inputs
+from gemma_explore.viz.style import STYLES, style
 from tests.size_rule import unlabelled_pairs
 
-MIN_PT = 9
+MIN_PT = {"screen": 9, "projector": 14}
 MAX_WIDTH_IN = 12  # notebooks show figures at 90 dpi: wider ones get scaled down, text too
+VIZ_MODULES = ("attention", "audio", "bill", "embedder", "flops", "layout", "patches",
+               "pooling", "serving", "video")  # fmt: skip
+
+
+def _tick_labels(axis: Axis) -> list[Text]:
+    """The tick labels a draw paints: those of ticks inside the view interval."""
+    lo, hi = sorted(axis.get_view_interval())
+    tol = 1e-9 * (hi - lo) + 1e-12
+    out: list[Text] = []
+    for locs, ticks in ((axis.get_majorticklocs(), axis.get_major_ticks),
+                        (axis.get_minorticklocs(), axis.get_minor_ticks)):  # fmt: skip
+        for tick, loc in zip(ticks(len(locs)), locs, strict=True):
+            if lo - tol <= loc <= hi + tol:
+                out += [lab for lab in (tick.label1, tick.label2) if lab.get_visible()]
+    return out
 
 
 def _texts(fig) -> list[Text]:
@@ -28,11 +50,8 @@ def _texts(fig) -> list[Text]:
         if not artist.get_visible():
             return
         if isinstance(artist, Axis):
-            if not artist.axes.axison:
-                return
-            for tick in artist._update_ticks():  # the ticks a draw paints
-                out.extend(lab for lab in (tick.label1, tick.label2) if lab.get_visible())
-            out.extend([artist.label, artist.offsetText])
+            if artist.axes.axison:
+                out.extend(_tick_labels(artist) + [artist.label, artist.offsetText])
             return
         if isinstance(artist, Text):
             out.append(artist)
@@ -45,8 +64,15 @@ def _texts(fig) -> list[Text]:
 
 
 @pytest.fixture(scope="module")
-def gallery():
-    return figures()
+def inputs():
+    return gallery_inputs()
+
+
+@pytest.fixture(scope="module", params=list(STYLES))
+def gallery(request, inputs):
+    with style(request.param):
+        figs = figures(inputs)
+    return request.param, figs
 
 
 NAMES = [
@@ -60,23 +86,40 @@ NAMES = [
     "video_frames",
     "layout_gemma4",
     "layout_gemma3n",
+    "layout_video",
     "prompt_explorer_gemma4",
     "image_explorer_gemma3n",
     "patch_grid_unified",
     "audio_frames_unified",
     "three_way",
     "serving_gemma4",
+    "serving_released_80gib",
     "attention_gemma4_vision",
+    "bill_samples",
+    "flops_released",
 ]
 
 
 def test_the_gallery_has_every_figure(gallery):
-    assert set(NAMES) == set(gallery)  # a new figure in the gallery is checked here too
+    assert set(NAMES) == set(gallery[1])  # a new figure in the gallery is checked here too
+
+
+def test_the_gallery_draws_every_show_function():
+    source = inspect.getsource(gallery_module)
+    shown = {
+        name
+        for mod in VIZ_MODULES
+        for name in importlib.import_module(f"gemma_explore.viz.{mod}").__all__
+        if name.startswith("show_")
+    }
+    shown |= {n for n in ge.__all__ if n.startswith("show_")}
+    assert shown and not [n for n in sorted(shown) if f"{n}(" not in source]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_text_is_readable_and_inside_the_figure(gallery, name):
-    fig = gallery[name]
+    which, figs = gallery
+    fig = figs[name]
     assert fig.get_figwidth() <= MAX_WIDTH_IN, f"{name} is {fig.get_figwidth():g} in wide"
     FigureCanvasAgg(fig)  # Figure() made without pyplot has no renderer of its own
     fig.canvas.draw()
@@ -85,13 +128,14 @@ def test_text_is_readable_and_inside_the_figure(gallery, name):
     problems = []
     texts = _texts(fig)
     for t in texts:
-        if t.get_fontsize() < MIN_PT:
+        if t.get_fontsize() < MIN_PT[which]:
             problems.append(f"{t.get_text()!r} is {t.get_fontsize():g} pt")
         ext = t.get_window_extent(renderer)
         if ext.x0 < box.x0 - 1 or ext.x1 > box.x1 + 1 or ext.y0 < box.y0 - 1 or ext.y1 > box.y1 + 1:
             problems.append(f"{t.get_text()!r} leaves the figure")
         problems += [f"size without its label: {p}" for p in unlabelled_pairs(t.get_text())]
-    titles = [ax.title for ax in fig.axes] + ([fig._suptitle] if fig._suptitle else [])
+    sup = [t for t in fig.texts if fig.get_suptitle() and t.get_text() == fig.get_suptitle()]
+    titles = [ax.title for ax in fig.axes] + sup
     for title in (t for t in titles if t.get_visible() and t.get_text()):
         tb = title.get_window_extent(renderer)
         for t in texts:
@@ -99,4 +143,4 @@ def test_text_is_readable_and_inside_the_figure(gallery, name):
                 continue
             if tb.overlaps(t.get_window_extent(renderer)):
                 problems.append(f"{t.get_text()!r} covers the title {title.get_text()!r}")
-    assert not problems, "\n".join(problems[:20])
+    assert not problems, f"{which}: " + "\n".join(problems[:20])
