@@ -8,7 +8,7 @@ serving plan), so they live here and hand plain objects down:
   else the package's stand-in, and a ``label`` that says which. It pickles as three
   strings, and each worker loads the tokenizer once, so the process pool and Ray ship it
   cheaply.
-* :func:`summarize` is :meth:`~gemma_explore.bill.Bill.summary` with the KV bytes of a
+* :func:`summarize` is :meth:`~gemma_explore.bill_results.Bill.summary` with the KV bytes of a
   checkpoint from :func:`~gemma_explore.serving.plan_serving`.
 
 >>> counter = text_counter("gemma4")                         # doctest: +SKIP

@@ -52,7 +52,7 @@ class GalleryInputs:
 def gallery_inputs(*, flops: bool = True) -> GalleryInputs:
     """Load the samples and the tiny models; ``flops=False`` skips the FLOP count (about
     half a minute on a laptop core)."""
-    from .bill import bill
+    from .dataset_bill import bill
     from .flops import flops_report
     from .loading import load
     from .samples import sample_photo, sample_speech, sample_video
@@ -85,7 +85,7 @@ def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
     from .attention import attention_mask
     from .comparison import compare_families
     from .families import get_family
-    from .inspect import vision_pooling
+    from .inspection import vision_pooling
     from .layout import layout_prompt
     from .serving import plan_serving
     from .viz import (
