@@ -32,10 +32,10 @@ COURSE = [
     "04_video",
     "05_prompt_layout",
     "06_inference",
-    "07_review",
-    "08_encoder_free",
-    "09_serving",
-    "10_inside_the_model",
+    "07_encoder_free",
+    "08_serving",
+    "09_inside_the_model",
+    "10_review",
 ]
 CHECK_CALL = re.compile(r'check\(\s*"([^"]+)"')
 
