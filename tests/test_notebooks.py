@@ -37,7 +37,7 @@ COURSE = [
     "09_inside_the_model",
     "10_review",
 ]
-CHECK_CALL = re.compile(r'check\(\s*"([^"]+)"')
+CHECK_CALL = re.compile(r'grade_exercise\(\s*\w+,\s*exercise="([^"]+)"\)')
 
 
 def _source(cell) -> str:
@@ -95,7 +95,7 @@ def test_every_notebook_ends_with_exercises_that_ask(path):
     assert "### Predict" in text and "### Explain" in text
     assert "<details>" in text  # the model answer, hidden until revealed
     for c in tail:
-        if c["cell_type"] == "code" and "check(" in _source(c):
+        if c["cell_type"] == "code" and "grade_exercise(" in _source(c):
             assert re.search(r"^\w+ = \.\.\.", _source(c), re.M), _source(c)  # a blank
     # The answer key covers exactly these exercises (and lives outside the notebook).
     assert sorted(ANSWERS[path.stem]) == sorted(names)

@@ -147,8 +147,7 @@ def test_4_vllm_accepts_the_hand_edited_prompt(tiny4, edited):
     nb07 = _flat(_notebook_text("10_review"))
     assert "vLLM refuses the request" not in nb07
     assert f"{replay.sent} → {len(replay.ids)} tokens" in WORKSHOP + nb07
-    key = json.loads((ROOT / "tests" / "notebook_answers.json").read_text())["10_review"]
-    assert key["placeholders-left"] == replay.slots
+    assert f"{replay.stray['image']} stray" in nb07
 
 
 def test_4_the_merge_error_is_vllms_own_words(monkeypatch):
