@@ -355,13 +355,17 @@ def _padding_rows(size: tuple[int, int], budget: int) -> int:
     return plan_image(size, family="gemma4", max_soft_tokens=budget).num_padding_patches
 
 
-def _smallest_budget_for_area(size: tuple[int, int], side_px: float) -> int:
+def _smallest_budget_for_text(size: tuple[int, int], text_px: float) -> int:
+    # The smallest budget whose resize keeps text at least one patch tall.
+    from .families import get_family
     from .plans import plan_image
 
+    patch = get_family("gemma4").image.patch_size
     return min(
         b
         for b in (70, 140, 280, 560, 1120)
-        if max(plan_image(size, family="gemma4", max_soft_tokens=b).token_area) <= side_px
+        if text_px * plan_image(size, family="gemma4", max_soft_tokens=b).resized_size[0] / size[0]
+        >= patch
     )
 
 
@@ -690,13 +694,14 @@ _ALL = [
         name="ocr-budget",
         notebook="02_budgets_and_pooling",
         kind="choose",
-        truth=lambda: _smallest_budget_for_area((3508, 2480), 200),
-        hint="For each budget, how many pixels of the page does one token cover? The table in "
-        "section 5 does it for a phone photo; do the same for the page.",
-        why="Each token then covers less than 200 px of the page in each direction.",
+        truth=lambda: _smallest_budget_for_text((3000, 800), 30),
+        hint="Plan the receipt at each budget: how much does the resize shrink it, and how tall "
+        "is 30 px of text afterwards? Section 5 does this for a page.",
+        why="The first budget whose resize keeps the text at least one 16 px patch tall.",
         misconceptions=(
             (1120, "1120 works too, but it is not the smallest that does."),
-            (70, "At 70 one token covers about 390 px of the page: several lines of text."),
+            (280, "At 280 the receipt shrinks to about half: its text is under one patch."),
+            (70, "At 70 the text shrinks to a few pixels."),
         ),
     ),
     _ex(

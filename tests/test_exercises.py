@@ -60,7 +60,8 @@ def _visible(name: str) -> list[object]:
     visible: list[object] = [src for _, src in cells]
     for kind, src in cells:
         if kind == "code":
-            for node in ast.walk(ast.parse(src.replace("%", "#"))):
+            magics = re.sub(r"^\s*[%!]", "#", src, flags=re.M)  # IPython lines are not Python
+            for node in ast.walk(ast.parse(magics)):
                 if isinstance(node, ast.Constant) and node.value is not ...:
                     visible.append(node.value)
     visible += _numbers(question)
