@@ -25,7 +25,8 @@ the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave,
   matplotlib Figures drawn from those results (``save_figure`` for slides); each takes
   ``ax=`` and returns its Figure; ``style("projector")`` draws them for a room (≥ 14 pt)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
-- ``check(name, guess, truth=…, hint=…)`` → :class:`Verdict`: the notebooks' exercises
+- ``grade_exercise(guess, exercise=name)`` → :class:`Verdict`: the notebooks' exercises,
+  graded against ``answer_key[name]`` (computed here; ``check`` is the old name)
 - ``size_label((h, w))`` → ``"W×H px (W×H)"``: the one way sizes are written
 
 Modules import downward only (docs/DESIGN.md has the picture); nothing inside the
@@ -37,7 +38,7 @@ from .bill_results import Bill
 from .comparison import FamilyComparison, compare_families
 from .dataset_bill import BillRow, bill, bill_file
 from .errors import BackendError, MediaError, ModelLoadError
-from .exercises import Verdict, answer_key, check
+from .exercises import Verdict, answer_key, check, grade_exercise
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
 from .inspection import (
@@ -121,6 +122,7 @@ __all__ = [
     "explore_image",
     "explore_prompt",
     "get_family",
+    "grade_exercise",
     "inspect_multimodal",
     "layout_prompt",
     "load",

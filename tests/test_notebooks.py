@@ -32,12 +32,12 @@ COURSE = [
     "04_video",
     "05_prompt_layout",
     "06_inference",
-    "07_review",
-    "08_encoder_free",
-    "09_serving",
-    "10_inside_the_model",
+    "07_encoder_free",
+    "08_serving",
+    "09_inside_the_model",
+    "10_review",
 ]
-CHECK_CALL = re.compile(r'check\(\s*"([^"]+)"')
+CHECK_CALL = re.compile(r'grade_exercise\(\s*\w+,\s*exercise="([^"]+)"\)')
 
 
 def _source(cell) -> str:
@@ -56,6 +56,41 @@ def _exercises(nb) -> tuple[list[dict], list[dict]]:
         if c["cell_type"] == "markdown" and "## Exercises" in _source(c):
             return cells[:i], cells[i:]
     return cells, []
+
+
+WORKSHOP = ROOT / "docs" / "workshop.md"
+AGENDA_ROW = re.compile(r"^\| ([\d:]+|after) \| (.+?) \| (\d+) \| (\d+) \|", re.M)
+
+
+def _agenda() -> list[tuple[str, str, int, int]]:
+    """(start, what, core minutes, homework minutes) per row of workshop.md's agenda."""
+    text = WORKSHOP.read_text(encoding="utf-8")
+    section = text[text.index("## Agenda") : text.index("## Running each notebook")]
+    return [(s, w.strip("` "), int(c), int(h)) for s, w, c, h in AGENDA_ROW.findall(section)]
+
+
+def test_the_agenda_holds_three_hours_and_lists_every_notebook():
+    rows = _agenda()
+    listed = [what for _, what, _, _ in rows if what in COURSE]
+    assert sorted(listed) == COURSE  # every notebook, once
+    total = sum(core for _, _, core, _ in rows)
+    assert total <= 180, f"{total} minutes of core material"
+    clock = 0
+    for start, what, core, _ in rows:  # each row starts when the one before ends
+        if start != "after":
+            assert start == f"{clock // 60}:{clock % 60:02d}", (what, start)
+            clock += core
+        else:
+            assert core == 0, what  # after the day: homework only
+    # A notebook with homework in the room's notebooks says which part (a heading or a line).
+    for _, what, core, homework in rows:
+        if what in COURSE and core and homework:
+            words = " ".join(_source(c) for c in _nb(what)["cells"] if c["cell_type"] == "markdown")
+            assert "homework" in words.lower(), what
+
+
+def _nb(name: str) -> dict:
+    return json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
 
 
 def test_there_is_a_full_course():
@@ -95,7 +130,7 @@ def test_every_notebook_ends_with_exercises_that_ask(path):
     assert "### Predict" in text and "### Explain" in text
     assert "<details>" in text  # the model answer, hidden until revealed
     for c in tail:
-        if c["cell_type"] == "code" and "check(" in _source(c):
+        if c["cell_type"] == "code" and "grade_exercise(" in _source(c):
             assert re.search(r"^\w+ = \.\.\.", _source(c), re.M), _source(c)  # a blank
     # The answer key covers exactly these exercises (and lives outside the notebook).
     assert sorted(ANSWERS[path.stem]) == sorted(names)
@@ -154,7 +189,7 @@ def _verdicts(nb) -> dict[str, str]:
     """Exercise name → the check's printed verdict."""
     found = {}
     for text in _texts(nb):
-        m = re.match(r"^([⏳✗✓]) ([\w-]+): ", text)
+        m = re.match(r"^([⏳✗✓]) ([\w.-]+): ", text)
         if m:
             found[m.group(2)] = text
     return found

@@ -144,11 +144,10 @@ def test_4_vllm_accepts_the_hand_edited_prompt(tiny4, edited):
     assert replay.agrees_with_vllm and replay.error is None
     assert replay.embeddings == replay.slots == 270
     assert replay.stray == {"image": 268} and replay.extra_markers == {"image": 1}
-    nb07 = _flat(_notebook_text("07_review"))
+    nb07 = _flat(_notebook_text("10_review"))
     assert "vLLM refuses the request" not in nb07
     assert f"{replay.sent} → {len(replay.ids)} tokens" in WORKSHOP + nb07
-    key = json.loads((ROOT / "tests" / "notebook_answers.json").read_text())["07_review"]
-    assert key["placeholders-left"] == replay.slots
+    assert f"{replay.stray['image']} stray" in nb07
 
 
 def test_4_the_merge_error_is_vllms_own_words(monkeypatch):
@@ -235,7 +234,7 @@ def test_4_and_1_through_vllms_engine(mismatched_engine, tiny4):
     with pytest.raises(ValueError) as err:
         ask(text, [photo])
     assert f"ValueError: {err.value}" == vllm_merge_error([hf_count], v_count)
-    nb07 = _flat(_notebook_text("07_review"))
+    nb07 = _flat(_notebook_text("10_review"))
     assert f"{hf_count} = {hf_count} multimodal tokens to {v_count} placeholders" in nb07
 
 
@@ -272,7 +271,7 @@ def test_6_the_stand_in_tokenizer_cuts_text_into_characters(tiny4):
     text = "What do you see and hear?"
     ids = tiny4.processor.tokenizer.encode(text, add_special_tokens=False)
     assert len(ids) == len(text)  # one token per character
-    for name in ("00_quickstart", "05_prompt_layout", "07_review"):
+    for name in ("00_quickstart", "05_prompt_layout", "10_review"):
         assert "cuts text into characters" in _flat(_notebook_text(name)), name
     assert "stand-in tokenizer" in WORKSHOP and "Every count, shape and position" not in WORKSHOP
     assert "cuts text into characters" in WORKSHOP
