@@ -50,7 +50,7 @@ from .families import get_family
 from .plans import require_budget
 from .results import Rule
 from .sizes import size_label
-from .vllm_rules import vllm_audio_tokens, vllm_image_tokens
+from .vllm_rules import vllm_audio_tokens, vllm_image_tokens, vllm_video_tokens
 
 __all__ = [
     "AdmitResult",
@@ -69,7 +69,6 @@ GIB = 1 << 30  # vLLM's GiB_bytes
 GPU_BLOCK_SIZE = (
     16  # CacheConfig.DEFAULT_BLOCK_SIZE (CUDA backends keep it; vLLM's CPU build uses 128)
 )
-VIDEO_FRAME_EXTRA = 2 + 6  # vLLM gemma4_mm.py: boi + eoi + ~6 timestamp tokens per frame
 ENTRY_POINTS = ("serve", "LLM")  # UsageContext.OPENAI_API_SERVER, UsageContext.LLM_CLASS
 # A guess for what vLLM's profiling run finds besides weights and the encoder outputs
 # (activation peak, CUDA graphs, NCCL and allocator overhead): measure yours, vLLM logs
@@ -629,10 +628,7 @@ def _supported_item_tokens(plan: Any) -> dict[str, int]:
         elif m == "audio":
             out[m] = model.audio_seq_length
         elif m == "video":
-            frames = min(
-                spec.image.max_video_frames, plan.num_frames or spec.image.max_video_frames
-            )
-            out[m] = frames * (spec.image.video_budget + VIDEO_FRAME_EXTRA)
+            out[m] = vllm_video_tokens(plan.num_frames, family=spec)
     return out
 
 

@@ -231,8 +231,8 @@ def _cell_grid_rule(spec: FamilySpec, size: tuple[int, int]) -> Rule[tuple[int, 
     n = grid[0] * grid[1]
     return Rule(
         grid,
-        f"The vision tower ({spec.image_encoder}) reduces it by {p} to a grid of "
-        f"{size_label(grid, unit='cells')}: {n} soft tokens, always.",
+        f"The {spec.image_encoder} gives one soft token per {p}×{p} px cell: a grid of "
+        f"{size_label(grid, unit='cells')} = {n} soft tokens, always.",
     )
 
 

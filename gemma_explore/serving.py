@@ -44,7 +44,12 @@ from .serving_caches import SERVING_MODELS
 from .serving_model import KVLayer, ServingModel, kv_layers, serving_model
 from .sizes import size_label
 from .tables import Table
-from .vllm_rules import vllm_audio_tokens, vllm_image_tokens
+from .vllm_rules import (
+    VIDEO_FRAME_EXTRA_TOKENS,
+    vllm_audio_tokens,
+    vllm_image_tokens,
+    vllm_video_tokens,
+)
 
 if TYPE_CHECKING:
     from .kv_capacity import AdmitResult, KVCapacity, Request
@@ -52,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "VIDEO_FRAME_EXTRA_TOKENS",
     "ImagesFit",
     "KVLayer",
     "kv_layers",
@@ -63,9 +69,6 @@ __all__ = [
 ]
 
 DEFAULT_LIMIT = 999  # vLLM's count for a modality limit_mm_per_prompt leaves out
-VIDEO_FRAME_EXTRA_TOKENS = (
-    2 + 6
-)  # vLLM's Gemma 4 estimate per frame: boi + eoi + ~6 timestamp tokens
 DEFAULT_MAX_NUM_BATCHED_TOKENS = (
     8192  # vLLM's LLM(...) default on GPUs under 70 GiB (16384 on H100)
 )
@@ -214,7 +217,8 @@ class ServingPlan:
         if spec.image.fixed_soft_tokens is not None:
             return self.model.image_seq_length + spec.markers_per_item
         budget = self.max_soft_tokens or self.model.default_budget
-        return vllm_image_tokens(height, width, max_soft_tokens=budget) + spec.markers_per_item
+        budgeted = vllm_image_tokens(height, width, max_soft_tokens=budget, family=spec)
+        return budgeted + spec.markers_per_item
 
     def images_that_fit(
         self, image_size: tuple[int, int] = (1080, 1920), *, text_tokens: int = 32
@@ -344,7 +348,6 @@ def _limits(
     return counts, frames
 
 
-
 def _require_engine_args(
     spec: Any, max_model_len: int, max_soft_tokens: int | None, dtypes: Sequence[str]
 ) -> None:
@@ -421,7 +424,7 @@ def _stated_items(
     if "video" in active:
         img = spec.image
         frames = min(img.max_video_frames, num_frames or img.max_video_frames)
-        tokens["video"] = frames * (img.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
+        tokens["video"] = vllm_video_tokens(frames, family=spec)
         why.append(
             f"video: {frames} frames × ({img.video_budget} soft + 2 markers + ~6 timestamp) "
             f"= {tokens['video']} (num_frames from limit_mm_per_prompt['video'], capped at "

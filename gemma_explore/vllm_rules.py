@@ -53,6 +53,7 @@ __all__ = [
     "Divergence",
     "VLLM_COUNT_ERROR",
     "VLLM_SEARCH_SPLITS",
+    "VIDEO_FRAME_EXTRA_TOKENS",
     "VLLM_MERGE_ERROR",
     "VLLM_REPLACE_ERROR",
     "VllmExpansion",
@@ -67,6 +68,7 @@ __all__ = [
     "vllm_raw_divergences",
     "vllm_replacement_length",
     "vllm_search_parts",
+    "vllm_video_tokens",
     "newlines_in",
 ]
 
@@ -180,6 +182,26 @@ def vllm_audio_tokens(
         frames = conv_out(frames)
     cap = spec.audio.max_tokens if audio_seq_length is None else audio_seq_length
     return min(frames, cap)
+
+
+# gemma4_mm.py's estimate of the tokens around each video frame: BOI + EOI + ~6 for the
+# "mm:ss " timestamp.
+VIDEO_FRAME_EXTRA_TOKENS = 2 + 6
+
+
+def vllm_video_tokens(
+    num_frames: int | None = None, *, family: str | FamilySpec | Any = DEFAULT_FAMILY
+) -> int:
+    """The worst case vLLM states for one video (``get_mm_max_tokens_per_item``): frames
+    (``num_frames``, capped at the family's maximum; the maximum when None) × (the video
+    budget + the markers and timestamp around each frame).
+
+    >>> vllm_video_tokens(4)
+    312
+    """
+    img = family_spec(family).image
+    frames = min(img.max_video_frames, num_frames or img.max_video_frames)
+    return frames * (img.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
 
 
 def vllm_replacement_length(family: str | FamilySpec, modality: str, num_embeds: int) -> int:
