@@ -86,7 +86,7 @@ def require_budget(
     img = spec.image
     if not img.budgets:
         raise ValueError(
-            f"{spec.display_name} has no token budget: every {what} becomes "
+            f"{spec.display_name} has no image budget: every {what} becomes "
             f"{img.fixed_soft_tokens} soft tokens. Drop max_soft_tokens."
         )
     if max_soft_tokens is None:
@@ -97,8 +97,9 @@ def require_budget(
         )
     if int(max_soft_tokens) not in img.budgets:
         raise ValueError(
-            f"{spec.display_name} does not support a budget of {max_soft_tokens} soft tokens "
-            f"per {what}. Choose one of {list(img.budgets)} (default {img.default_budget})."
+            f"max_soft_tokens must be one of {list(img.budgets)} for {spec.display_name} (soft "
+            f"tokens per {what}), got {max_soft_tokens}. Choose one of them (default "
+            f"{img.default_budget})."
         )
     return int(max_soft_tokens)
 
