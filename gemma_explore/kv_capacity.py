@@ -47,8 +47,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .families import get_family
+from .plans import require_budget
+from .results import Rule
 from .sizes import size_label
-from .vllm_rules import vllm_audio_tokens, vllm_image_tokens
+from .vllm_rules import vllm_audio_tokens, vllm_image_tokens, vllm_video_tokens
 
 __all__ = [
     "AdmitResult",
@@ -67,7 +69,6 @@ GIB = 1 << 30  # vLLM's GiB_bytes
 GPU_BLOCK_SIZE = (
     16  # CacheConfig.DEFAULT_BLOCK_SIZE (CUDA backends keep it; vLLM's CPU build uses 128)
 )
-VIDEO_FRAME_EXTRA = 2 + 6  # vLLM gemma4_mm.py: boi + eoi + ~6 timestamp tokens per frame
 ENTRY_POINTS = ("serve", "LLM")  # UsageContext.OPENAI_API_SERVER, UsageContext.LLM_CLASS
 # A guess for what vLLM's profiling run finds besides weights and the encoder outputs
 # (activation peak, CUDA graphs, NCCL and allocator overhead): measure yours, vLLM logs
@@ -213,45 +214,51 @@ def _layer_specs(
     return specs, steps
 
 
-def _groups(
-    specs: dict[int, _Spec], *, hybrid: bool
-) -> tuple[list[tuple[_Spec, list[int], list[_Spec]]], list[str]]:
-    """vLLM's ``get_kv_cache_groups`` for attention layers in a layer-outer layout:
-    (group spec, layer indices, per-layer specs) per group."""
-    steps: list[str] = []
+_Group = tuple[_Spec, list[int], list[_Spec]]  # (group spec, layer indices, per-layer specs)
+
+
+def _promote_sliding(specs: dict[int, _Spec]) -> Rule[dict[int, _Spec]]:
+    """Hybrid manager off: every sliding layer is allocated as a full layer (keeping its
+    window for compute), with the full layers' block size when they agree on one."""
     values = list(specs.values())
-    has_full = any(not s.sliding for s in values)
-    has_sliding = any(s.sliding for s in values)
-    if not hybrid and has_full and has_sliding:
-        full_blocks = {s.block_size for s in values if not s.sliding}
-        bs = next(iter(full_blocks)) if len(full_blocks) == 1 else None
-        specs = {
-            i: _Spec(False, s.window, bs or s.block_size, s.kv_heads, s.head_dim, s.dtype_bytes)
-            if s.sliding else s
-            for i, s in specs.items()
-        }  # fmt: skip
-        values = list(specs.values())
-        steps.append(
-            "hybrid KV cache manager off: every sliding layer is allocated as a full layer "
-            "(blocks for every token; its window still saves compute)"
-        )
-    names = list(specs)
+    full_blocks = {s.block_size for s in values if not s.sliding}
+    bs = next(iter(full_blocks)) if len(full_blocks) == 1 else None
+    promoted = {
+        i: _Spec(False, s.window, bs or s.block_size, s.kv_heads, s.head_dim, s.dtype_bytes)
+        if s.sliding else s
+        for i, s in specs.items()
+    }  # fmt: skip
+    return Rule(
+        promoted,
+        "hybrid KV cache manager off: every sliding layer is allocated as a full layer "
+        "(blocks for every token; its window still saves compute)",
+    )
+
+
+def _one_group(specs: dict[int, _Spec]) -> Rule[list[_Group] | None]:
+    """One group when every layer shares one spec, or needs the same blocks per request
+    (one kind, one block size) with pages side by side; else None."""
+    names, values = list(specs), list(specs.values())
     merged = _merge(values)
     if merged is not None:
-        steps.append(f"all {len(names)} layers share one spec: one group")
-        return [(merged, names, values)], steps
+        return Rule([(merged, names, values)], f"all {len(names)} layers share one spec: one group")
     same_block = len({s.block_size for s in values}) == 1
     one_kind = all(not s.sliding for s in values) or (
         all(s.sliding for s in values) and len({s.window for s in values}) == 1
     )
     if same_block and one_kind:
-        steps.append(
+        return Rule(
+            [(values[0], names, values)],
             f"all {len(names)} layers need the same blocks per request (one kind, one block "
-            "size) but differ in page size: one group, pages of every layer side by side"
+            "size) but differ in page size: one group, pages of every layer side by side",
         )
-        return [(values[0], names, values)], steps
-    # Unify page sizes: a smaller page takes a bigger block (or is padded).
-    biggest = max(s.page for s in values)
+    return Rule(None, "")
+
+
+def _unify_pages(specs: dict[int, _Spec]) -> tuple[dict[int, _Spec], list[str]]:
+    """``unify_kv_cache_spec_page_size``: a smaller page takes a bigger block (or, when the
+    sizes do not divide, is padded) so every page is the biggest one."""
+    biggest = max(s.page for s in specs.values())
     unified: dict[int, _Spec] = {}
     for i, s in specs.items():
         if s.page == biggest:
@@ -264,6 +271,7 @@ def _groups(
                                s.dtype_bytes, padded_page=biggest)  # fmt: skip
     changed = {(specs[i].sliding, specs[i].page, u.block_size, u.padded_page)
                for i, u in unified.items() if u != specs[i]}  # fmt: skip
+    steps = []
     for sliding, page, bs, padded in sorted(changed):
         kind = "sliding" if sliding else "full"
         steps.append(
@@ -272,7 +280,12 @@ def _groups(
             f"page sizes differ ({page:,} B vs {biggest:,} B per block): {kind} layers take "
             f"{bs}-token blocks so every page is {biggest:,} B"
         )  # fmt: skip
-    # Bucket layers by spec (first appearance), merging full specs that differ in window only.
+    return unified, steps
+
+
+def _buckets(unified: dict[int, _Spec]) -> list[tuple[list[int], list[_Spec]]]:
+    """Layers bucketed by spec (in order of first appearance); full specs that differ in
+    window only merge into one bucket."""
     buckets: list[tuple[list[int], list[_Spec]]] = []
     by_spec: dict[_Spec, list[int]] = {}
     for i, s in unified.items():
@@ -285,30 +298,165 @@ def _groups(
                 break
         else:
             buckets.append((list(idx), [s]))
+    return buckets
+
+
+def _group_size_rule(buckets: list[tuple[list[int], list[_Spec]]]) -> Rule[int]:
+    """Groups hold equally many layers: the rarer kind's count, or the larger count when
+    the two are within 1.5×."""
     counts = [len(b[0]) for b in buckets]
     size = min(counts)
     if max(counts) < size * 1.5:
         size = max(counts)
-    out = []
-    for idx, bspecs in buckets:
-        n = _cdiv(len(idx), size)
-        spec = _merge(bspecs)
-        for k in range(n):
-            members = idx[k::n]
-            out.append((spec, members, [unified[i] for i in members]))
-        kind = "sliding" if bspecs[0].sliding else "full"
-        pad = n * size - len(idx)
-        steps.append(
-            f"{len(idx)} {kind} layers → {n} group(s) of {size}"
-            + (f" ({pad} padding slot(s): memory a layer could have used)" if pad else "")
-            + (f", each layer i in group i mod {n}" if n > 1 else "")
-        )
-    steps.insert(
-        len(steps) - len(buckets),
+    return Rule(
+        size,
         f"groups hold equally many layers: the rarer kind's count, {size} "
         "(or the larger count when the two are within 1.5×)",
     )
-    return out, steps
+
+
+def _split_bucket(
+    idx: list[int], bspecs: list[_Spec], size: int, unified: dict[int, _Spec]
+) -> Rule[list[_Group]]:
+    """One bucket cut into ``cdiv(len, size)`` groups, layer i in group i mod n."""
+    n = _cdiv(len(idx), size)
+    spec = _merge(bspecs)
+    groups = [(spec, idx[k::n], [unified[i] for i in idx[k::n]]) for k in range(n)]
+    kind = "sliding" if bspecs[0].sliding else "full"
+    pad = n * size - len(idx)
+    return Rule(
+        groups,
+        f"{len(idx)} {kind} layers → {n} group(s) of {size}"
+        + (f" ({pad} padding slot(s): memory a layer could have used)" if pad else "")
+        + (f", each layer i in group i mod {n}" if n > 1 else ""),
+    )
+
+
+def _groups(specs: dict[int, _Spec], *, hybrid: bool) -> tuple[list[_Group], list[str]]:
+    """vLLM's ``get_kv_cache_groups`` for attention layers in a layer-outer layout:
+    (group spec, layer indices, per-layer specs) per group."""
+    steps: list[str] = []
+    values = list(specs.values())
+    if not hybrid and any(not s.sliding for s in values) and any(s.sliding for s in values):
+        promoted = _promote_sliding(specs)
+        specs = promoted.value
+        steps.append(promoted.step)
+    one = _one_group(specs)
+    if one.value is not None:
+        return one.value, [*steps, one.step]
+    unified, why = _unify_pages(specs)
+    buckets = _buckets(unified)
+    size = _group_size_rule(buckets)
+    splits = [_split_bucket(idx, bspecs, size.value, unified) for idx, bspecs in buckets]
+    groups = [g for split in splits for g in split.value]
+    return groups, [*steps, *why, size.step, *(split.step for split in splits)]
+
+
+def _in_flight_rule(async_scheduling: bool, mnbt: int) -> Rule[int]:
+    """Tokens in flight: one batch, or two with async scheduling."""
+    batches = 2 if async_scheduling else 1
+    return Rule(
+        batches * mnbt,
+        f"in-flight tokens: {batches} batch(es) × max_num_batched_tokens {mnbt} = "
+        f"{batches * mnbt}"
+        + (" (async scheduling keeps two batches in flight)" if async_scheduling else ""),
+    )
+
+
+def _blocks_steps(
+    kv_groups: tuple[KVGroup, ...], groups: list[_Group], in_flight: int, mml: int
+) -> list[str]:
+    """Blocks per request of each kind of group, with the formula that gives them."""
+    seen: dict[tuple[str, int, int], int] = {}
+    for g in kv_groups:
+        key = (g.window, len(g.layers), g.blocks_per_request)
+        seen[key] = seen.get(key, 0) + 1
+    steps = []
+    for (window, n_layers, n_blocks), n_groups in seen.items():
+        g = next(g for g in kv_groups if (g.window, len(g.layers)) == (window, n_layers))
+        if window == "sliding":
+            spec = next(s for s, idx, _ in groups if tuple(idx) == g.layers)
+            held = min(spec.window - 1 + in_flight, mml)
+            how = (f"cdiv(min({spec.window} − 1 + {in_flight}, {mml}) = {held}, "
+                   f"{g.block_size}) + 1")  # fmt: skip
+        else:
+            how = f"cdiv({mml}, {g.block_size})"
+        steps.append(
+            f"{n_groups} group(s) of {n_layers} {window} layers: {how} = {n_blocks} blocks each"
+        )
+    return steps
+
+
+_NO_MEMORY = (
+    "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+    "when initializing the engine (this flag also controls CPU memory reservation on "
+    "the CPU backend, despite its name). See "
+    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+)
+
+
+def _longest_that_fits(blocks: Any, bytes_per_block: int, usable: int, mml: int) -> int:
+    """The longest max_model_len whose request fits ``usable`` bytes (vLLM's binary search);
+    0 when not even one token fits."""
+    if bytes_per_block * sum(blocks(1)) > usable:
+        return 0
+    lo, hi, best = 1, mml, 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if bytes_per_block * sum(blocks(mid)) <= usable:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _refusal_rule(
+    blocks: Any, bytes_per_block: int, need: int, memory: int, mml: int
+) -> Rule[tuple[str, int | None] | None]:
+    """vLLM's refusal to start, (its message, the longest length that fits), or None when
+    one request at max_model_len fits the memory less the null block."""
+    usable = memory - bytes_per_block  # BlockPool keeps one null block
+    if usable <= 0:
+        return Rule(
+            (_NO_MEMORY, None),
+            "vLLM refuses to start: the memory does not hold one block beyond the null block",
+        )
+    needed = bytes_per_block * need
+    if needed <= usable:
+        return Rule(None, "")
+    best = _longest_that_fits(blocks, bytes_per_block, usable, mml)
+    estimate = (
+        f"Based on the available memory, the estimated maximum model length is {best}. "
+        if best > 0 else ""
+    )  # fmt: skip
+    msg = (
+        f"To serve at least one request with the model's max seq len ({mml}), "
+        f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV "
+        f"cache memory ({_gib(usable)} GiB). {estimate}Try increasing "
+        "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+        "decreasing `max_model_len` when initializing the engine. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+    )
+    return Rule(
+        (msg, best),
+        f"vLLM refuses to start: {needed:,} B needed > {usable:,} B (memory less the null "
+        f"block); the longest max_model_len that fits is {best} (binary search)",
+    )
+
+
+def _pool_rule(
+    memory: int, bytes_per_block: int, need: int, mml: int
+) -> Rule[tuple[int, float, int]]:
+    """(blocks in the pool, max concurrency, KV cache size in tokens)."""
+    num_blocks = memory // bytes_per_block
+    conc = num_blocks / need
+    tokens = int(conc * mml)
+    return Rule(
+        (num_blocks, conc, tokens),
+        f"pool: {memory:,} B // {bytes_per_block:,} B = {num_blocks:,} blocks; "
+        f"{num_blocks:,} / {need} = {conc:.2f} requests of {mml} tokens = {tokens:,} tokens "
+        "(pages are handed out on demand: this is the worst case, every request at full length)",
+    )
 
 
 def capacity(
@@ -347,103 +495,36 @@ def capacity(
         )
     specs, steps = _layer_specs(plan.layers, tp=tp, block_size=bs, dtype_bytes=plan.kv_dtype_bytes)
     groups, why = _groups(specs, hybrid=hybrid_kv_cache_manager)
-    steps += why
-    batches = 2 if async_scheduling else 1
-    in_flight = batches * mnbt
-    steps.append(
-        f"in-flight tokens: {batches} batch(es) × max_num_batched_tokens {mnbt} = {in_flight}"
-        + (" (async scheduling keeps two batches in flight)" if async_scheduling else "")
-    )
+    in_flight = _in_flight_rule(async_scheduling, mnbt)
+    steps += [*why, in_flight.step]
 
     def blocks(length: int) -> list[int]:
-        return [g[0].blocks_per_request(length, in_flight) for g in groups]
+        return [g[0].blocks_per_request(length, in_flight.value) for g in groups]
 
     bytes_per_block = max(sum(s.page for s in layer_specs) for _, _, layer_specs in groups)
     per_group = blocks(mml)
     kv_groups = tuple(
-        KVGroup(
-            "sliding_attention" if spec.sliding else "full_attention",
-            tuple(idx),
-            spec.block_size,
-            layer_specs[0].page,
-            n,
-        )  # fmt: skip
+        KVGroup("sliding_attention" if spec.sliding else "full_attention", tuple(idx),
+                spec.block_size, layer_specs[0].page, n)
         for (spec, idx, layer_specs), n in zip(groups, per_group, strict=True)
-    )
+    )  # fmt: skip
     need = sum(per_group)
-    seen: dict[tuple[str, int, int], int] = {}
-    for g in kv_groups:
-        key = (g.window, len(g.layers), g.blocks_per_request)
-        seen[key] = seen.get(key, 0) + 1
-    for (window, n_layers, n_blocks), n_groups in seen.items():
-        g = next(g for g in kv_groups if (g.window, len(g.layers)) == (window, n_layers))
-        if window == "sliding":
-            spec = next(s for s, idx, _ in groups if tuple(idx) == g.layers)
-            held = min(spec.window - 1 + in_flight, mml)
-            how = (f"cdiv(min({spec.window} − 1 + {in_flight}, {mml}) = {held}, "
-                   f"{g.block_size}) + 1")  # fmt: skip
-        else:
-            how = f"cdiv({mml}, {g.block_size})"
-        steps.append(
-            f"{n_groups} group(s) of {n_layers} {window} layers: {how} = {n_blocks} blocks each"
-        )
+    steps += _blocks_steps(kv_groups, groups, in_flight.value, mml)
     steps.append(
         f"one block = the widest group's pages side by side = {bytes_per_block:,} B; one request "
         f"at {mml} tokens takes {need} blocks = {_gib(need * bytes_per_block)} GiB"
     )
-    usable = kv_cache_memory_bytes - bytes_per_block  # BlockPool keeps one null block
     common = dict(bytes_per_block=bytes_per_block, blocks_per_request=need, groups=kv_groups,
                   kv_cache_memory_bytes=kv_cache_memory_bytes, max_model_len=mml,
                   device=device)  # fmt: skip
-    if usable <= 0:
-        msg = (
-            "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
-            "when initializing the engine (this flag also controls CPU memory reservation on "
-            "the CPU backend, despite its name). See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
-        )
-        steps.append(
-            "vLLM refuses to start: the memory does not hold one block beyond the null block"
-        )
-        return KVCapacity(0, 0.0, 0, refusal=msg, steps=tuple(steps), **common)
-    needed = bytes_per_block * need
-    if needed > usable:
-        lo, hi, best = 1, mml, 0
-        if bytes_per_block * sum(blocks(1)) <= usable:
-            best = 1
-            while lo <= hi:
-                mid = (lo + hi) // 2
-                if bytes_per_block * sum(blocks(mid)) <= usable:
-                    best, lo = mid, mid + 1
-                else:
-                    hi = mid - 1
-        estimate = (
-            f"Based on the available memory, the estimated maximum model length is {best}. "
-            if best > 0 else ""
-        )  # fmt: skip
-        msg = (
-            f"To serve at least one request with the model's max seq len ({mml}), "
-            f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV "
-            f"cache memory ({_gib(usable)} GiB). {estimate}Try increasing "
-            "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
-            "decreasing `max_model_len` when initializing the engine. See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
-        )
-        steps.append(
-            f"vLLM refuses to start: {needed:,} B needed > {usable:,} B (memory less the null "
-            f"block); the longest max_model_len that fits is {best} (binary search)"
-        )
+    refusal = _refusal_rule(blocks, bytes_per_block, need, kv_cache_memory_bytes, mml)
+    if refusal.value is not None:
+        msg, best = refusal.value
         return KVCapacity(0, 0.0, 0, refusal=msg, estimated_max_model_len=best,
-                          steps=tuple(steps), **common)  # fmt: skip
-    num_blocks = kv_cache_memory_bytes // bytes_per_block
-    conc = num_blocks / need
-    tokens = int(conc * mml)
-    steps.append(
-        f"pool: {kv_cache_memory_bytes:,} B // {bytes_per_block:,} B = {num_blocks:,} blocks; "
-        f"{num_blocks:,} / {need} = {conc:.2f} requests of {mml} tokens = {tokens:,} tokens "
-        "(pages are handed out on demand: this is the worst case, every request at full length)"
-    )
-    return KVCapacity(tokens, conc, num_blocks, steps=tuple(steps), **common)
+                          steps=(*steps, refusal.step), **common)  # fmt: skip
+    pool = _pool_rule(kv_cache_memory_bytes, bytes_per_block, need, mml)
+    num_blocks, conc, tokens = pool.value
+    return KVCapacity(tokens, conc, num_blocks, steps=(*steps, pool.step), **common)
 
 
 # ----------------------------------------------------------------------- memory estimate
@@ -547,10 +628,7 @@ def _supported_item_tokens(plan: Any) -> dict[str, int]:
         elif m == "audio":
             out[m] = model.audio_seq_length
         elif m == "video":
-            frames = min(
-                spec.image.max_video_frames, plan.num_frames or spec.image.max_video_frames
-            )
-            out[m] = frames * (spec.image.video_budget + VIDEO_FRAME_EXTRA)
+            out[m] = vllm_video_tokens(plan.num_frames, family=spec)
     return out
 
 
@@ -669,6 +747,113 @@ class AdmitResult:
     steps: tuple[str, ...] = field(default=(), compare=False)
 
 
+_Refusal = tuple[str, str] | None  # (vLLM's message, reason) or None: the check passes
+
+
+def _budget_check(req: Request, plan: Any, spec: Any) -> Rule[tuple[int | None, _Refusal]]:
+    """(the images' budget, a refusal): a per-request ``max_soft_tokens`` must be one the
+    processor knows; a family without budgets takes none (our error, before vLLM)."""
+    if req.images and spec.image.budgets:
+        budget = req.max_soft_tokens or plan.max_soft_tokens or plan.model.default_budget
+        if req.max_soft_tokens is not None and req.max_soft_tokens not in spec.image.budgets:
+            msg = (f"Unsupported max_soft_tokens value: {req.max_soft_tokens}. Valid values are "
+                   f"{tuple(spec.image.budgets)}.")  # fmt: skip
+            return Rule((budget, (msg, "budget")), "")
+        return Rule((budget, None), "")
+    if req.max_soft_tokens is not None and not spec.image.budgets:
+        require_budget(req.max_soft_tokens, family=spec)  # raises: this family has no budget
+    return Rule((None, None), "")
+
+
+def _count_check(req: Request, plan: Any, spec: Any) -> tuple[_Refusal, list[str]]:
+    """Items per modality against ``limit_mm_per_prompt`` (audio on a checkpoint with no
+    audio tower fails earlier, while vLLM parses the clip)."""
+    steps = []
+    for modality, n in (("image", len(req.images)), ("audio", len(req.audio_seconds))):
+        if not n:
+            continue
+        if modality == "audio" and "audio" not in plan.model.modalities and spec.image.budgets:
+            # Gemma 4's processing info builds its audio parser with no sampling rate when
+            # there is no audio tower, so a clip that comes with its rate (as every served
+            # request's does) fails while it is parsed, before the count check.
+            steps.append(
+                "audio on a Gemma 4 checkpoint without an audio tower: vLLM's parser has no "
+                "target rate and cannot resample the clip (a bare array with no rate gets "
+                "'… does not have an audio tower' instead)"
+            )
+            msg = "Audio resampling is not supported when `target_sr` is not provided"
+            return (msg, "audio"), steps
+        limit = plan.limits.get(modality, 0)
+        if n > limit:
+            msg = f"At most {limit} {modality}(s) may be provided in one prompt."
+            return (msg, "limit_mm_per_prompt"), steps
+        steps.append(f"{n} {modality}(s) ≤ limit_mm_per_prompt {limit}")
+    return None, steps
+
+
+def _item_tokens(
+    req: Request, plan: Any, spec: Any, budget: int | None
+) -> tuple[list[tuple[str, int]], int, list[str]]:
+    """(modality, embeddings) per item as vLLM counts them, the prompt length, and why."""
+    per: list[tuple[str, int]] = []
+    steps = []
+    prompt = req.text_tokens
+    for h, w in req.images:
+        if spec.image.fixed_soft_tokens is not None:
+            n = plan.model.image_seq_length
+            steps.append(f"image {size_label((h, w))}: {n} (fixed)")
+        else:
+            n = vllm_image_tokens(h, w, max_soft_tokens=budget, family=spec)
+            steps.append(f"image {size_label((h, w))} at budget {budget}: {n} embeddings")
+        per.append(("image", n))
+        prompt += n + spec.markers_per_item
+    for s in req.audio_seconds:
+        n = vllm_audio_tokens(int(round(s * spec.audio.sampling_rate)), family=spec)
+        steps.append(f"audio {s:g} s: {n} embeddings")
+        per.append(("audio", n))
+        prompt += n + spec.markers_per_item
+    steps.append(f"prompt: {req.text_tokens} text + items with {spec.markers_per_item} markers "
+                 f"each = {prompt} tokens (max_model_len {plan.max_model_len})")  # fmt: skip
+    return per, prompt, steps
+
+
+def _length_check(prompt: int, mml: int) -> _Refusal:
+    """The prompt must leave room for one output token (``_validate_model_input``)."""
+    if prompt == 0:
+        return "The decoder prompt cannot be empty", "max_model_len"
+    if prompt > mml:
+        return (
+            f"The decoder prompt (length {prompt}) is longer than the maximum model length of "
+            f"{mml}. Make sure that `max_model_len` is no smaller than the number of text tokens "
+            "plus multimodal tokens. For image inputs, the number of image tokens depends on the "
+            "number of images, and possibly their aspect ratios as well.",
+            "max_model_len",
+        )
+    if prompt == mml:
+        return (
+            f"The decoder prompt (length {prompt}) plus the number of requested output tokens "
+            f"(at least 1) is longer than the maximum model length of {mml}. Make sure that "
+            "`max_model_len` is no smaller than the number of text tokens (prompt + requested "
+            "output tokens).",
+            "max_model_len",
+        )
+    return None
+
+
+def _cache_check(per: list[tuple[str, int]], cache: int) -> _Refusal:
+    """Each item's embeddings must fit the encoder cache."""
+    for modality, n in per:
+        if n > cache:
+            return (
+                f"The decoder prompt contains a(n) {modality} item with {n} embedding tokens, "
+                f"which exceeds the pre-allocated encoder cache size {cache}. Please reduce the "
+                "input size or increase the encoder cache size by setting --limit-mm-per-prompt "
+                "at startup.",
+                "encoder_cache_size",
+            )
+    return None
+
+
 def admit(plan: Any, request: Request | None = None, **items: Any) -> AdmitResult:
     """Whether vLLM's ``InputProcessor`` accepts a request on an engine started with this
     plan, and if not its message. vLLM checks, in order: the counts per modality
@@ -683,88 +868,22 @@ def admit(plan: Any, request: Request | None = None, **items: Any) -> AdmitResul
         if k in ("images", "audio_seconds") else val
         for k, val in items.items()
     })  # fmt: skip
-    model = plan.model
-    spec = get_family(model.family)
+    spec = get_family(plan.model.family)
     mml, cache = plan.max_model_len, plan.encoder_cache_size
     common = dict(encoder_cache_size=cache, max_model_len=mml)
+    budget, refusal = _budget_check(req, plan, spec).value
     steps: list[str] = []
-
-    def refuse(msg: str, reason: str, prompt: int = 0, per=()) -> AdmitResult:
+    per: list[tuple[str, int]] = []
+    prompt = 0
+    if refusal is None:
+        refusal, steps = _count_check(req, plan, spec)
+    if refusal is None:
+        per, prompt, counted = _item_tokens(req, plan, spec, budget)
+        steps += counted
+        refusal = _length_check(prompt, mml) or _cache_check(per, cache)
+    if refusal is not None:
+        msg, reason = refusal
         steps.append(f"refused ({reason}): {msg}")
         return AdmitResult(False, msg, reason, prompt, tuple(per), steps=tuple(steps), **common)
-
-    budget = None
-    if req.images and spec.image.budgets:
-        budget = req.max_soft_tokens or plan.max_soft_tokens or model.default_budget
-        if req.max_soft_tokens is not None and req.max_soft_tokens not in spec.image.budgets:
-            return refuse(
-                f"Unsupported max_soft_tokens value: {req.max_soft_tokens}. Valid values are "
-                f"{tuple(spec.image.budgets)}.", "budget",
-            )  # fmt: skip
-    elif req.max_soft_tokens is not None and spec.image.fixed_soft_tokens is not None:
-        raise ValueError(f"{spec.display_name} has no image budget: drop max_soft_tokens.")
-    for modality, n in (("image", len(req.images)), ("audio", len(req.audio_seconds))):
-        if not n:
-            continue
-        if modality == "audio" and "audio" not in model.modalities and spec.image.budgets:
-            # Gemma 4's processing info builds its audio parser with no sampling rate when
-            # there is no audio tower, so a clip that comes with its rate (as every served
-            # request's does) fails while it is parsed, before the count check.
-            steps.append(
-                "audio on a Gemma 4 checkpoint without an audio tower: vLLM's parser has no "
-                "target rate and cannot resample the clip (a bare array with no rate gets "
-                "'… does not have an audio tower' instead)"
-            )
-            return refuse(
-                "Audio resampling is not supported when `target_sr` is not provided", "audio"
-            )
-        limit = plan.limits.get(modality, 0)
-        if n > limit:
-            return refuse(f"At most {limit} {modality}(s) may be provided in one prompt.",
-                          "limit_mm_per_prompt")  # fmt: skip
-        steps.append(f"{n} {modality}(s) ≤ limit_mm_per_prompt {limit}")
-    per: list[tuple[str, int]] = []
-    prompt = req.text_tokens
-    for h, w in req.images:
-        if spec.image.fixed_soft_tokens is not None:
-            n = model.image_seq_length
-            steps.append(f"image {size_label((h, w))}: {n} (fixed)")
-        else:
-            n = vllm_image_tokens(h, w, max_soft_tokens=budget, family=spec)
-            steps.append(f"image {size_label((h, w))} at budget {budget}: {n} embeddings")
-        per.append(("image", n))
-        prompt += n + spec.markers_per_item
-    for s in req.audio_seconds:
-        n = vllm_audio_tokens(int(round(s * spec.audio.sampling_rate)), family=spec)
-        steps.append(f"audio {s:g} s: {n} embeddings")
-        per.append(("audio", n))
-        prompt += n + spec.markers_per_item
-    steps.append(f"prompt: {req.text_tokens} text + items with {spec.markers_per_item} markers "
-                 f"each = {prompt} tokens (max_model_len {mml})")  # fmt: skip
-    if prompt == 0:
-        return refuse("The decoder prompt cannot be empty", "max_model_len", prompt, per)
-    if prompt > mml:
-        return refuse(
-            f"The decoder prompt (length {prompt}) is longer than the maximum model length of "
-            f"{mml}. Make sure that `max_model_len` is no smaller than the number of text tokens "
-            "plus multimodal tokens. For image inputs, the number of image tokens depends on the "
-            "number of images, and possibly their aspect ratios as well.",
-            "max_model_len", prompt, per,
-        )  # fmt: skip
-    if prompt == mml:
-        return refuse(
-            f"The decoder prompt (length {prompt}) plus the number of requested output tokens "
-            f"(at least 1) is longer than the maximum model length of {mml}. Make sure that "
-            "`max_model_len` is no smaller than the number of text tokens (prompt + requested "
-            "output tokens).", "max_model_len", prompt, per,
-        )  # fmt: skip
-    for modality, n in per:
-        if n > cache:
-            return refuse(
-                f"The decoder prompt contains a(n) {modality} item with {n} embedding tokens, "
-                f"which exceeds the pre-allocated encoder cache size {cache}. Please reduce the "
-                "input size or increase the encoder cache size by setting --limit-mm-per-prompt "
-                "at startup.", "encoder_cache_size", prompt, per,
-            )  # fmt: skip
     steps.append(f"every item ≤ encoder_cache_size {cache}: accepted")
     return AdmitResult(True, None, None, prompt, tuple(per), steps=tuple(steps), **common)

@@ -21,21 +21,23 @@ only the ``string`` content format would put into the prompt (and then fails).
 
 from __future__ import annotations
 
-import html
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .colors import kind_color
-from .families import MAX_NEWLINE_RUN, NEWLINE_BASE_ID, WRAPPER, FamilySpec, get_family
+from .families import WRAPPER, FamilySpec
+from .layout_html import layout_html, short_ids
 from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
 from .prompting import PreparedInputs, prepare_inputs
 from .vllm_rules import (
+    Divergence,
+    newlines_in,
     vllm_adds_bos,
     vllm_audio_tokens,
-    vllm_expand_gemma3n,
+    vllm_raw_divergences,
     vllm_replacement_length,
+    vllm_search_parts,
 )
 
 if TYPE_CHECKING:
@@ -50,10 +52,16 @@ __all__ = [
     "layout_prompt",
 ]
 
-SEGMENT_KINDS = (
-    "bos", "turn_start", "turn_end", "text", "newline", "newline_merge",
-    "boi", "image_soft", "eoi", "boa", "audio_soft", "eoa", "video_soft", "timestamp",
-)  # fmt: skip
+# Every kind a segment can have, and whether neighbouring tokens of that kind form one
+# segment (text, soft tokens, timestamps: True) or each token stands alone (markers,
+# turn tokens, newline wrappers: False). _segments reads it.
+SEGMENT_KINDS: dict[str, bool] = {
+    "bos": False, "turn_start": False, "turn_end": False, "text": True,
+    "newline": False, "newline_merge": False,
+    "boi": False, "image_soft": True, "eoi": False,
+    "boa": False, "audio_soft": True, "eoa": False,
+    "video_soft": True, "timestamp": True,
+}  # fmt: skip
 # A run that opens with this marker: (modality, soft-token kind, closing marker).
 _IMAGE_OR_AUDIO = {"boi": ("image", "image_soft", "eoi"), "boa": ("audio", "audio_soft", "eoa")}
 _TIMESTAMP = re.compile(r"^▁?\d\d:\d\d▁?$")
@@ -63,7 +71,7 @@ _TIMESTAMP = re.compile(r"^▁?\d\d:\d\d▁?$")
 class Segment:
     """A run of tokens of one kind."""
 
-    kind: str  # one of SEGMENT_KINDS
+    kind: str  # a key of SEGMENT_KINDS
     start: int  # index of the first token in input_ids
     length: int
     item: int | None  # which image / clip / video (per modality), None for text
@@ -118,19 +126,6 @@ class NewlineMerge:
         return (not closing or self.parts[0] == WRAPPER) and (
             not opening or self.parts[-1] == WRAPPER
         )
-
-
-@dataclass(frozen=True)
-class Divergence:
-    """Where vLLM's processor and transformers' part: a raw Gemma 3n prompt's newlines,
-    or a Unified clip that vLLM counts with Gemma 4's mel rule."""
-
-    rule: str  # what happens, in words
-    seed_function: str  # where vLLM does it (gemma3n_mm.py)
-    position: int  # index in the layout's input_ids where they part
-    vllm_ids: tuple[int, ...] | None  # vLLM's tokens there (None: vLLM raises)
-    transformers_ids: tuple[int, ...]  # transformers' tokens there
-    error: str | None = None  # what vLLM raises, word for word
 
 
 @dataclass(frozen=True)
@@ -203,66 +198,182 @@ class PromptLayout:
         for d in self.divergences:
             lines.append(f"  ⚠ vLLM ≠ transformers at {d.position}: {d.rule}")
             lines.append(
-                f"      vLLM {d.error or _short(d.vllm_ids)} · transformers "
-                f"{_short(d.transformers_ids)}"
+                f"      vLLM {d.error or short_ids(d.vllm_ids)} · transformers "
+                f"{short_ids(d.transformers_ids)}"
             )
         lines += [f"  ⚠ {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        spans = []
-        for s in self.segments:
-            color = kind_color(s.kind)
-            ids = self.input_ids[s.start : s.end]
-            title = html.escape(
-                f"{s.kind} #{s.item} @{s.start}+{s.length}: ids {list(ids[:8])}"
-                + ("…" if s.length > 8 else "")
-            )
-            label = html.escape(s.text if len(s.text) < 40 else s.text[:37] + "…")
-            spans.append(
-                f"<span title='{title}' style='background:{color};padding:1px 3px;margin:1px;"
-                f"border-radius:3px;display:inline-block;font-family:monospace;font-size:12px'>"
-                f"{label}</span>"
-            )
-        summary = ", ".join(f"{k}: {v}" for k, v in self.counts().items())
-        problems = "".join(
-            f"<li><b>vLLM ≠ transformers at token {d.position}</b> ({html.escape(d.seed_function)}): "
-            f"{html.escape(d.rule)}<br><code>vLLM: {html.escape(d.error or _short(d.vllm_ids))}"
-            f"</code><br><code>transformers: {html.escape(_short(d.transformers_ids))}</code></li>"
-            for d in self.divergences
-        ) + "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
-        return (
-            f"<div><b>PromptLayout — {self.family}, {self.num_tokens} tokens ({self.source})</b>"
-            f"<div style='line-height:1.9'>{''.join(spans)}</div><small>{summary}</small>"
-            + (f"<ul style='color:#b24000'>{problems}</ul>" if problems else "")
-            + "</div>"
-        )
-
-
-def _short(ids: tuple[int, ...] | None) -> str:
-    """An id list for a message: runs of one id shortened to ``id×count``."""
-    if ids is None:
-        return "—"
-    parts: list[str] = []
-    for i in ids:
-        if parts and parts[-1].split("×")[0] == str(i):
-            head, _, count = parts[-1].partition("×")
-            parts[-1] = f"{head}×{int(count or 1) + 1}"
-        else:
-            parts.append(str(i))
-    return "[" + ", ".join(parts) + "]"
-
-
-_VLLM_SPLITS = {3: ("\n", "\n\n"), 4: ("\n\n", "\n\n")}  # _find_mm_placeholders' view
+        return layout_html(self)
 
 
 def _show(token: str) -> str:
     return token.replace("▁", " ").encode("unicode_escape").decode("ascii")
 
 
-def _newlines_in(token_id: int) -> int:
-    k = token_id - NEWLINE_BASE_ID
-    return k if 1 <= k <= MAX_NEWLINE_RUN else 0
+# -- the walk: classify → timestamps → wrappers → runs → placeholders → segments -------
+
+
+def _classify(spec: FamilySpec, ids: list[int]) -> list[str]:
+    """Each id's kind from the family's special tokens; everything else is text."""
+    idx = spec.id_of
+    kind_of_id = {
+        idx(spec.bos_token): "bos",
+        idx(spec.turn_start): "turn_start",
+        idx(spec.turn_end): "turn_end",
+        idx(spec.boi_token): "boi",
+        idx(spec.eoi_token): "eoi",
+        idx(spec.boa_token): "boa",
+        idx(spec.eoa_token): "eoa",
+        idx(spec.image_token): "image_soft",
+        idx(spec.audio_token): "audio_soft",
+    }
+    if spec.video_token:
+        kind_of_id[idx(spec.video_token)] = "video_soft"
+    return [kind_of_id.get(i, "text") for i in ids]
+
+
+def _mark_timestamps(kinds: list[str], tokens: list[str]) -> list[str]:
+    """Video frames: the "mm:ss " text before each frame's BOI is a timestamp."""
+    kinds = list(kinds)
+    n = len(kinds)
+    frame_bois = [p for p in range(n - 1) if kinds[p] == "boi" and kinds[p + 1] == "video_soft"]
+    for p in frame_bois:
+        q, acc = p, ""
+        while q > 0 and kinds[q - 1] == "text" and len(acc) < 8:
+            cand = tokens[q - 1] + acc
+            if not re.fullmatch(r"[▁\d:]*", cand):
+                break
+            acc, q = cand, q - 1
+        if _TIMESTAMP.match(acc):
+            # The space before a timestamp joins frames (it follows a frame's EOI); before
+            # a video's first frame it is the prompt's own text.
+            if tokens[q] == "▁" and (q == 0 or kinds[q - 1] != "eoi"):
+                q += 1
+            for r in range(q, p):
+                kinds[r] = "timestamp"
+    return kinds
+
+
+def _mark_wrappers(
+    spec: FamilySpec, ids: list[int], kinds: list[str]
+) -> tuple[list[str], dict[int, list[str]], list[NewlineMerge]]:
+    """A family that wraps items in "\n\n" (Gemma 3n): find each wrapper, possibly merged
+    with neighbouring newlines into one token. Returns the kinds, position → which
+    wrapper(s) it holds, and the merged tokens as vLLM's search reads them."""
+    if not spec.wraps_in_newlines:
+        return kinds, {}, []
+    kinds = list(kinds)
+    n = len(ids)
+    wrapper_of: dict[int, list[str]] = {}
+    for p in range(n):
+        if kinds[p] in ("boi", "boa") and p > 0 and newlines_in(ids[p - 1]) >= 2:
+            wrapper_of.setdefault(p - 1, []).append(f"opening wrapper of {kinds[p + 1][:5]}")
+        if kinds[p] in ("eoi", "eoa") and p + 1 < n and newlines_in(ids[p + 1]) >= 2:
+            wrapper_of.setdefault(p + 1, []).append(f"closing wrapper of {kinds[p - 1][:5]}")
+    merges = []
+    for p, notes in sorted(wrapper_of.items()):
+        k = newlines_in(ids[p])
+        kinds[p] = "newline" if k == 2 else "newline_merge"
+        if k > 2:
+            merges.append(NewlineMerge(p, "\n" * k, vllm_search_parts(k), " + ".join(notes)))
+    return kinds, wrapper_of, merges
+
+
+def _marker_run_end(kinds: list[str], p: int, soft: str, close: str) -> int:
+    """End (exclusive) of an image or clip run opened at ``p``: soft tokens, then the
+    closing marker when there is one."""
+    q = p + 1
+    while q < len(kinds) and kinds[q] == soft:
+        q += 1
+    return q + 1 if q < len(kinds) and kinds[q] == close else q
+
+
+def _video_run_end(kinds: list[str], p: int, frames: int) -> int:
+    """End (exclusive) of a video opened at ``p``: ``frames`` frames of
+    "mm:ss <BOI><video>…<EOI>", joined by text. Videos placed side by side continue the
+    same pattern, so each takes its own frame count."""
+    n, q = len(kinds), p
+    while q < n and kinds[q] in ("timestamp", "boi", "video_soft", "eoi", "text"):
+        if kinds[q] == "text" and not (q + 1 < n and kinds[q + 1] == "timestamp"):
+            break
+        if kinds[q] == "eoi":
+            frames -= 1
+            if frames == 0:
+                return q + 1
+        q += 1
+    return q
+
+
+def _item_runs(kinds: list[str], frames_per_video: list[int]) -> list[tuple[str, int, int, int]]:
+    """(modality, item, start, end) of every item, markers included, in prompt order."""
+    counters = {"image": 0, "audio": 0, "video": 0}
+    runs: list[tuple[str, int, int, int]] = []
+    n, p = len(kinds), 0
+    while p < n:
+        k = kinds[p]
+        opener = _IMAGE_OR_AUDIO.get(k)
+        # BOI also opens video frames, so it needs an image placeholder next; BOA opens a
+        # clip even when the clip is too short for any token.
+        if opener and (k == "boa" or (p + 1 < n and kinds[p + 1] == opener[1])):
+            modality, soft, close = opener
+            end = _marker_run_end(kinds, p, soft, close)
+        elif k == "timestamp" or (k == "boi" and p + 1 < n and kinds[p + 1] == "video_soft"):
+            modality, item = "video", counters["video"]
+            end = _video_run_end(
+                kinds, p, frames_per_video[item] if item < len(frames_per_video) else n
+            )
+        else:
+            p += 1
+            continue
+        runs.append((modality, counters[modality], p, end))
+        counters[modality] += 1
+        p = end
+    return runs
+
+
+def _placeholders(
+    spec: FamilySpec,
+    kinds: list[str],
+    runs: list[tuple[str, int, int, int]],
+    wrapper_of: dict[int, list[str]],
+    plans: dict[str, list],
+) -> list[Placeholder]:
+    """Each item's span (3n: its wrappers included), which of its tokens take embeddings,
+    and what its plan says the encoder gives."""
+    out = []
+    for modality, item, start, end in runs:
+        s = start - 1 if start - 1 in wrapper_of else start
+        e = end + 1 if end in wrapper_of else end
+        soft = f"{modality}_soft"
+        mask = tuple(kinds[r] == soft for r in range(s, e))
+        plan = plans[modality][item] if item < len(plans[modality]) else None
+        out.append(
+            Placeholder(modality, item, s, e - s, mask, sum(mask), _expected(modality, plan), plan)
+        )
+    return out
+
+
+def _segments(kinds: list[str], item_of: list[int | None], tokens: list[str]) -> list[Segment]:
+    """Maximal runs of one kind and one item (markers and wrappers stand alone)."""
+    out = []
+    n, p = len(kinds), 0
+    while p < n:
+        q = p + 1
+        while (
+            q < n and SEGMENT_KINDS[kinds[p]] and (kinds[q], item_of[q]) == (kinds[p], item_of[p])
+        ):
+            q += 1
+        run_tokens = tokens[p:q]
+        if q - p > 3 and kinds[p].endswith("_soft"):
+            label = f"{run_tokens[0]} × {q - p}"
+        else:
+            label = "".join(_show(t) for t in run_tokens)
+        item = item_of[p] if kinds[p] != "text" else None
+        out.append(Segment(kinds[p], p, q - p, item, label))
+        p = q
+    return out
 
 
 def layout_prompt(
@@ -291,149 +402,23 @@ def layout_prompt(
     >>> layout.divergences[0].error                               # doctest: +SKIP
     'RuntimeError: Expected there to be 1 prompt placeholders corresponding to 1 image items, …'
     """
-    spec = get_family(bundle.family)
+    spec = bundle.spec
     if prepared is None:
         prepared = prepare_inputs(
             bundle, messages_or_text, images=images, audios=audios, videos=videos,
             max_soft_tokens=max_soft_tokens, template=template, **processor_kwargs,
         )  # fmt: skip
-    ids = prepared.input_ids
-    divergences: tuple[Divergence, ...] = ()
-    found_by_vllm = None
+    ids, divergences, found_by_vllm = list(prepared.input_ids), (), None
     if not prepared.template and spec.wraps_in_newlines:
-        ids, divergences, found_by_vllm = _vllm_raw_gemma3n(spec, bundle, prepared)
+        ids, divergences, found_by_vllm = _vllm_raw_ids(spec, bundle, prepared)
     tokens = bundle.processor.tokenizer.convert_ids_to_tokens(ids)
-    idx = spec.id_of
-    kind_of_id = {
-        idx(spec.bos_token): "bos",
-        idx(spec.turn_start): "turn_start",
-        idx(spec.turn_end): "turn_end",
-        idx(spec.boi_token): "boi",
-        idx(spec.eoi_token): "eoi",
-        idx(spec.boa_token): "boa",
-        idx(spec.eoa_token): "eoa",
-        idx(spec.image_token): "image_soft",
-        idx(spec.audio_token): "audio_soft",
-    }
-    if spec.video_token:
-        kind_of_id[idx(spec.video_token)] = "video_soft"
-    kinds = [kind_of_id.get(i, "text") for i in ids]
-    # A BOI that opens a run of video placeholders belongs to a video frame.
-    n = len(ids)
-
-    # Gemma 4 video: the "mm:ss " text before each frame's BOI is a timestamp.
-    frame_bois = [p for p in range(n - 1) if kinds[p] == "boi" and kinds[p + 1] == "video_soft"]
-    for p in frame_bois:
-        q, acc = p, ""
-        while q > 0 and kinds[q - 1] == "text" and len(acc) < 8:
-            cand = tokens[q - 1] + acc
-            if not re.fullmatch(r"[▁\d:]*", cand):
-                break
-            acc, q = cand, q - 1
-        if _TIMESTAMP.match(acc):
-            # The space before a timestamp joins frames (it follows a frame's EOI); before
-            # a video's first frame it is the prompt's own text.
-            if tokens[q] == "▁" and (q == 0 or kinds[q - 1] != "eoi"):
-                q += 1
-            for r in range(q, p):
-                kinds[r] = "timestamp"
-
-    # Gemma 3n: the "\n\n" wrappers around each image/clip, possibly merged.
-    merges: list[NewlineMerge] = []
-    wrapper_of: dict[int, list[str]] = {}
-    if spec.wraps_in_newlines:
-        for p in range(n):
-            if kinds[p] in ("boi", "boa") and p > 0 and _newlines_in(ids[p - 1]) >= 2:
-                wrapper_of.setdefault(p - 1, []).append(f"opening wrapper of {kinds[p + 1][:5]}")
-            if kinds[p] in ("eoi", "eoa") and p + 1 < n and _newlines_in(ids[p + 1]) >= 2:
-                wrapper_of.setdefault(p + 1, []).append(f"closing wrapper of {kinds[p - 1][:5]}")
-        for p, notes in sorted(wrapper_of.items()):
-            k = _newlines_in(ids[p])
-            kinds[p] = "newline" if k == 2 else "newline_merge"
-            if k > 2:
-                # vLLM's search view always splits "\n\n\n" as "\n" + "\n\n" and
-                # "\n\n\n\n" as "\n\n" + "\n\n"; longer runs stay whole.
-                parts = _VLLM_SPLITS.get(k, ("\n" * k,))
-                merges.append(NewlineMerge(p, "\n" * k, parts, " + ".join(notes)))
-
-    # Items, in order, per modality.
-    counters = {"image": 0, "audio": 0, "video": 0}
-    frames_per_video = [len(idx) for idx in prepared.video_frame_indices]
-    item_of = [None] * n
-    runs: list[tuple[str, int, int, int]] = []  # (modality, item, start, end) incl. markers
-    p = 0
-    while p < n:
-        k = kinds[p]
-        opener = _IMAGE_OR_AUDIO.get(k)
-        # BOI also opens video frames, so it needs an image placeholder next; BOA opens a
-        # clip even when the clip is too short for any token.
-        if opener and (k == "boa" or (p + 1 < n and kinds[p + 1] == opener[1])):
-            modality, soft, close = opener
-            q = p + 1
-            while q < n and kinds[q] == soft:
-                q += 1
-            end = q + 1 if q < n and kinds[q] == close else q
-            runs.append((modality, counters[modality], p, end))
-            counters[modality] += 1
-            p = end
-        elif k == "timestamp" or (k == "boi" and p + 1 < n and kinds[p + 1] == "video_soft"):
-            # A video: its sampled frames, each "mm:ss <BOI><video>…<EOI>". Videos placed
-            # side by side continue the same pattern, so each takes its own frame count.
-            item = counters["video"]
-            frames_left = frames_per_video[item] if item < len(frames_per_video) else n
-            start, q = p, p
-            while q < n and kinds[q] in ("timestamp", "boi", "video_soft", "eoi", "text"):
-                if kinds[q] == "text" and not (q + 1 < n and kinds[q + 1] == "timestamp"):
-                    break
-                if kinds[q] == "eoi":
-                    frames_left -= 1
-                    if frames_left == 0:
-                        q += 1
-                        break
-                q += 1
-            runs.append(("video", item, start, q))
-            counters["video"] += 1
-            p = q
-        else:
-            p += 1
+    kinds = _mark_timestamps(_classify(spec, ids), tokens)
+    kinds, wrapper_of, merges = _mark_wrappers(spec, ids, kinds)
+    runs = _item_runs(kinds, [len(i) for i in prepared.video_frame_indices])
+    item_of: list[int | None] = [None] * len(ids)
     for _modality, item, start, end in runs:
-        for r in range(start, end):
-            item_of[r] = item
-
-    # 3n: the wrappers belong to the run; include them in the placeholder span.
-    placeholders = []
-    plans = _plans_for(spec, prepared)
-    for modality, item, start, end in runs:
-        s, e = start, end
-        if spec.wraps_in_newlines:
-            if s - 1 in wrapper_of:
-                s -= 1
-            if e in wrapper_of:
-                e += 1
-        soft = {"image": "image_soft", "audio": "audio_soft", "video": "video_soft"}[modality]
-        mask = tuple(kinds[r] == soft for r in range(s, e))
-        plan = plans[modality][item] if item < len(plans[modality]) else None
-        expected = _expected(modality, plan)
-        placeholders.append(Placeholder(modality, item, s, e - s, mask, sum(mask), expected, plan))
-
-    # Segments: maximal runs of one kind (and one item).
-    segments = []
-    p = 0
-    while p < n:
-        q = p + 1
-        while q < n and kinds[q] == kinds[p] and item_of[q] == item_of[p] and kinds[p] not in (
-            "boi", "eoi", "boa", "eoa", "bos", "turn_start", "turn_end", "newline", "newline_merge",
-        ):  # fmt: skip
-            q += 1
-        run_tokens = tokens[p:q]
-        if q - p > 3 and kinds[p].endswith("_soft"):
-            label = f"{run_tokens[0]} × {q - p}"
-        else:
-            label = "".join(_show(t) for t in run_tokens)
-        item = item_of[p] if kinds[p] != "text" else None
-        segments.append(Segment(kinds[p], p, q - p, item, label))
-        p = q
-
+        item_of[start:end] = [item] * (end - start)
+    placeholders = _placeholders(spec, kinds, runs, wrapper_of, _plans_for(spec, prepared))
     ranges = found_by_vllm if found_by_vllm is not None else _vllm_ranges(spec, placeholders)
     vllm_ids = None
     if spec.vllm_audio_rule and not divergences:
@@ -444,7 +429,7 @@ def layout_prompt(
         text=prepared.text,
         input_ids=tuple(ids),
         tokens=tuple(tokens),
-        segments=tuple(segments),
+        segments=tuple(_segments(kinds, item_of, tokens)),
         placeholders=tuple(placeholders),
         newline_merges=tuple(merges),
         vllm_ranges=tuple(ranges),
@@ -454,6 +439,20 @@ def layout_prompt(
         warnings=_bos_warnings(spec, bundle, ids, prepared),
         vllm_input_ids=vllm_ids,
     )
+
+
+def _vllm_raw_ids(
+    spec: FamilySpec, bundle: Bundle, prepared: PreparedInputs
+) -> tuple[list[int], tuple[Divergence, ...], tuple[tuple[str, int, int], ...] | None]:
+    """A raw prompt tokenized as ``LLM.generate`` tokenizes it, then vLLM's expansion of
+    it and where that parts from transformers' (:func:`vllm_raw_divergences`)."""
+    tokenizer = bundle.processor.tokenizer
+    has_template = getattr(tokenizer, "chat_template", None) is not None
+    add_bos = vllm_adds_bos(spec, has_chat_template=has_template)
+    prompt_ids = tokenizer(prepared.text, add_special_tokens=add_bos)["input_ids"]
+    items = {"image": len(prepared.images), "audio": len(prepared.audios)}
+    items = {m: n for m, n in items.items() if n}
+    return vllm_raw_divergences(spec, prompt_ids, list(prepared.input_ids), items)
 
 
 def _plans_for(spec: FamilySpec, prepared: PreparedInputs) -> dict[str, list]:
@@ -538,166 +537,6 @@ def _vllm_audio_counts(
         at = ph.start + ph.length
     out += ids[at:]
     return tuple(divergences), (tuple(out) if divergences else None), ranges
-
-
-# ------------------------------------------------------------ raw prompts through vLLM
-
-_SEED = "gemma3n_mm.py"
-_MERGES = "'\\n'+'\\n\\n', '\\n\\n'+'\\n' and '\\n\\n'+'\\n\\n'"
-
-
-@dataclass(frozen=True)
-class _Around:
-    """The newline runs around one placeholder token of a raw prompt."""
-
-    modality: str
-    item: int
-    before: int  # newlines in the token right before it (0 if not a newline run)
-    after: int  # newlines in the token right after it
-    next_is_item: bool  # only newlines stand between it and the next placeholder
-
-
-def _around_placeholders(spec: FamilySpec, prompt_ids: list[int]) -> list[_Around]:
-    targets = {spec.id_of(t): m for m, t in spec.placeholder_tokens.items()}
-    out, counts = [], dict.fromkeys(spec.placeholder_tokens, 0)
-    for p, tok in enumerate(prompt_ids):
-        if tok not in targets:
-            continue
-        modality = targets[tok]
-        before = _newlines_in(prompt_ids[p - 1]) if p > 0 else 0
-        after = _newlines_in(prompt_ids[p + 1]) if p + 1 < len(prompt_ids) else 0
-        q = p + 1
-        while q < len(prompt_ids) and _newlines_in(prompt_ids[q]):
-            q += 1
-        next_is_item = q < len(prompt_ids) and prompt_ids[q] in targets and q > p + 1
-        out.append(_Around(modality, counts[modality], before, after, next_is_item))
-        counts[modality] += 1
-    return out
-
-
-def _runs(spec: FamilySpec, ids: list[int]) -> list[tuple[int, int]]:
-    """(opener, closer) positions of each item's marker-delimited run."""
-    openers = {spec.id_of(spec.boi_token), spec.id_of(spec.boa_token)}
-    closers = {spec.id_of(spec.eoi_token), spec.id_of(spec.eoa_token)}
-    out, start = [], None
-    for p, tok in enumerate(ids):
-        if tok in openers:
-            start = p
-        elif tok in closers and start is not None:
-            out.append((start, p))
-            start = None
-    return out
-
-
-def _gap_rule(around: list[_Around], gap: int) -> str:
-    """Why the tokens between item ``gap - 1`` and item ``gap`` differ."""
-    prev = around[gap - 1] if gap > 0 else None
-    nxt = around[gap] if gap < len(around) else None
-    if prev is not None and nxt is not None and prev.next_is_item:
-        return (
-            f"Newlines between {prev.modality} #{prev.item} and {nxt.modality} #{nxt.item}: vLLM "
-            "expands both items first, then merges the wrappers with the newlines between "
-            f"them pairwise, left to right (only {_MERGES}); transformers expands the text and "
-            "tokenizes the whole run as one token."
-        )
-    rules = []
-    if prev is not None and prev.after >= 3:
-        rules.append(
-            f"{prev.after} newlines after the {prev.modality} placeholder: vLLM merges only "
-            f"{_MERGES} after expansion, so the closing '\\n\\n' and the {prev.after} newlines "
-            f"stay two tokens; transformers tokenizes one run of {prev.after + 2}."
-        )
-    if nxt is not None and nxt.before >= 3:
-        rules.append(
-            f"{nxt.before} newlines before the {nxt.modality} placeholder: vLLM merges only "
-            f"{_MERGES} after expansion, so they and the opening '\\n\\n' stay two tokens; "
-            f"transformers tokenizes one run of {nxt.before + 2}."
-        )
-    return " ".join(rules) or (
-        f"vLLM merges only {_MERGES} after expansion; transformers tokenizes the expanded "
-        "text, so the newline tokens here differ."
-    )
-
-
-def _window(ids: list[int], start: int, stop: int) -> tuple[int, ...]:
-    return tuple(ids[max(start - 1, 0) : stop + 1])
-
-
-def _gap_divergences(
-    spec: FamilySpec, v_ids: list[int], t_ids: list[int], around: list[_Around]
-) -> tuple[Divergence, ...]:
-    v_runs, t_runs = _runs(spec, v_ids), _runs(spec, t_ids)
-    bounds_v = [-1] + [c for _, c in v_runs], [o for o, _ in v_runs] + [len(v_ids)]
-    bounds_t = [-1] + [c for _, c in t_runs], [o for o, _ in t_runs] + [len(t_ids)]
-    out = []
-    for gap, (vs, ve, ts, te) in enumerate(zip(*bounds_v, *bounds_t, strict=True)):
-        v_gap, t_gap = v_ids[vs + 1 : ve], t_ids[ts + 1 : te]
-        if v_gap == t_gap:
-            continue
-        head = 0
-        while head < min(len(v_gap), len(t_gap)) and v_gap[head] == t_gap[head]:
-            head += 1
-        tail = 0
-        while (
-            tail < min(len(v_gap), len(t_gap)) - head
-            and v_gap[len(v_gap) - 1 - tail] == t_gap[len(t_gap) - 1 - tail]
-        ):
-            tail += 1
-        v_at, t_at = vs + 1 + head, ts + 1 + head
-        out.append(
-            Divergence(
-                rule=_gap_rule(around, gap),
-                seed_function=f"{_SEED}: _apply_token_matches",
-                position=v_at,
-                vllm_ids=_window(v_ids, v_at, ve - tail),
-                transformers_ids=_window(t_ids, t_at, te - tail),
-            )
-        )
-    return tuple(out)
-
-
-def _vllm_raw_gemma3n(
-    spec: FamilySpec, bundle: Bundle, prepared: PreparedInputs
-) -> tuple[list[int], tuple[Divergence, ...], tuple[tuple[str, int, int], ...] | None]:
-    """vLLM's ids for a raw Gemma 3n prompt, and where they differ from transformers'."""
-    tokenizer = bundle.processor.tokenizer
-    has_template = getattr(tokenizer, "chat_template", None) is not None
-    add_bos = vllm_adds_bos(spec, has_chat_template=has_template)
-    prompt_ids = tokenizer(prepared.text, add_special_tokens=add_bos)["input_ids"]
-    items = {m: n for m, n in (("image", len(prepared.images)), ("audio", len(prepared.audios)))}
-    items = {m: n for m, n in items.items() if n}
-    expansion = vllm_expand_gemma3n(spec, prompt_ids, items)
-    t_ids = prepared.input_ids
-    around = _around_placeholders(spec, prompt_ids)
-    if expansion.error is not None:
-        # The item whose closing wrapper vLLM loses: a lone "\n" after it, unless another
-        # placeholder follows at once (then "\n" + "\n\n" merge first and nothing is lost).
-        lost = next((a for a in around if a.after == 1 and not a.next_is_item), None)
-        runs = _runs(spec, t_ids)
-        index = around.index(lost) if lost is not None else 0
-        closer = runs[index][1] if index < len(runs) else 0
-        rule = (
-            f"A single '\\n' right after {lost.modality} #{lost.item}'s placeholder: vLLM merges "
-            "the closing "
-            "'\\n\\n' with it into '\\n\\n\\n', then its placeholder search always splits "
-            "'\\n\\n\\n' as '\\n' + '\\n\\n', so it never finds the closing wrapper and raises. "
-            "transformers runs. Write no newline or two ('\\n\\n') after the placeholder."
-            if lost is not None and lost.after == 1
-            else "vLLM cannot find every item's replacement in its expanded prompt."
-        )
-        divergence = Divergence(
-            rule=rule,
-            seed_function=f"{_SEED}: _apply_token_matches, _find_mm_placeholders",
-            position=closer,
-            vllm_ids=None,
-            transformers_ids=tuple(t_ids[closer : closer + 2]),
-            error=expansion.error,
-        )
-        return t_ids, (divergence,), ()
-    v_ids = list(expansion.ids)
-    if v_ids == t_ids:
-        return t_ids, (), expansion.placeholders
-    return v_ids, _gap_divergences(spec, v_ids, t_ids, around), expansion.placeholders
 
 
 def _bos_warnings(

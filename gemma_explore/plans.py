@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .families import FamilySpec, get_family
+from .errors import renamed
+from .families import DEFAULT_FAMILY, FAMILIES, FamilySpec, get_family
 from .media import (
     Video,
     image_size,
@@ -27,6 +28,7 @@ from .media import (
     load_video,
     sample_frame_indices,
 )
+from .results import Rule
 from .sizes import size_label
 from .tables import Table
 
@@ -36,11 +38,13 @@ __all__ = [
     "VideoPlan",
     "check_budget",
     "conv_out",
+    "family_spec",
     "format_timestamp",
     "gemma4_resized_size",
     "plan_audio",
     "plan_image",
     "plan_video",
+    "require_budget",
     "sample_frame_indices",
 ]
 
@@ -52,16 +56,37 @@ def _table(title: str, rows: list[tuple[str, Any]], steps: tuple[str, ...]) -> T
     return Table((), tuple(rows), title=title, notes=steps, notes_title="steps")
 
 
-def check_budget(spec: FamilySpec, max_soft_tokens: int | None, *, what: str = "image") -> int:
-    """Gemma 4's image budget: the default when None, else one of the allowed budgets.
+def family_spec(family: str | FamilySpec | Any = DEFAULT_FAMILY) -> FamilySpec:
+    """The spec of a family given by name, as a :class:`FamilySpec`, or as anything that
+    carries one (a loaded ``Bundle``, a ``ServingModel``): how every ``family=`` reads.
 
-    >>> check_budget(get_family("gemma4"), None)
-    280
+    >>> family_spec().name == DEFAULT_FAMILY.name, family_spec("3n").name
+    (True, 'gemma3n')
     """
+    return get_family(getattr(family, "spec", family))
+
+
+def require_budget(
+    max_soft_tokens: int | None,
+    *,
+    family: str | FamilySpec | Any = DEFAULT_FAMILY,
+    what: str = "image",
+) -> int:
+    """The one check of an image budget: the family's default when None, else one of its
+    allowed budgets; raises a ``ValueError`` that says what to pass otherwise (also for a
+    family with no budget at all). Returns the clean ``int``.
+
+    Every caller that takes a ``max_soft_tokens`` validates it here (plans, prompts,
+    ``plan_serving``, vLLM's engine arguments, the bills, the encoder batches).
+
+    >>> require_budget(None, family="gemma4"), require_budget(560, family="gemma4")
+    (280, 560)
+    """
+    spec = family_spec(family)
     img = spec.image
     if not img.budgets:
         raise ValueError(
-            f"{spec.display_name} has no token budget: every image becomes "
+            f"{spec.display_name} has no image budget: every {what} becomes "
             f"{img.fixed_soft_tokens} soft tokens. Drop max_soft_tokens."
         )
     if max_soft_tokens is None:
@@ -72,10 +97,21 @@ def check_budget(spec: FamilySpec, max_soft_tokens: int | None, *, what: str = "
         )
     if int(max_soft_tokens) not in img.budgets:
         raise ValueError(
-            f"{spec.display_name} does not support a budget of {max_soft_tokens} soft tokens "
-            f"per {what}. Choose one of {list(img.budgets)} (default {img.default_budget})."
+            f"max_soft_tokens must be one of {list(img.budgets)} for {spec.display_name} (soft "
+            f"tokens per {what}), got {max_soft_tokens}. Choose one of them (default "
+            f"{img.default_budget})."
         )
     return int(max_soft_tokens)
+
+
+def _check_budget_old_order(
+    spec: FamilySpec, max_soft_tokens: int | None = None, *, what: str = "image"
+) -> int:
+    return require_budget(max_soft_tokens, family=spec, what=what)
+
+
+_check_budget_old_order.__name__ = "require_budget"  # the name the warning tells you to use
+check_budget = renamed(_check_budget_old_order, "check_budget")
 
 
 def conv_out(frames: int) -> int:
@@ -157,128 +193,234 @@ def gemma4_resized_size(
     return th, tw
 
 
-def plan_image(image: Any, *, family: str, max_soft_tokens: int | None = None) -> ImagePlan:
+def _prompt_rule(spec: FamilySpec, n: int, modality: str = "image") -> Rule[int]:
+    """Prompt tokens of one item: its placeholders and markers (and 3n's wrappers)."""
+    opener, token, closer = (
+        (spec.boi_token, spec.image_token, spec.eoi_token)
+        if modality == "image"
+        else (spec.boa_token, spec.audio_token, spec.eoa_token)
+    )
+    total = n + spec.markers_per_item
+    run = f"{opener} + {token}×{n} + {closer}"
+    if spec.wraps_in_newlines:
+        return Rule(
+            total,
+            f'Prompt: "\\n\\n" {run} "\\n\\n" = {total} tokens (the "\\n\\n" may merge with '
+            "neighbouring newlines).",
+        )
+    return Rule(total, f"Prompt: {run} = {total} tokens.")
+
+
+# -- images of a family with one fixed size (Gemma 3n) --------------------------------
+
+
+def _squash_rule(spec: FamilySpec, h: int, w: int) -> Rule[tuple[int, int]]:
+    """Every image is squashed to the family's fixed size, aspect ratio not kept."""
+    rh, rw = spec.image.fixed_size
+    return Rule(
+        (rh, rw),
+        f"Squash {size_label((h, w))} to {size_label((rh, rw))} (aspect ratio not kept; "
+        f"x-scale {rw / w:.3g}, y-scale {rh / h:.3g}); rescale pixels by 1/255, no "
+        "normalisation.",
+    )
+
+
+def _cell_grid_rule(spec: FamilySpec, size: tuple[int, int]) -> Rule[tuple[int, int]]:
+    """The tower's output grid: one soft token per ``patch_size`` px cell of the squash."""
+    p = spec.image.patch_size
+    grid = (size[0] // p, size[1] // p)
+    n = grid[0] * grid[1]
+    return Rule(
+        grid,
+        f"The {spec.image_encoder} gives one soft token per {p}×{p} px cell: a grid of "
+        f"{size_label(grid, unit='cells')} = {n} soft tokens, always.",
+    )
+
+
+def _cell_area_rule(
+    spec: FamilySpec, h: int, w: int, grid: tuple[int, int]
+) -> Rule[tuple[float, float]]:
+    """Pixels of the original image one soft token covers."""
+    p = spec.image.patch_size
+    area = (h / grid[0], w / grid[1])
+    return Rule(
+        area,
+        f"One soft token covers {p}×{p} px of the squash = {size_label(area)} of the original.",
+    )
+
+
+def _plan_fixed_image(spec: FamilySpec, h: int, w: int, pixels: Any) -> ImagePlan:
+    size = _squash_rule(spec, h, w)
+    grid = _cell_grid_rule(spec, size.value)
+    area = _cell_area_rule(spec, h, w, grid.value)
+    n = grid.value[0] * grid.value[1]
+    prompt = _prompt_rule(spec, n)
+    return ImagePlan(
+        family=spec.name,
+        original_size=(h, w),
+        resized_size=size.value,
+        patch_size=spec.image.patch_size,
+        patch_grid=grid.value,
+        pooling_kernel=1,
+        pooled_grid=grid.value,
+        num_patches=n,
+        max_patches=n,
+        num_padding_patches=0,
+        num_soft_tokens=n,
+        max_soft_tokens=None,
+        num_padding_soft_tokens=0,
+        total_tokens=prompt.value,
+        token_area=area.value,
+        steps=(size.step, grid.step, area.step, prompt.step),
+        image=pixels,
+    )
+
+
+# -- images of a family with budgets (Gemma 4, Unified) --------------------------------
+
+
+def _patch_budget_rule(spec: FamilySpec, budget: int) -> Rule[int]:
+    """Patches the budget allows: budget × (patches per soft token)."""
+    img = spec.image
+    p, k = img.patch_size, img.pooling_kernel
+    max_patches = budget * img.patches_per_token
+    return Rule(
+        max_patches,
+        f"Budget {budget} soft tokens × {k}×{k} patches = {max_patches} patches of {p}×{p} px "
+        f"= {max_patches * p * p:,} px.",
+    )
+
+
+def _aspect_resize_rule(
+    spec: FamilySpec, h: int, w: int, budget: int, max_patches: int
+) -> Rule[tuple[int, int]]:
+    """Scale the area to the patch budget, each side floored to whole cells
+    (:func:`gemma4_resized_size`); a side that rounds to 0 becomes one cell."""
+    img = spec.image
+    p, cell = img.patch_size, img.cell_px
+    size = gemma4_resized_size(
+        h, w, patch_size=p, pooling_kernel=img.pooling_kernel, max_soft_tokens=budget
+    )
+    scale = math.sqrt(max_patches * p * p / (h * w))
+    step = (
+        f"Scale {size_label((h, w))} by √({max_patches * p * p:,} / {h * w:,}) = {scale:.4g} → "
+        f"{size_label((h * scale, w * scale))}; round each side down to a multiple of {cell} px."
+    )
+    if int(h * scale // cell) == 0 or int(w * scale // cell) == 0:
+        step += (
+            f" One side rounded to 0, so it becomes {cell} px and the other side "
+            f"floor(long / short) × {cell} px, capped at {budget} × {cell} px."
+        )
+    return Rule(size, step)
+
+
+def _patch_grid_rule(
+    spec: FamilySpec, size: tuple[int, int], max_patches: int
+) -> Rule[tuple[int, int]]:
+    """The resized image cut into patches; pixel_values padded to the budget's rows (a
+    tower) or kept as merged blocks (encoder-free, described by the pooling rule)."""
+    p = spec.image.patch_size
+    grid = (size[0] // p, size[1] // p)
+    n = grid[0] * grid[1]
+    step = (
+        f"Resize (bicubic, aspect kept) to {size_label(size)} → "
+        f"{size_label(grid, unit='patches')} = {n} patches"
+    )
+    if spec.encoder_free:
+        return Rule(grid, step + f" of {p} px.")
+    return Rule(
+        grid,
+        step + f"; pad pixel_values to {max_patches} rows ({max_patches - n} padding rows with "
+        "position (-1, -1)).",
+    )
+
+
+def _pool_rule(spec: FamilySpec, grid: tuple[int, int], budget: int) -> Rule[tuple[int, int]]:
+    """k×k patches become one soft token: pooled by the tower, or (encoder-free) merged
+    into one row of raw pixels that a small embedder projects on its own."""
+    img = spec.image
+    k, cell = img.pooling_kernel, img.cell_px
+    pooled = (grid[0] // k, grid[1] // k)
+    n = pooled[0] * pooled[1]
+    if spec.encoder_free:
+        # Unified: no tower, no attention between blocks, so a token is exactly its block.
+        return Rule(
+            pooled,
+            f"Merge each {k} × {k} block into one row of {cell} × {cell} × 3 = {cell * cell * 3} "
+            f"raw pixel values: {size_label(pooled, unit='blocks')} = {n} rows; pad "
+            f"pixel_values to {budget} rows ({budget - n} padding rows with position (-1, -1)). "
+            f"Then {spec.image_encoder}: one soft token per row, nothing mixes pixels across "
+            f"blocks: {n} soft tokens.",
+        )
+    return Rule(
+        pooled,
+        f"Pool {k}×{k} patches → {size_label(pooled, unit='cells')} = {n} soft tokens "
+        f"({budget - n} of the {budget} pooled slots are padding and are stripped).",
+    )
+
+
+def _plan_budget_image(
+    spec: FamilySpec, h: int, w: int, max_soft_tokens: int | None, pixels: Any
+) -> ImagePlan:
+    budget = require_budget(max_soft_tokens, family=spec)
+    max_patches = _patch_budget_rule(spec, budget)
+    size = _aspect_resize_rule(spec, h, w, budget, max_patches.value)
+    grid = _patch_grid_rule(spec, size.value, max_patches.value)
+    pooled = _pool_rule(spec, grid.value, budget)
+    num_patches = grid.value[0] * grid.value[1]
+    n = pooled.value[0] * pooled.value[1]
+    prompt = _prompt_rule(spec, n)
+    return ImagePlan(
+        family=spec.name,
+        original_size=(h, w),
+        resized_size=size.value,
+        patch_size=spec.image.patch_size,
+        patch_grid=grid.value,
+        pooling_kernel=spec.image.pooling_kernel,
+        pooled_grid=pooled.value,
+        num_patches=num_patches,
+        max_patches=max_patches.value,
+        num_padding_patches=max_patches.value - num_patches,
+        num_soft_tokens=n,
+        max_soft_tokens=budget,
+        num_padding_soft_tokens=budget - n,
+        total_tokens=prompt.value,
+        token_area=(h / pooled.value[0], w / pooled.value[1]),
+        steps=(max_patches.step, size.step, grid.step, pooled.step, prompt.step),
+        image=pixels,
+    )
+
+
+def plan_image(
+    image: Any,
+    *,
+    family: str | FamilySpec | Any = DEFAULT_FAMILY,
+    max_soft_tokens: int | None = None,
+) -> ImagePlan:
     """Plan how an image becomes soft tokens.
 
     ``image`` is any image input (a path, bytes, file, PIL image, array (H, W[, C]) or
     a ``(height, width)`` pair); files are read only as far as their header.
-    ``max_soft_tokens`` is Gemma 4's budget (70, 140, 280, 560 or 1120).
+    ``family`` is a name, a spec or a loaded bundle (default: ``DEFAULT_FAMILY``).
+    ``max_soft_tokens`` is the family's budget (Gemma 4: 70, 140, 280, 560 or 1120).
 
     >>> plan_image((768, 1024), family="gemma3n").num_soft_tokens
     256
     """
-    spec = get_family(family)
+    spec = family_spec(family)
     h, w = image_size(image)
     # Keep in-memory pixels for figures; never load a file's pixels just to plan.
     pixels = image if hasattr(image, "getbands") or isinstance(image, np.ndarray) else None
-    img = spec.image
-    if img.fixed_size is not None:
-        if max_soft_tokens is not None:
-            raise ValueError(
-                f"{spec.display_name} has no token budget: every image becomes "
-                f"{img.fixed_soft_tokens} soft tokens. Drop max_soft_tokens, or use "
-                "family='gemma4'."
-            )
-        rh, rw = img.fixed_size
-        grid = (rh // img.patch_size, rw // img.patch_size)  # 16×16 MobileNet-V5 cells
-        n = grid[0] * grid[1]
-        markers = spec.markers_per_item  # BOI/EOI + "\n\n" before and after
-        steps = (
-            f"Squash {size_label((h, w))} to {size_label((rh, rw))} (aspect ratio not kept; x-scale {rw / w:.3g}, "
-            f"y-scale {rh / h:.3g}); rescale pixels by 1/255, no normalisation.",
-            f"MobileNet-V5 reduces it by {img.patch_size} to a grid of "
-            f"{size_label(grid, unit='cells')} of 2048-d features: {n} soft tokens, always.",
-            f"One soft token covers {img.patch_size}×{img.patch_size} px of the squash = "
-            f"{size_label((h / grid[0], w / grid[1]))} of the original.",
-            f'Prompt: "\\n\\n" {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} '
-            f'"\\n\\n" = {n + markers} tokens (the "\\n\\n" may merge with neighbouring newlines).',
+    if spec.image.fixed_size is None:
+        return _plan_budget_image(spec, h, w, max_soft_tokens, pixels)
+    if max_soft_tokens is not None:
+        budgeted = next(f.name for f in FAMILIES.values() if f.image.budgets)
+        raise ValueError(
+            f"{spec.display_name} has no token budget: every image becomes "
+            f"{spec.image.fixed_soft_tokens} soft tokens. Drop max_soft_tokens, or use "
+            f"family={budgeted!r}."
         )
-        return ImagePlan(
-            family=spec.name,
-            original_size=(h, w),
-            resized_size=(rh, rw),
-            patch_size=img.patch_size,
-            patch_grid=grid,
-            pooling_kernel=1,
-            pooled_grid=grid,
-            num_patches=n,
-            max_patches=n,
-            num_padding_patches=0,
-            num_soft_tokens=n,
-            max_soft_tokens=None,
-            num_padding_soft_tokens=0,
-            total_tokens=n + markers,
-            token_area=(h / grid[0], w / grid[1]),
-            steps=steps,
-            image=pixels,
-        )
-
-    budget = check_budget(spec, max_soft_tokens)
-    p, k = img.patch_size, img.pooling_kernel
-    th, tw = gemma4_resized_size(h, w, patch_size=p, pooling_kernel=k, max_soft_tokens=budget)
-    grid = (th // p, tw // p)
-    num_patches = grid[0] * grid[1]
-    max_patches = budget * img.patches_per_token
-    pooled = (grid[0] // k, grid[1] // k)
-    n = num_patches // img.patches_per_token
-    cell = img.cell_px
-    scale = math.sqrt(max_patches * p * p / (h * w))
-    steps = [
-        f"Budget {budget} soft tokens × {k}×{k} patches = {max_patches} patches of {p}×{p} px "
-        f"= {max_patches * p * p:,} px.",
-        f"Scale {size_label((h, w))} by √({max_patches * p * p:,} / {h * w:,}) = {scale:.4g} → "
-        f"{size_label((h * scale, w * scale))}; round each side down to a multiple of {cell} px.",
-    ]
-    if int(h * scale // cell) == 0 or int(w * scale // cell) == 0:
-        steps.append(
-            f"One side rounded to 0, so it becomes {cell} px and the other side "
-            f"floor(long / short) × {cell} px, capped at {budget} × {cell} px."
-        )
-    if spec.encoder_free:
-        # Unified: the processor merges each 3×3 block of patches into one row of raw
-        # pixels, and a small embedder projects each row on its own: no tower, no
-        # attention between blocks, so a token is exactly its 48×48 px block.
-        steps += [
-            f"Resize (bicubic, aspect kept) to {size_label((th, tw))} → "
-            f"{size_label(grid, unit='patches')} = {num_patches} patches of {p} px.",
-            f"Merge each {k} × {k} block into one row of {cell} × {cell} × 3 = {cell * cell * 3} "
-            f"raw pixel values: {size_label(pooled, unit='blocks')} = {n} rows; pad "
-            f"pixel_values to {budget} rows ({budget - n} padding rows with position (-1, -1)).",
-            f"No encoder: each row goes LayerNorm → Linear → + position embedding (x, y) → "
-            f"LayerNorm → one soft token. Nothing mixes pixels across blocks: {n} soft tokens.",
-            f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = "
-            f"{n + spec.markers_per_item} tokens.",
-        ]
-    else:
-        steps += [
-            f"Resize (bicubic, aspect kept) to {size_label((th, tw))} → "
-            f"{size_label(grid, unit='patches')} = {num_patches} patches; pad pixel_values to "
-            f"{max_patches} rows ({max_patches - num_patches} padding rows with position "
-            "(-1, -1)).",
-            f"Pool {k}×{k} patches → {size_label(pooled, unit='cells')} = {n} soft tokens "
-            f"({budget - n} of the {budget} pooled slots are padding and are stripped).",
-            f"Prompt: {spec.boi_token} + {spec.image_token}×{n} + {spec.eoi_token} = "
-            f"{n + spec.markers_per_item} tokens.",
-        ]
-    return ImagePlan(
-        family=spec.name,
-        original_size=(h, w),
-        resized_size=(th, tw),
-        patch_size=p,
-        patch_grid=grid,
-        pooling_kernel=k,
-        pooled_grid=pooled,
-        num_patches=num_patches,
-        max_patches=max_patches,
-        num_padding_patches=max_patches - num_patches,
-        num_soft_tokens=n,
-        max_soft_tokens=budget,
-        num_padding_soft_tokens=budget - n,
-        total_tokens=n + spec.markers_per_item,
-        token_area=(h / pooled[0], w / pooled[1]),
-        steps=tuple(steps),
-        image=pixels,
-    )
+    return _plan_fixed_image(spec, h, w, pixels)
 
 
 # --------------------------------------------------------------------------- audio
@@ -316,16 +458,23 @@ class AudioPlan:
 
     @property
     def frame_kind(self) -> str:
-        """ "mel" (3n, 4: log-mel frames for a tower) or "raw" (Unified: 640-sample slices
-        of the waveform itself, one token each; num_mel_frames then counts those)."""
+        """ "mel" (log-mel frames for a tower) or "raw" (encoder-free: slices of
+        ``samples_per_token`` samples of the waveform itself, one token each;
+        num_mel_frames then counts those)."""
         return "mel" if get_family(self.family).audio.has_mel else "raw"
 
+    @property
+    def _frame_label(self) -> str:
+        a = get_family(self.family).audio
+        return f"raw {a.samples_per_token}-sample" if self.frame_kind == "raw" else "mel"
+
     def _rows(self) -> list[tuple[str, Any]]:
+        khz = f"{get_family(self.family).audio.sampling_rate / 1000:g} kHz"
         return [
-            ("duration", f"{self.duration_s:.3f} s ({self.num_samples} samples @16 kHz)"),
+            ("duration", f"{self.duration_s:.3f} s ({self.num_samples} samples @{khz})"),
             ("used", f"{self.samples_used} samples{' (truncated)' if self.truncated else ''}"),
             (
-                f"{'raw 640-sample' if self.frame_kind == 'raw' else 'mel'} frames (valid)",
+                f"{self._frame_label} frames (valid)",
                 f"{self.num_mel_frames} ({self.num_valid_frames})",
             ),
             ("encoder tokens", self.num_encoder_tokens),
@@ -346,174 +495,247 @@ class AudioPlan:
         return self.table().html()
 
 
-def plan_audio(audio: Any, *, family: str, sampling_rate: int | None = None) -> AudioPlan:
+def _ms(samples: int, rate: int) -> str:
+    return f"{samples * 1000 / rate:g} ms"
+
+
+def _read_clip(
+    audio: Any, spec: FamilySpec, sampling_rate: int | None
+) -> tuple[int, np.ndarray | None, dict[str, Any]]:
+    """(samples at the family's rate, the mono waveform or None, what loading did)."""
+    a = spec.audio
+    notes: dict[str, Any] = {"downmixed": None, "resampled_from": None, "silent": False}
+    if isinstance(audio, int | np.integer) and not isinstance(audio, bool):
+        if audio < 0:
+            raise ValueError(f"A clip cannot have {audio} samples.")
+        rate = sampling_rate or a.sampling_rate
+        if rate == a.sampling_rate:
+            return int(audio), None, notes
+        notes["resampled_from"] = rate
+        return int(math.ceil(int(audio) * a.sampling_rate / rate)), None, notes  # librosa's
+    wav, notes = load_audio(
+        audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate,
+        bare_array_rate=a.sampling_rate,
+    )  # fmt: skip
+    return int(wav.shape[0]), wav, notes
+
+
+def _loading_steps(spec: FamilySpec, n: int, notes: dict[str, Any]) -> list[str]:
+    steps = []
+    if notes.get("downmixed"):
+        steps.append(f"Average {notes['downmixed']} channels to mono.")
+    if notes.get("resampled_from"):
+        khz = f"{spec.audio.sampling_rate / 1000:g} kHz"
+        steps.append(f"Resample {notes['resampled_from']} Hz → {khz} (librosa): {n} samples.")
+    return steps
+
+
+def _cut_rule(spec: FamilySpec, n: int) -> Rule[int]:
+    """Samples the extractor keeps: the first ``max_samples`` (none cut when it has none)."""
+    a = spec.audio
+    used = n if a.max_samples is None else min(n, a.max_samples)
+    keep = f"; keep the first {a.max_samples} ({a.max_seconds:g} s)." if n > used else "."
+    return Rule(used, f"{n} samples = {n / a.sampling_rate:.3f} s{keep}")
+
+
+def _pad_rule(spec: FamilySpec, used: int) -> Rule[int]:
+    """The extractor pads the kept samples to a multiple of ``pad_to_multiple_of``."""
+    m = spec.audio.pad_to_multiple_of or 1
+    padded = int(math.ceil(used / m) * m)
+    return Rule(padded, f"Pad to a multiple of {m} samples: {padded}.")
+
+
+# -- raw frames, no tower (Unified) ---------------------------------------------------
+
+
+def _raw_rows_rule(spec: FamilySpec, padded: int) -> Rule[int]:
+    """The padded waveform reshaped into rows of ``samples_per_token`` samples."""
+    a = spec.audio
+    rows = padded // a.samples_per_token
+    return Rule(
+        rows,
+        f"Reshape into {rows} rows of {a.samples_per_token} raw samples ({a.ms_per_token} ms "
+        f"each): input_features ({rows}, {a.samples_per_token}). No mel, no FFT.",
+    )
+
+
+def _raw_embedder_rule(spec: FamilySpec, rows: int) -> Rule[int]:
+    """One token per row, with no cap in transformers."""
+    return Rule(
+        rows,
+        f"The embedder ({spec.audio_encoder}) makes one token per row: {rows} tokens, with no "
+        f"cap (audio_seq_length {spec.audio.max_tokens} is documented but transformers does not "
+        "apply it; vLLM's count does, see check_audio_parity).",
+    )
+
+
+def _tokens_of_raw_rows(spec: FamilySpec, padded: int) -> tuple[dict[str, int], list[str]]:
+    rows = _raw_rows_rule(spec, padded)
+    tokens = _raw_embedder_rule(spec, rows.value)
+    counts = dict(num_mel_frames=rows.value, num_valid_frames=rows.value,
+                  num_encoder_tokens=tokens.value, num_placeholders=tokens.value,
+                  padding_slots=0, dropped_tokens=0)  # fmt: skip
+    return counts, [rows.step, tokens.step]
+
+
+# -- mel frames, a tower, fixed placeholders (Gemma 3n) --------------------------------
+
+
+def _centred_frames_rule(spec: FamilySpec, padded: int, used: int) -> Rule[tuple[int, int]]:
+    """(frames, frames over real audio): windows of frame_length + 1 samples every hop
+    (the extra sample feeds pre-emphasis); a frame is real when its first sample is."""
+    a = spec.audio
+    fl, hop = a.frame_length, a.hop_length
+    frames = max((padded - (fl + 1)) // hop + 1, 0)
+    valid = min(frames, -(-used // hop))
+    return Rule(
+        (frames, valid),
+        f"Mel frames: ({padded} − {fl + 1}) // {hop} + 1 = {frames} ({valid} over real audio); "
+        f"{a.mel_bins} mel bins, {_ms(fl, a.sampling_rate)} windows, "
+        f"{_ms(hop, a.sampling_rate)} hop.",
+    )
+
+
+def _conformer_rule(spec: FamilySpec, frames: int, valid: int) -> Rule[int]:
+    """Encoder tokens over real audio: stride-2 convs, then the conformer keeps every
+    r-th step. A token is real when the frame it starts at is real."""
+    a = spec.audio
+    t_conv = frames
+    for _ in range(a.conv_layers):
+        t_conv = conv_out(t_conv) if t_conv else 0
+    r = a.conformer_reduction
+    t_enc = (t_conv + r - 1) // r
+    real = t_enc if valid >= frames else min(t_enc, -(-valid // a.subsampling))
+    return Rule(
+        real,
+        f"Encoder: {a.conv_layers} stride-2 convs → {t_conv} steps; the conformer keeps every "
+        f"{r}th → {t_enc} tokens ({real} over real audio), one per {a.ms_per_token} ms.",
+    )
+
+
+def _fixed_slots_rule(spec: FamilySpec, real: int) -> Rule[tuple[int, int]]:
+    """(padding slots, dropped tokens): the prompt always holds the same placeholders."""
+    a = spec.audio
+    place = a.fixed_placeholders
+    fate = (
+        f"{place - real} slots are filled with the padding embedding."
+        if real <= place
+        else f"{real - place} tokens are dropped."
+    )
+    return Rule(
+        (max(place - real, 0), max(real - place, 0)),
+        f"The prompt always reserves {place} audio placeholders ({a.max_seconds:g} s × "
+        f"{1000 / a.ms_per_token:g}/s): {fate}",
+    )
+
+
+def _tokens_of_fixed_slots(
+    spec: FamilySpec, padded: int, used: int
+) -> tuple[dict[str, int], list[str]]:
+    frames = _centred_frames_rule(spec, padded, used)
+    real = _conformer_rule(spec, *frames.value)
+    slots = _fixed_slots_rule(spec, real.value)
+    counts = dict(num_mel_frames=frames.value[0], num_valid_frames=frames.value[1],
+                  num_encoder_tokens=real.value, num_placeholders=spec.audio.fixed_placeholders,
+                  padding_slots=slots.value[0], dropped_tokens=slots.value[1])  # fmt: skip
+    return counts, [frames.step, real.step, slots.step]
+
+
+# -- mel frames, a tower, one token per real step (Gemma 4) ----------------------------
+
+
+def _semicausal_frames_rule(spec: FamilySpec, padded: int, used: int) -> Rule[tuple[int, int]]:
+    """(frames, frames ending inside real audio) after ``frame_length // 2`` zeros are
+    prepended; frame i is real when its last sample, i·hop + frame_length, is."""
+    a = spec.audio
+    fl, hop = a.frame_length, a.hop_length
+    pad_left = fl // 2
+    total = padded + pad_left
+    frames = max((total - (fl + 1)) // hop + 1, 0)
+    valid = min(frames, max(0, -(-(pad_left + used - fl) // hop)))
+    return Rule(
+        (frames, valid),
+        f"Prepend {pad_left} zeros (semicausal): {total} samples → ({total} − {fl + 1}) // {hop}"
+        f" + 1 = {frames} mel frames of {_ms(fl, a.sampling_rate)} every "
+        f"{_ms(hop, a.sampling_rate)} ({valid} end inside real audio).",
+    )
+
+
+def _strided_tokens_rule(spec: FamilySpec, frames: int, valid: int) -> Rule[int]:
+    """Each stride-2 conv keeps every 2nd step (the processor every 2nd mask entry): the
+    real ones stay a prefix. Capped at ``max_tokens``."""
+    a = spec.audio
+    t, real = frames, valid
+    for _ in range(a.conv_layers):
+        t = conv_out(t)
+        real = min(t, -(-real // 2))
+    tokens = min(real, a.max_tokens)
+    cap = f", capped at {a.max_tokens}." if real > a.max_tokens else "."
+    return Rule(
+        tokens,
+        f"{a.conv_layers} stride-2 convs keep every 2nd frame each: {t} steps, {real} over real "
+        f"audio → one token per {a.ms_per_token} ms{cap}",
+    )
+
+
+def _tokens_of_strided_frames(
+    spec: FamilySpec, padded: int, used: int
+) -> tuple[dict[str, int], list[str]]:
+    frames = _semicausal_frames_rule(spec, padded, used)
+    tokens = _strided_tokens_rule(spec, *frames.value)
+    counts = dict(num_mel_frames=frames.value[0], num_valid_frames=frames.value[1],
+                  num_encoder_tokens=tokens.value, num_placeholders=tokens.value,
+                  padding_slots=0, dropped_tokens=0)  # fmt: skip
+    return counts, [frames.step, tokens.step]
+
+
+def plan_audio(
+    audio: Any,
+    *,
+    family: str | FamilySpec | Any = DEFAULT_FAMILY,
+    sampling_rate: int | None = None,
+) -> AudioPlan:
     """Plan how a clip becomes audio tokens.
 
     ``audio`` is any audio input (a path, bytes, file, ``(waveform, rate)``, or a
     waveform with ``sampling_rate=``), or a number of samples at ``sampling_rate``
-    (16 kHz when not given).
+    (the family's rate, 16 kHz, when not given). ``family`` is a name, a spec or a loaded
+    bundle (default: ``DEFAULT_FAMILY``).
 
     >>> plan_audio(48_000, family="gemma4").num_placeholders
     75
     """
-    spec = get_family(family)
+    spec = family_spec(family)
     a = spec.audio
-    notes: dict[str, Any] = {"downmixed": None, "resampled_from": None, "silent": False}
-    wav = None
-    if isinstance(audio, int | np.integer) and not isinstance(audio, bool):
-        if audio < 0:
-            raise ValueError(f"A clip cannot have {audio} samples.")
-        n_in, rate = int(audio), sampling_rate or a.sampling_rate
-        if rate != a.sampling_rate:
-            notes["resampled_from"] = rate
-            n = int(math.ceil(n_in * a.sampling_rate / rate))  # librosa's length
-        else:
-            n = n_in
+    n, wav, notes = _read_clip(audio, spec, sampling_rate)
+    used = _cut_rule(spec, n)
+    padded = _pad_rule(spec, used.value)
+    if a.samples_per_token is not None:
+        counts, steps = _tokens_of_raw_rows(spec, padded.value)
+    elif a.fixed_placeholders is not None:
+        counts, steps = _tokens_of_fixed_slots(spec, padded.value, used.value)
     else:
-        wav, notes = load_audio(audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate,
-                                bare_array_rate=a.sampling_rate)  # fmt: skip
-        n = int(wav.shape[0])
-
-    used = n if a.max_samples is None else min(n, a.max_samples)
-    m = a.pad_to_multiple_of or 1
-    padded = int(math.ceil(used / m) * m)
-    hop, fl = a.hop_length, a.frame_length
-    steps = []
-    if notes.get("downmixed"):
-        steps.append(f"Average {notes['downmixed']} channels to mono.")
-    khz = f"{a.sampling_rate / 1000:g} kHz"
-    if notes.get("resampled_from"):
-        steps.append(f"Resample {notes['resampled_from']} Hz → {khz} (librosa): {n} samples.")
-    steps.append(
-        f"{n} samples = {n / a.sampling_rate:.3f} s"
-        + (f"; keep the first {a.max_samples} ({a.max_seconds:g} s)." if n > used else ".")
-    )
-    steps.append(f"Pad to a multiple of {m} samples: {padded}.")
-
-    # Fields both families fill the same way.
-    common = dict(
+        counts, steps = _tokens_of_strided_frames(spec, padded.value, used.value)
+    prompt = _prompt_rule(spec, counts["num_placeholders"], "audio")
+    return AudioPlan(
         family=spec.name,
         sampling_rate=int(notes.get("resampled_from") or a.sampling_rate),
         resampled=bool(notes.get("resampled_from")),
         downmixed_channels=notes.get("downmixed"),
         num_samples=n,
         duration_s=n / a.sampling_rate,
-        samples_used=used,
-        truncated=n > used,
-        padded_samples=padded,
-        frame_length=fl,
-        hop_length=hop,
-        silent=bool(notes.get("silent")),
+        samples_used=used.value,
+        truncated=n > used.value,
+        padded_samples=padded.value,
+        frame_length=a.frame_length,
+        hop_length=a.hop_length,
         subsampling=a.subsampling,
         ms_per_token=float(a.ms_per_token),
+        total_tokens=prompt.value,
+        silent=bool(notes.get("silent")),
+        steps=(*_loading_steps(spec, n, notes), used.step, padded.step, *steps, prompt.step),
         waveform=wav,
-    )
-    if a.samples_per_token is not None:
-        # Unified: no spectrogram and no tower. The padded waveform is reshaped into
-        # rows of 640 samples (40 ms); each row is one token after RMSNorm → Linear.
-        frames = padded // a.samples_per_token
-        steps += [
-            f"Reshape into {frames} rows of {a.samples_per_token} raw samples "
-            f"({a.ms_per_token} ms each): input_features ({frames}, {a.samples_per_token}). "
-            "No mel, no FFT.",
-            f"The embedder (RMSNorm → Linear) makes one token per row: {frames} tokens, "
-            f"with no cap (audio_seq_length {a.max_tokens} is documented but transformers "
-            "does not apply it; vLLM's count does, see check_audio_parity).",
-            f"Prompt: {spec.boa_token} + {spec.audio_token}×{frames} + {spec.eoa_token} = "
-            f"{frames + spec.markers_per_item} tokens.",
-        ]
-        return AudioPlan(
-            **common,
-            num_mel_frames=frames,
-            num_valid_frames=frames,
-            num_encoder_tokens=frames,
-            num_placeholders=frames,
-            padding_slots=0,
-            dropped_tokens=0,
-            total_tokens=frames + spec.markers_per_item,
-            steps=tuple(steps),
-        )
-
-    if a.fixed_placeholders is not None:
-        # Frames: windows of frame_length+1 samples every hop (the extra sample feeds
-        # pre-emphasis). A frame is real when the sample at its start is real.
-        frames = max((padded - (fl + 1)) // hop + 1, 0)
-        valid_frames = min(frames, -(-used // hop))  # frames starting inside real audio
-        # Encoder: two kernel-3 stride-2 convs (÷4), then the conformer keeps every
-        # 4th step (÷4 again): one token per 16 frames = 160 ms. A token is real when
-        # the frame it starts at (16·i, clamped to the last frame) is real.
-        t_conv = frames
-        for _ in range(a.conv_layers):
-            t_conv = conv_out(t_conv) if t_conv else 0
-        r = a.conformer_reduction
-        t_enc = (t_conv + r - 1) // r
-        if valid_frames >= frames:
-            enc_valid = t_enc
-        else:
-            enc_valid = min(t_enc, -(-valid_frames // a.subsampling))
-        place = a.fixed_placeholders
-        seconds = a.max_seconds
-        steps += [
-            f"Mel frames: ({padded} − {fl + 1}) // {hop} + 1 = {frames} "
-            f"({valid_frames} over real audio); {a.mel_bins} mel bins, 32 ms windows, 10 ms hop.",
-            f"Encoder: two stride-2 convs → {t_conv} steps; the conformer keeps every {r}th → "
-            f"{t_enc} tokens ({enc_valid} over real audio), one per {a.ms_per_token} ms.",
-            f"The prompt always reserves {place} audio placeholders ({seconds:g} s × "
-            f"{1000 / a.ms_per_token:g}/s): "
-            + (
-                f"{place - enc_valid} slots are filled with the padding embedding."
-                if enc_valid <= place
-                else f"{enc_valid - place} tokens are dropped."
-            ),
-            f'Prompt: "\\n\\n" {spec.boa_token} + {spec.audio_token}×{place} + '
-            f'{spec.eoa_token} "\\n\\n" = {place + spec.markers_per_item} tokens.',
-        ]
-        return AudioPlan(
-            **common,
-            num_mel_frames=frames,
-            num_valid_frames=valid_frames,
-            num_encoder_tokens=enc_valid,
-            num_placeholders=place,
-            padding_slots=max(place - enc_valid, 0),
-            dropped_tokens=max(enc_valid - place, 0),
-            total_tokens=place + spec.markers_per_item,
-            steps=tuple(steps),
-        )
-
-    # Gemma 4: semicausal left padding of frame_length // 2 zeros, then frames of
-    # frame_length + 1 samples; a frame is real when its *last* sample is real audio.
-    pad_left = fl // 2
-    total = padded + pad_left
-    frames = max((total - (fl + 1)) // hop + 1, 0)
-    # Frame i is real when its last sample, i·hop + frame_length, lies in real audio:
-    # frames 0 … n_valid − 1 (the first frame already ends past the left padding).
-    n_valid = min(frames, max(0, -(-(pad_left + used - fl) // hop)))
-    # Two kernel-3 stride-2 convs; the processor keeps every 2nd mask entry, twice.
-    # Kept entries j are real while 2j < n_valid: the real ones stay a prefix.
-    t, real = frames, n_valid
-    for _ in range(a.conv_layers):
-        t = conv_out(t)
-        real = min(t, -(-real // 2))
-    tokens = min(real, a.max_tokens)
-    steps += [
-        f"Prepend {pad_left} zeros (semicausal): {total} samples → ({total} − {fl + 1}) // {hop}"
-        f" + 1 = {frames} mel frames of 20 ms every 10 ms ({n_valid} end inside real audio).",
-        f"Two stride-2 convs keep every 2nd frame twice: {t} steps, "
-        f"{real} over real audio → one token per 40 ms"
-        + (f", capped at {a.max_tokens}." if real > a.max_tokens else "."),
-        f"Prompt: {spec.boa_token} + {spec.audio_token}×{tokens} + {spec.eoa_token} = "
-        f"{tokens + spec.markers_per_item} tokens.",
-    ]
-    return AudioPlan(
-        **common,
-        num_mel_frames=frames,
-        num_valid_frames=n_valid,
-        num_encoder_tokens=tokens,
-        num_placeholders=tokens,
-        padding_slots=0,
-        dropped_tokens=0,
-        total_tokens=tokens + spec.markers_per_item,
-        steps=tuple(steps),
+        **counts,
     )
 
 
@@ -571,7 +793,7 @@ def plan_video(
     *,
     fps: float | None = None,
     frame_size: tuple[int, int] | None = None,
-    family: str = "gemma4",
+    family: str | FamilySpec | Any = DEFAULT_FAMILY,
     max_frames: int | None = None,
 ) -> VideoPlan:
     """Plan how a video becomes tokens: sampled frames, ``mm:ss`` stamps, 70 tokens each.
@@ -583,10 +805,11 @@ def plan_video(
     >>> plan_video(48, fps=24, frame_size=(360, 640)).timestamps[:2]
     ('00:00', '00:00')
     """
-    spec = get_family(family)
+    spec = family_spec(family)
     if not spec.has_video:
+        with_video = next(f.name for f in FAMILIES.values() if f.has_video)
         raise ValueError(
-            f"{spec.display_name} has no video input. Use family='gemma4', or send a few "
+            f"{spec.display_name} has no video input. Use family={with_video!r}, or send a few "
             "frames as separate images."
         )
     limit = max_frames or spec.image.max_video_frames

@@ -12,8 +12,25 @@ than with any one of them. A number a backend cannot see is ``None``, never a se
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-__all__ = ["Generation"]
+__all__ = ["Generation", "Rule"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Rule(Generic[T]):
+    """One rule of a plan: the number(s) it gives and the sentence that says why, made
+    together by one small function so the prose cannot drift from the arithmetic.
+
+    >>> r = Rule(256, "16×16 cells: 256 soft tokens.")
+    >>> r.value, r.step
+    (256, '16×16 cells: 256 soft tokens.')
+    """
+
+    value: T  # what the rule computes (a count, a size, a tuple of them)
+    step: str  # the sentence a learner reads in the result's ``steps``
 
 
 @dataclass(frozen=True)

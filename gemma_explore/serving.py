@@ -18,8 +18,9 @@ Then the memory: KV-cache bytes per token from the text config (full and sliding
 KV heads, head dims, layers that share KV), the weights from the config's parameter
 shapes (a meta-device build, no weights read), and the encoder cache's bytes.
 
-:func:`serving_model` reads a checkpoint's config once (the slow part);
-:func:`plan_serving` is pure arithmetic on it.
+:func:`~gemma_explore.serving_model.serving_model` reads a checkpoint's config once (the
+slow part, cached in :mod:`~gemma_explore.serving_caches`); :func:`plan_serving` is pure
+arithmetic on it.
 
 >>> import gemma_explore as ge
 >>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096,
@@ -32,14 +33,23 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .families import FamilySpec, get_family
+from .dummy_inputs import DummyInputs, vllm_dummy_inputs
+from .plans import require_budget
+from .results import Rule
+from .serving_caches import SERVING_MODELS
+from .serving_model import KVLayer, ServingModel, kv_layers, serving_model
 from .sizes import size_label
 from .tables import Table
-from .vllm_rules import vllm_audio_tokens, vllm_image_tokens
+from .vllm_rules import (
+    VIDEO_FRAME_EXTRA_TOKENS,
+    vllm_audio_tokens,
+    vllm_image_tokens,
+    vllm_video_tokens,
+)
 
 if TYPE_CHECKING:
     from .kv_capacity import AdmitResult, KVCapacity, Request
@@ -47,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "VIDEO_FRAME_EXTRA_TOKENS",
     "ImagesFit",
     "KVLayer",
     "kv_layers",
@@ -58,256 +69,12 @@ __all__ = [
 ]
 
 DEFAULT_LIMIT = 999  # vLLM's count for a modality limit_mm_per_prompt leaves out
-VIDEO_FRAME_EXTRA_TOKENS = (
-    2 + 6
-)  # vLLM's Gemma 4 estimate per frame: boi + eoi + ~6 timestamp tokens
 DEFAULT_MAX_NUM_BATCHED_TOKENS = (
     8192  # vLLM's LLM(...) default on GPUs under 70 GiB (16384 on H100)
 )
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default on GPUs under 70 GiB (1024 on H100/H200)
 _DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2,
                 "half": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}  # fmt: skip
-
-
-# ----------------------------------------------------------------------- the checkpoint
-
-
-@dataclass(frozen=True)
-class KVLayer:
-    """One decoder layer as the KV cache sees it."""
-
-    index: int
-    kind: str  # "full_attention" or "sliding_attention"
-    kv_heads: int  # num_key_value_heads of this layer
-    head_dim: int  # Gemma 4 full layers use global_head_dim
-    window: int | None  # sliding_window (None on full layers)
-    shares_kv_with: int | None  # a KV-shared layer reads this earlier layer's cache (stores none)
-
-    @property
-    def stores_kv(self) -> bool:
-        return self.shares_kv_with is None
-
-    def bytes_per_token(self, dtype_bytes: int) -> int:
-        """K and V: 2 × kv heads × head dim × bytes (0 for a layer that shares KV)."""
-        return 2 * self.kv_heads * self.head_dim * dtype_bytes if self.stores_kv else 0
-
-
-@dataclass(frozen=True)
-class ServingModel:
-    """What serving needs from one checkpoint's config, read once."""
-
-    name: str
-    family: str
-    modalities: tuple[str, ...]  # what vLLM serves: audio only with an audio_config
-    default_budget: int | None  # Gemma 4: vision_config.default_output_length
-    audio_seq_length: int | None  # the processor's audio tokens per clip (vLLM reads it)
-    image_seq_length: int | None  # Gemma 3n: the processor's fixed image tokens
-    hidden_size: int  # the text model's width: encoder outputs are stored at this width
-    layers: tuple[KVLayer, ...]
-    num_parameters: int  # from the config's shapes, built on the meta device
-    num_parameters_by_part: dict[str, int] = field(hash=False, compare=False)
-    use_bidirectional_attention: str | None = None  # Gemma 4 26B/31B: "vision"
-    # Where the config came from: the checkpoint folder, the local HF cache, the built-in
-    # facts of a released id (gemma_explore/released.py), a bundle or a tiny build.
-    config_source: str = ""
-    # MoE (26B-A4B): parameters of the routed experts, and how many of them run per token.
-    expert_parameters: int = 0
-    experts_per_token: tuple[int, int] | None = None  # (top_k_experts, num_experts)
-    # E-models: the per-layer embedding table (embed_tokens_per_layer), a lookup that
-    # Google's "effective" sizes leave out (it can live off the accelerator).
-    per_layer_embedding_parameters: int = 0
-
-    @property
-    def active_parameters(self) -> int:
-        """Parameters one token runs through: all, less the experts it is not routed to.
-
-        >>> serving_model("google/gemma-4-26B-A4B-it").active_parameters < 5e9   # doctest: +SKIP
-        True
-        """
-        if not self.experts_per_token:
-            return self.num_parameters
-        k, n = self.experts_per_token
-        return self.num_parameters - self.expert_parameters * (n - k) // n
-
-    @property
-    def spec(self) -> FamilySpec:
-        return get_family(self.family)
-
-
-def kv_layers(text_config: Any) -> tuple[KVLayer, ...]:
-    """The decoder layers of a text config as the KV cache sees them: type, KV heads and head dim per layer (``per_layer_config``
-    holds Gemma 4's global_head_dim on full layers), and which layers share KV."""
-    types = list(text_config.layer_types)
-    per_layer = text_config.per_layer_config
-    shared = int(getattr(text_config, "num_kv_shared_layers", 0) or 0)
-    first_shared = len(types) - shared
-    out = []
-    for i, kind in enumerate(types):
-        cfg = per_layer[i]
-        target = None
-        if i >= first_shared:  # reads the last non-shared layer of the same type
-            target = max(j for j in range(first_shared) if types[j] == kind)
-        out.append(
-            KVLayer(
-                index=i,
-                kind=kind,
-                kv_heads=int(cfg.num_key_value_heads),
-                head_dim=int(cfg.head_dim),
-                window=int(cfg.sliding_window) if kind == "sliding_attention" else None,
-                shares_kv_with=target,
-            )
-        )
-    return tuple(out)
-
-
-_PARAMS: dict[str, tuple[int, tuple[tuple[str, int], ...]]] = {}  # config JSON → counts
-
-
-def _meta_parameters(config: Any) -> tuple[int, tuple[tuple[str, int], ...]]:
-    """Parameters of the model the config describes, built on the meta device (shapes
-    only, no memory), per top-level part; ``experts`` and ``per_layer_embeddings`` are
-    also counted apart (they are inside ``language_model``). Tied weights count once, as
-    ``model.parameters()`` does. Once per distinct config."""
-    key = config.to_json_string(use_diff=False)
-    if key in _PARAMS:
-        return _PARAMS[key]
-    import torch
-    from transformers import AutoModelForImageTextToText
-
-    from .models.tiny import register_tiny_mobilenet
-
-    register_tiny_mobilenet()  # the tiny Gemma 3n's vision encoder is a registered timm model
-    with torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(config)
-    parts: dict[str, int] = {}
-    apart = {"experts": 0, "per_layer_embeddings": 0}
-    for name, p in model.named_parameters():
-        bits = name.split(".")
-        part = bits[1] if bits[0] == "model" and len(bits) > 1 else bits[0]
-        parts[part] = parts.get(part, 0) + p.numel()
-        if ".experts." in name:  # Gemma 4 MoE: experts.gate_up_proj / experts.down_proj
-            apart["experts"] += p.numel()
-        elif "embed_tokens_per_layer" in name:  # E-models' per-layer embedding table
-            apart["per_layer_embeddings"] += p.numel()
-    _PARAMS[key] = (sum(parts.values()), tuple(parts.items()) + tuple(apart.items()))
-    return _PARAMS[key]
-
-
-def _config_of(source: Any) -> tuple[str, str, Any, Any, str]:
-    """(name, family, config, processor or None, where the config came from) for a
-    bundle, folder, tiny name, released id or config. A released id never reaches the
-    hub: a local cache copy of its config wins, else the built-in facts."""
-    from .models.bundle import Bundle
-
-    if isinstance(source, Bundle):
-        if source.model is not None:
-            where = f"the loaded bundle's config ({source.name}, {source.device})"
-            from .released import is_released
-
-            if source.device == "meta" and is_released(source.name):  # load(weights=False)
-                from .models.checkpoints import BUILT_IN, cached_file_of
-
-                cached = cached_file_of(source.name, "config.json")
-                where = f"local Hugging Face cache ({cached})" if cached else BUILT_IN
-            return source.name, source.family, source.model.config, source.processor, where
-        source = source.name
-    if isinstance(source, str | os.PathLike):
-        name = os.fspath(source)
-        from .models.checkpoints import family_from_config, load_processor
-        from .models.tiny import TINY_NAMES, build_tiny_processor, tiny_config
-        from .released import is_released
-
-        if name in TINY_NAMES:
-            family = TINY_NAMES[name]
-            return name, family, tiny_config(family), build_tiny_processor(family), "tiny build"
-        if is_released(name) and not os.path.isdir(name):
-            from .models.checkpoints import cached_file_of, config_for, offline_processor
-
-            config, where = config_for(name)
-            family = family_from_config(config, name)
-            processor = None  # the family's released settings, unless the cache has it
-            if cached_file_of(name, "tokenizer_config.json"):
-                processor = offline_processor(name, family)[0]
-            return name, family, config, processor, where
-        from transformers import AutoConfig
-
-        try:
-            config = AutoConfig.from_pretrained(name)
-        except OSError as exc:
-            raise ValueError(
-                f"Could not read a config for {name!r} ({exc}). Pass a loaded bundle, a "
-                "checkpoint folder, a tiny name, a released id or a transformers config."
-            ) from exc
-        processor = load_processor(name) if os.path.isdir(name) else None
-        where = f"the folder {name}" if os.path.isdir(name) else "the Hugging Face Hub"
-        return name, family_from_config(config, name), config, processor, where
-    if hasattr(source, "get_text_config"):
-        return (
-            getattr(source, "_name_or_path", "") or source.model_type,
-            source.model_type,
-            source,
-            None,
-            "the config passed in",
-        )
-    raise TypeError(
-        f"plan_serving takes a bundle, a folder, a tiny name or a config, not {type(source).__name__}."
-    )
-
-
-def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
-    """Read what serving needs from a checkpoint's config (and processor, when there is one).
-
-    >>> serving_model("tiny-gemma4").num_parameters            # doctest: +SKIP
-    21788384
-    """
-    if isinstance(source, ServingModel):
-        return source
-    name, family, config, processor, where = _config_of(source)
-    spec = get_family(family)
-    text = config.get_text_config()
-    modalities = ["image"]
-    if getattr(config, "audio_config", None) is not None:
-        modalities.append("audio")
-    if spec.has_video:
-        modalities.append("video")
-    vision = getattr(config, "vision_config", None)
-    # The image worst case vLLM reads: Gemma 4's vision_config.default_output_length; the
-    # encoder-free Unified variant names it num_soft_tokens (vLLM's gemma4_unified.py).
-    default_budget = None
-    if spec.image.budgets:
-        default_budget = getattr(vision, "default_output_length", None) or getattr(
-            vision, "num_soft_tokens", None
-        )
-    audio_len = getattr(processor, "audio_seq_length", None) if processor is not None else None
-    if audio_len is None and "audio" in modalities:
-        audio_len = spec.audio.max_tokens
-    image_len = spec.image.fixed_soft_tokens
-    if processor is not None and spec.image.fixed_soft_tokens is not None:
-        image_len = getattr(processor, "image_seq_length", image_len)
-    total, counted = _meta_parameters(config)
-    parts = dict(counted)
-    experts = parts.pop("experts", 0)
-    ple = parts.pop("per_layer_embeddings", 0)
-    routed = None
-    if getattr(text, "enable_moe_block", False):
-        routed = (int(text.top_k_experts), int(text.num_experts))
-    return ServingModel(
-        name=name,
-        family=family,
-        modalities=tuple(modalities),
-        default_budget=default_budget or spec.image.default_budget,
-        audio_seq_length=audio_len,
-        image_seq_length=image_len,
-        hidden_size=int(text.hidden_size),
-        layers=kv_layers(text),
-        num_parameters=total,
-        num_parameters_by_part=parts,
-        use_bidirectional_attention=getattr(text, "use_bidirectional_attention", None),
-        config_source=where,
-        expert_parameters=experts,
-        experts_per_token=routed,
-        per_layer_embedding_parameters=ple,
-    )
 
 
 # ----------------------------------------------------------------------- results
@@ -360,7 +127,9 @@ class ServingPlan:
     max_items_per_batch: dict[str, int]
     encoder_compute_budget: int  # encoder tokens one engine step may run
     encoder_cache_size: int  # encoder outputs (tokens) the cache holds
-    dummy_inputs: dict[str, str]  # Gemma 3n: what vLLM builds to measure each modality
+    # The request vLLM's dummy builder makes to profile memory, one item per active
+    # modality (dummy_inputs.vllm_dummy_inputs); None when no processor could be read.
+    dummy_inputs: DummyInputs | None
     dtype_bytes: int  # bytes per weight
     kv_dtype_bytes: int  # bytes per KV element
     block_size: int  # vLLM's KV block, tokens
@@ -448,7 +217,8 @@ class ServingPlan:
         if spec.image.fixed_soft_tokens is not None:
             return self.model.image_seq_length + spec.markers_per_item
         budget = self.max_soft_tokens or self.model.default_budget
-        return vllm_image_tokens(height, width, max_soft_tokens=budget) + spec.markers_per_item
+        budgeted = vllm_image_tokens(height, width, max_soft_tokens=budget, family=spec)
+        return budgeted + spec.markers_per_item
 
     def images_that_fit(
         self, image_size: tuple[int, int] = (1080, 1920), *, text_tokens: int = 32
@@ -578,60 +348,190 @@ def _limits(
     return counts, frames
 
 
-def _per_item(
-    model: ServingModel, active: list[str], max_soft_tokens: int | None, num_frames: int | None
-) -> tuple[dict[str, int], dict[str, str], list[str]]:
-    """Worst-case embeddings per item, the dummy inputs behind them, and why."""
+def _require_engine_args(
+    spec: Any, max_model_len: int, max_soft_tokens: int | None, dtypes: Sequence[str]
+) -> None:
+    """What vLLM refuses at start-up: a non-positive length, a budget the processor does
+    not know (``require_budget``; a family without budgets ignores it), an unknown dtype."""
+    if max_model_len <= 0:
+        raise ValueError(f"max_model_len must be positive, got {max_model_len}.")
+    if max_soft_tokens is not None and spec.image.budgets:
+        require_budget(max_soft_tokens, family=spec)
+    for name in dtypes:
+        if str(name) not in _DTYPE_BYTES:
+            raise ValueError(f"Unknown dtype {name!r}; use one of {sorted(_DTYPE_BYTES)}.")
+
+
+def _active_rule(model: ServingModel, counts: dict[str, int]) -> Rule[dict[str, int]]:
+    """Limits of the modalities the model serves (999 when left out); others are ignored."""
+    limits = {m: counts.get(m, DEFAULT_LIMIT) for m in model.modalities}
+    ignored = sorted(set(counts) - set(model.modalities))
+    step = (
+        f"limit_mm_per_prompt {ignored}: {model.name} serves no such input, vLLM ignores it"
+        if ignored
+        else ""
+    )
+    return Rule(limits, step)
+
+
+def _dummy_counted_items(
+    model: ServingModel, active: list[str], max_soft_tokens: int | None
+) -> Rule[dict[str, int]]:
+    """A family whose model file has no ``get_mm_max_tokens_per_item`` hook (Gemma 3n):
+    vLLM builds one dummy item per modality and counts its placeholders."""
     spec = model.spec
     tokens: dict[str, int] = {}
-    dummies: dict[str, str] = {}
-    steps: list[str] = []
-    if spec.image.fixed_soft_tokens is not None:  # Gemma 3n: no max-tokens hook → dummy run
-        steps.append(
-            f"{spec.display_name}'s model file names its method get_max_tokens_per_item, not "
-            "the hook get_mm_max_tokens_per_item, so vLLM builds one dummy item per modality "
-            "and counts its placeholders"
-        )
-        h, w = spec.image.fixed_size
-        if "image" in active:
-            tokens["image"] = model.image_seq_length
-            dummies["image"] = (
-                f"one {size_label((h, w))} image (image_processor.size) → {tokens['image']} tokens"
-            )
-        if "audio" in active:
-            tokens["audio"] = model.audio_seq_length
-            n = spec.audio.fft_length
-            dummies["audio"] = (
-                f"one clip of {n} samples (fft_length, {n / spec.audio.sampling_rate:.3f} s) → "
-                f"{tokens['audio']} tokens (the replacement is fixed, whatever the length)"
-            )
-        steps += [f"dummy {m}: {d}" for m, d in dummies.items()]
-        if max_soft_tokens is not None:
-            steps.append(
-                f"max_soft_tokens={max_soft_tokens} is ignored: {spec.display_name} has no image budget"
-            )
-        return tokens, dummies, steps
+    why = [
+        f"{spec.display_name}'s model file names its method get_max_tokens_per_item, not "
+        "the hook get_mm_max_tokens_per_item, so vLLM builds one dummy item per modality "
+        "and counts its placeholders"
+    ]
     if "image" in active:
-        budget = max_soft_tokens if max_soft_tokens in spec.image.budgets else model.default_budget
-        tokens["image"] = budget
-        why = ("mm_processor_kwargs max_soft_tokens" if max_soft_tokens in spec.image.budgets
-               else "vision_config.default_output_length")  # fmt: skip
-        steps.append(f"image: {budget} soft tokens ({why}; markers not counted)")
+        tokens["image"] = model.image_seq_length
+        why.append(f"image: {tokens['image']} tokens, whatever the size (image_seq_length)")
     if "audio" in active:
         tokens["audio"] = model.audio_seq_length
-        steps.append(
-            f"audio: {model.audio_seq_length} (the processor's audio_seq_length, a 30 s clip)"
+        why.append(
+            f"audio: {tokens['audio']} tokens, whatever the length (the replacement is fixed)"
+        )
+    if max_soft_tokens is not None:
+        why.append(
+            f"max_soft_tokens={max_soft_tokens} is ignored: {spec.display_name} has no image budget"
+        )
+    return Rule(tokens, "; ".join(why))
+
+
+def _stated_items(
+    model: ServingModel, active: list[str], max_soft_tokens: int | None, num_frames: int | None
+) -> Rule[dict[str, int]]:
+    """A family with budgets states its maxima (``get_mm_max_tokens_per_item``): the image
+    budget, the processor's audio length, and frames × (video budget + markers) per video."""
+    spec = model.spec
+    tokens: dict[str, int] = {}
+    why = []
+    if "image" in active:
+        asked = max_soft_tokens in spec.image.budgets
+        tokens["image"] = max_soft_tokens if asked else model.default_budget
+        source = ("mm_processor_kwargs max_soft_tokens" if asked
+                  else f"vision_config.{spec.budget_config_field}")  # fmt: skip
+        why.append(f"image: {tokens['image']} soft tokens ({source}; markers not counted)")
+    if "audio" in active:
+        tokens["audio"] = model.audio_seq_length
+        secs = model.audio_seq_length * spec.audio.ms_per_token / 1000
+        why.append(
+            f"audio: {model.audio_seq_length} (the processor's audio_seq_length, a {secs:g} s clip)"
         )
     if "video" in active:
-        frames = min(spec.image.max_video_frames, num_frames or spec.image.max_video_frames)
-        per = spec.image.video_budget + VIDEO_FRAME_EXTRA_TOKENS
-        tokens["video"] = frames * per
-        steps.append(
-            f"video: {frames} frames × ({spec.image.video_budget} soft + 2 markers + ~6 timestamp) "
+        img = spec.image
+        frames = min(img.max_video_frames, num_frames or img.max_video_frames)
+        tokens["video"] = vllm_video_tokens(frames, family=spec)
+        why.append(
+            f"video: {frames} frames × ({img.video_budget} soft + 2 markers + ~6 timestamp) "
             f"= {tokens['video']} (num_frames from limit_mm_per_prompt['video'], capped at "
-            f"{spec.image.max_video_frames})"
+            f"{img.max_video_frames})"
         )
-    return tokens, dummies, steps
+    return Rule(tokens, "; ".join(why))
+
+
+def _per_item_rule(
+    model: ServingModel, active: list[str], max_soft_tokens: int | None, num_frames: int | None
+) -> Rule[dict[str, int]]:
+    """Worst-case embeddings of one item per active modality, as vLLM finds them."""
+    if model.spec.image.fixed_soft_tokens is not None:
+        return _dummy_counted_items(model, active, max_soft_tokens)
+    return _stated_items(model, active, max_soft_tokens, num_frames)
+
+
+def _dummy_inputs_rule(model: ServingModel, active: list[str]) -> Rule[DummyInputs | None]:
+    """The request vLLM's dummy builder makes (one item per active modality: the warm-up,
+    and Gemma 3n's count), read from the checkpoint's processor."""
+    if not active:
+        return Rule(None, "")
+    if model.processor is None:
+        return Rule(
+            None,
+            f"dummy inputs: no processor was read for {model.name} ({model.config_source}), "
+            "so the dummy request is not shown",
+        )
+    dummy = vllm_dummy_inputs(model, dict.fromkeys(active, 1))
+    return Rule(dummy, "dummy inputs (one item each): " + " ".join(dummy.steps))
+
+
+def _encoder_budget_rule(
+    tokens: dict[str, int], mnbt: int, disable_chunked_mm_input: bool
+) -> Rule[int]:
+    """``compute_mm_encoder_budget``: max(max_num_batched_tokens, largest item), for both the
+    compute budget and the cache; an item that cannot be chunked must fit one batch."""
+    if not tokens:
+        return Rule(0, "every modality has limit 0: no encoder cache (compute = cache = 0)")
+    big = max(tokens.values())
+    if disable_chunked_mm_input and big > mnbt:
+        raise ValueError(
+            f"Chunked MM input disabled but max_tokens_per_mm_item ({big}) is larger than "
+            f"max_num_batched_tokens ({mnbt}). Please increase max_num_batched_tokens."
+        )
+    budget = max(mnbt, big)
+    return Rule(
+        budget,
+        f"encoder_compute_budget = encoder_cache_size = max(max_num_batched_tokens {mnbt}, "
+        f"largest item {big}) = {budget}",
+    )
+
+
+def _items_rule(
+    modality: str,
+    tokens: int,
+    *,
+    limit: int,
+    max_model_len: int,
+    compute: int,
+    max_num_seqs: int,
+    mnbt: int,
+    enable_chunked_prefill: bool,
+) -> Rule[tuple[int, int]]:
+    """(items per prompt, items per batch) the profiler runs for one modality."""
+    if tokens == 0:
+        return Rule((0, 0), "")
+    per_prompt = max(1, min(limit, max_model_len // tokens))
+    reqs = max_num_seqs if enable_chunked_prefill else min(max_num_seqs, mnbt // tokens)
+    per_batch = max(1, min(compute // tokens, reqs * per_prompt))
+    return Rule(
+        (per_prompt, per_batch),
+        f"{modality}: per prompt max(1, min(limit {limit}, {max_model_len} // {tokens})) = "
+        f"{per_prompt}; per batch max(1, min({compute} // {tokens}, {reqs} requests × "
+        f"{per_prompt})) = {per_batch}",
+    )
+
+
+def _kv_rule(model: ServingModel, kv_bytes: int) -> Rule[tuple[int, int]]:
+    """(bytes per token on full layers, on sliding layers) of the layers that store KV."""
+    layers = model.layers
+    full = sum(la.bytes_per_token(kv_bytes) for la in layers if la.window is None)
+    sliding = sum(la.bytes_per_token(kv_bytes) for la in layers if la.window is not None)
+    stored = sum(1 for la in layers if la.stores_kv)
+    return Rule(
+        (full, sliding),
+        f"KV: {stored} of {len(layers)} layers store K and V ({len(layers) - stored} share an "
+        f"earlier layer's); per token {full:,} B on full layers + {sliding:,} B on sliding "
+        "layers (these stop growing at the window)",
+    )
+
+
+def _weights_rule(model: ServingModel, w_bytes: int) -> Rule[int]:
+    """The weights in bytes: every part built on the meta device, the routed experts and
+    the per-layer embeddings apart."""
+    parts = ", ".join(f"{k} {v:,}" for k, v in model.num_parameters_by_part.items())
+    text = (f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's "
+            f"shapes, meta device: {parts})")  # fmt: skip
+    if model.experts_per_token:
+        k, n = model.experts_per_token
+        text += (f"; {model.expert_parameters:,} in {n} routed experts, {k} per token, so "
+                 f"{model.active_parameters:,} run per token (all stay in memory)")  # fmt: skip
+    if model.per_layer_embedding_parameters:
+        ple = model.per_layer_embedding_parameters
+        text += (f"; {ple:,} of them are the per-layer embedding table (a lookup; "
+                 f"{model.num_parameters - ple:,} without it)")  # fmt: skip
+    return Rule(model.num_parameters * w_bytes, text)
 
 
 def plan_serving(
@@ -665,120 +565,52 @@ def plan_serving(
         model_or_bundle if isinstance(model_or_bundle, ServingModel) else _cached(model_or_bundle)
     )
     spec = model.spec
-    if max_model_len <= 0:
-        raise ValueError(f"max_model_len must be positive, got {max_model_len}.")
+    _require_engine_args(spec, max_model_len, max_soft_tokens, (dtype, kv_cache_dtype or dtype))
     mnbt = max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS
-    if (
-        max_soft_tokens is not None
-        and spec.image.budgets
-        and max_soft_tokens not in spec.image.budgets
-    ):
-        raise ValueError(
-            f"max_soft_tokens must be one of {list(spec.image.budgets)} (vLLM refuses to start "
-            f"with {max_soft_tokens}: the processor raises)."
-        )
-    for name in (dtype, kv_cache_dtype or dtype):
-        if str(name) not in _DTYPE_BYTES:
-            raise ValueError(f"Unknown dtype {name!r}; use one of {sorted(_DTYPE_BYTES)}.")
     counts, frames = _limits(limit_mm_per_prompt, num_frames)
-    steps: list[str] = [f"config: {model.config_source or 'as given'}"]
-    ignored = sorted(set(counts) - set(model.modalities))
-    if ignored:
-        steps.append(
-            f"limit_mm_per_prompt {ignored}: {model.name} serves no such input, vLLM ignores it"
-        )
-    limits = {m: counts.get(m, DEFAULT_LIMIT) for m in model.modalities}
-    active = [m for m in model.modalities if limits[m] > 0]
-    tokens, dummies, why = _per_item(model, active, max_soft_tokens, frames)
-    steps += why
-
-    per_prompt: dict[str, int] = {}
-    per_batch: dict[str, int] = {}
-    if not tokens:
-        compute = cache = 0
-        steps.append("every modality has limit 0: no encoder cache (compute = cache = 0)")
-    else:
-        big = max(tokens.values())
-        if disable_chunked_mm_input and big > mnbt:
-            raise ValueError(
-                f"Chunked MM input disabled but max_tokens_per_mm_item ({big}) is larger than "
-                f"max_num_batched_tokens ({mnbt}). Please increase max_num_batched_tokens."
-            )
-        compute = cache = max(mnbt, big)
-        steps.append(
-            f"encoder_compute_budget = encoder_cache_size = max(max_num_batched_tokens {mnbt}, "
-            f"largest item {big}) = {compute}"
-        )
-        for m, t in tokens.items():
-            if t == 0:
-                per_prompt[m] = per_batch[m] = 0
-                continue
-            per_prompt[m] = max(1, min(limits[m], max_model_len // t))
-            reqs = max_num_seqs if enable_chunked_prefill else min(max_num_seqs, mnbt // t)
-            per_batch[m] = max(1, min(compute // t, reqs * per_prompt[m]))
-            steps.append(
-                f"{m}: per prompt max(1, min(limit {limits[m]}, {max_model_len} // {t})) = "
-                f"{per_prompt[m]}; per batch max(1, min({compute} // {t}, {reqs} requests × "
-                f"{per_prompt[m]})) = {per_batch[m]}"
-            )
+    limits = _active_rule(model, counts)
+    active = [m for m in model.modalities if limits.value[m] > 0]
+    tokens = _per_item_rule(model, active, max_soft_tokens, frames)
+    dummy = _dummy_inputs_rule(model, active)
+    compute = _encoder_budget_rule(tokens.value, mnbt, disable_chunked_mm_input)
+    items = {
+        m: _items_rule(m, t, limit=limits.value[m], max_model_len=max_model_len,
+                       compute=compute.value, max_num_seqs=max_num_seqs, mnbt=mnbt,
+                       enable_chunked_prefill=enable_chunked_prefill)
+        for m, t in (tokens.value.items() if compute.value else ())
+    }  # fmt: skip
     w_bytes = _DTYPE_BYTES[str(dtype)]
     kv_bytes = _DTYPE_BYTES[str(kv_cache_dtype or dtype)]
-    full = sum(la.bytes_per_token(kv_bytes) for la in model.layers if la.window is None)
-    sliding = sum(la.bytes_per_token(kv_bytes) for la in model.layers if la.window is not None)
-    stored = [la for la in model.layers if la.stores_kv]
-    steps.append(
-        f"KV: {len(stored)} of {len(model.layers)} layers store K and V "
-        f"({len(model.layers) - len(stored)} share an earlier layer's); per token "
-        f"{full:,} B on full layers + {sliding:,} B on sliding layers (these stop growing at "
-        f"the window)"
-    )
-    steps.append(_weights_step(model, w_bytes))
+    kv = _kv_rule(model, kv_bytes)
+    weights = _weights_rule(model, w_bytes)
+    rules = [limits, tokens, dummy, compute, *items.values(), kv, weights]
     return ServingPlan(
         model=model,
         max_model_len=max_model_len,
         max_num_batched_tokens=mnbt,
         max_num_seqs=max_num_seqs,
-        limits=limits,
+        limits=limits.value,
         max_soft_tokens=max_soft_tokens if spec.image.budgets else None,
         num_frames=frames if "video" in model.modalities else None,
-        max_tokens_per_item=tokens,
-        max_items_per_prompt=per_prompt,
-        max_items_per_batch=per_batch,
-        encoder_compute_budget=compute,
-        encoder_cache_size=cache,
-        dummy_inputs=dummies,
+        max_tokens_per_item=tokens.value,
+        max_items_per_prompt={m: r.value[0] for m, r in items.items()},
+        max_items_per_batch={m: r.value[1] for m, r in items.items()},
+        encoder_compute_budget=compute.value,
+        encoder_cache_size=compute.value,
+        dummy_inputs=dummy.value,
         dtype_bytes=w_bytes,
         kv_dtype_bytes=kv_bytes,
         block_size=block_size,
-        kv_bytes_per_token_full=full,
-        kv_bytes_per_token_sliding=sliding,
-        weights_bytes=model.num_parameters * w_bytes,
-        steps=tuple(steps),
+        kv_bytes_per_token_full=kv.value[0],
+        kv_bytes_per_token_sliding=kv.value[1],
+        weights_bytes=weights.value,
+        steps=(f"config: {model.config_source or 'as given'}", *(r.step for r in rules if r.step)),
     )
 
 
-def _weights_step(model: ServingModel, w_bytes: int) -> str:
-    """The weights in words: every part built on the meta device, the routed experts
-    and the per-layer embeddings apart."""
-    parts = ", ".join(f"{k} {v:,}" for k, v in model.num_parameters_by_part.items())
-    text = (f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's "
-            f"shapes, meta device: {parts})")  # fmt: skip
-    if model.experts_per_token:
-        k, n = model.experts_per_token
-        text += (f"; {model.expert_parameters:,} in {n} routed experts, {k} per token, so "
-                 f"{model.active_parameters:,} run per token (all stay in memory)")  # fmt: skip
-    if model.per_layer_embedding_parameters:
-        ple = model.per_layer_embedding_parameters
-        text += (f"; {ple:,} of them are the per-layer embedding table (a lookup; "
-                 f"{model.num_parameters - ple:,} without it)")  # fmt: skip
-    return text
-
-
-_MODELS: dict[str, ServingModel] = {}
-
-
 def _cached(source: Any) -> ServingModel:
-    """serving_model once per bundle name / folder / tiny name (configs are not cached)."""
+    """serving_model once per bundle name / folder / tiny name (``SERVING_MODELS``); a
+    config passed in is read each time."""
     from .models.bundle import Bundle
 
     key = source.name if isinstance(source, Bundle) else (
@@ -786,6 +618,4 @@ def _cached(source: Any) -> ServingModel:
     )  # fmt: skip
     if key is None:
         return serving_model(source)
-    if key not in _MODELS:
-        _MODELS[key] = serving_model(source)
-    return _MODELS[key]
+    return SERVING_MODELS.get_or_make(key, lambda: serving_model(source))

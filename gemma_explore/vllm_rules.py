@@ -37,12 +37,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from .families import WRAPPER, FamilySpec, get_family
-from .plans import conv_out, format_timestamp
+from .families import (
+    DEFAULT_FAMILY,
+    MAX_NEWLINE_RUN,
+    NEWLINE_BASE_ID,
+    WRAPPER,
+    FamilySpec,
+    get_family,
+)
+from .plans import conv_out, family_spec, format_timestamp
 
 __all__ = [
+    "Divergence",
     "VLLM_COUNT_ERROR",
+    "VLLM_SEARCH_SPLITS",
+    "VIDEO_FRAME_EXTRA_TOKENS",
     "VLLM_MERGE_ERROR",
     "VLLM_REPLACE_ERROR",
     "VllmExpansion",
@@ -55,17 +66,51 @@ __all__ = [
     "vllm_audio_tokens",
     "vllm_image_size",
     "vllm_image_tokens",
+    "vllm_raw_divergences",
     "vllm_replacement_length",
     "vllm_video_timestamps",
+    "vllm_search_parts",
+    "vllm_video_tokens",
+    "newlines_in",
 ]
 
 
+# The view vLLM's Gemma 3n placeholder search takes of a merged newline token
+# (gemma3n_mm.py _find_mm_placeholders): "\n\n\n" is read as "\n" + "\n\n" and
+# "\n\n\n\n" as "\n\n" + "\n\n"; every other token stays whole.
+VLLM_SEARCH_SPLITS = {3: ("\n", "\n\n"), 4: ("\n\n", "\n\n")}
+
+
+def newlines_in(token_id: int) -> int:
+    """How many newlines a token id stands for (Gemma's vocabulary has one token per run
+    of 1 … 31 newlines), 0 for any other token.
+
+    >>> newlines_in(NEWLINE_BASE_ID + 3), newlines_in(2)
+    (3, 0)
+    """
+    k = token_id - NEWLINE_BASE_ID
+    return k if 1 <= k <= MAX_NEWLINE_RUN else 0
+
+
+def vllm_search_parts(newlines: int) -> tuple[str, ...]:
+    r"""The strings vLLM's placeholder search sees in a token of ``newlines`` newlines.
+
+    >>> vllm_search_parts(3), vllm_search_parts(5)
+    (('\n', '\n\n'), ('\n\n\n\n\n',))
+    """
+    return VLLM_SEARCH_SPLITS.get(newlines, ("\n" * newlines,))
+
+
 def vllm_image_size(
-    height: int, width: int, *, max_soft_tokens: int, family: str | FamilySpec = "gemma4"
+    height: int,
+    width: int,
+    *,
+    max_soft_tokens: int,
+    family: str | FamilySpec | Any = DEFAULT_FAMILY,
 ) -> tuple[int, int]:
     """The (h, w) vLLM's Gemma 4 count assumes: area scaled to the patch budget, each
     side floored to a multiple of one cell (48 px) with a minimum of one cell."""
-    img = get_family(family).image
+    img = family_spec(family).image
     patch, cell = img.patch_size, img.cell_px
     max_patches = max_soft_tokens * img.patches_per_token
     scale = math.sqrt(max_patches / ((height / patch) * (width / patch)))
@@ -80,11 +125,11 @@ def vllm_image_tokens(
     *,
     max_soft_tokens: int,
     clamp: bool = True,
-    family: str | FamilySpec = "gemma4",
+    family: str | FamilySpec | Any = DEFAULT_FAMILY,
 ) -> int:
     """Soft tokens vLLM's Gemma 4 reserves for an image. ``clamp=False`` gives the count
     before the fix that caps it at the budget (the "280 tokens for 289 placeholders" bug)."""
-    img = get_family(family).image
+    img = family_spec(family).image
     th, tw = vllm_image_size(height, width, max_soft_tokens=max_soft_tokens, family=family)
     patches = (th // img.patch_size) * (tw // img.patch_size)
     n = patches // img.patches_per_token
@@ -98,7 +143,7 @@ def _audio_rule(spec: FamilySpec) -> FamilySpec:
     return get_family(spec.vllm_audio_rule) if spec.vllm_audio_rule else spec
 
 
-def vllm_audio_frames(num_samples: int, *, family: str | FamilySpec = "gemma4") -> int:
+def vllm_audio_frames(num_samples: int, *, family: str | FamilySpec | Any = DEFAULT_FAMILY) -> int:
     """Mel frames vLLM's Gemma 4 count assumes (``_compute_audio_num_tokens``): the whole
     unpadded clip with the semicausal left padding, framed every hop. vLLM never cuts
     samples; only the token count is capped, later (:func:`vllm_audio_tokens`).
@@ -106,7 +151,7 @@ def vllm_audio_frames(num_samples: int, *, family: str | FamilySpec = "gemma4") 
     >>> vllm_audio_frames(45 * 16_000)  # transformers' extractor keeps 30 s: 2999 frames
     4499
     """
-    a = _audio_rule(get_family(family)).audio
+    a = _audio_rule(family_spec(family)).audio
     n = num_samples
     return max((n + a.frame_length // 2 - (a.frame_length + 1)) // a.hop_length + 1, 0)
 
@@ -114,7 +159,7 @@ def vllm_audio_frames(num_samples: int, *, family: str | FamilySpec = "gemma4") 
 def vllm_audio_tokens(
     num_samples: int,
     *,
-    family: str | FamilySpec = "gemma4",
+    family: str | FamilySpec | Any = DEFAULT_FAMILY,
     audio_seq_length: int | None = None,
 ) -> int:
     """Audio placeholders vLLM reserves: Gemma 3n always 188; Gemma 4 (and Unified,
@@ -129,7 +174,7 @@ def vllm_audio_tokens(
     >>> vllm_audio_tokens(45 * 16_000), vllm_audio_tokens(45 * 16_000, audio_seq_length=10**6)
     (750, 1125)
     """
-    spec = _audio_rule(get_family(family))
+    spec = _audio_rule(family_spec(family))
     if spec.audio.fixed_placeholders is not None:
         return spec.audio.fixed_placeholders
     frames = vllm_audio_frames(num_samples, family=spec)
@@ -139,6 +184,26 @@ def vllm_audio_tokens(
         frames = conv_out(frames)
     cap = spec.audio.max_tokens if audio_seq_length is None else audio_seq_length
     return min(frames, cap)
+
+
+# gemma4_mm.py's estimate of the tokens around each video frame: BOI + EOI + ~6 for the
+# "mm:ss " timestamp.
+VIDEO_FRAME_EXTRA_TOKENS = 2 + 6
+
+
+def vllm_video_tokens(
+    num_frames: int | None = None, *, family: str | FamilySpec | Any = DEFAULT_FAMILY
+) -> int:
+    """The worst case vLLM states for one video (``get_mm_max_tokens_per_item``): frames
+    (``num_frames``, capped at the family's maximum; the maximum when None) × (the video
+    budget + the markers and timestamp around each frame).
+
+    >>> vllm_video_tokens(4)
+    312
+    """
+    img = family_spec(family).image
+    frames = min(img.max_video_frames, num_frames or img.max_video_frames)
+    return frames * (img.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
 
 
 def vllm_replacement_length(family: str | FamilySpec, modality: str, num_embeds: int) -> int:
@@ -252,7 +317,8 @@ def vllm_expand_gemma3n(
     ids = _replace_pairs(ids, (n2, n2), n4)
     view, origin = [], []
     for i, tok in enumerate(ids):
-        parts = [n1, n2] if tok == n3 else [n2, n2] if tok == n4 else [tok]
+        k = newlines_in(tok)
+        parts = [spec.id_of(part) for part in vllm_search_parts(k)] if k else [tok]
         view += parts
         origin += [i] * len(parts)
     found: list[tuple[str, int, int]] = []
@@ -368,3 +434,176 @@ def vllm_video_timestamps(num_frames: int, *, metadata: dict | None) -> VllmVide
         + f": stamps {stamps[0] if stamps else '—'} … {stamps[-1] if stamps else '—'}",
     ]  # fmt: skip
     return VllmVideoStamps(float(fps), not given, indices, stamps, tuple(steps))
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where vLLM's processor and transformers' part: a raw Gemma 3n prompt's newlines,
+    or a Unified clip that vLLM counts with Gemma 4's mel rule."""
+
+    rule: str  # what happens, in words
+    seed_function: str  # where vLLM does it (gemma3n_mm.py)
+    position: int  # index in the layout's input_ids where they part
+    vllm_ids: tuple[int, ...] | None  # vLLM's tokens there (None: vLLM raises)
+    transformers_ids: tuple[int, ...]  # transformers' tokens there
+    error: str | None = None  # what vLLM raises, word for word
+
+
+# ----------------------------------------------------- raw prompts: where vLLM parts
+
+_SEED = "gemma3n_mm.py"
+_MERGES = "'\\n'+'\\n\\n', '\\n\\n'+'\\n' and '\\n\\n'+'\\n\\n'"
+
+
+@dataclass(frozen=True)
+class _Around:
+    """The newline runs around one placeholder token of a raw prompt."""
+
+    modality: str
+    item: int
+    before: int  # newlines in the token right before it (0 if not a newline run)
+    after: int  # newlines in the token right after it
+    next_is_item: bool  # only newlines stand between it and the next placeholder
+
+
+def _around_placeholders(spec: FamilySpec, prompt_ids: list[int]) -> list[_Around]:
+    targets = {spec.id_of(t): m for m, t in spec.placeholder_tokens.items()}
+    out, counts = [], dict.fromkeys(spec.placeholder_tokens, 0)
+    for p, tok in enumerate(prompt_ids):
+        if tok not in targets:
+            continue
+        modality = targets[tok]
+        before = newlines_in(prompt_ids[p - 1]) if p > 0 else 0
+        after = newlines_in(prompt_ids[p + 1]) if p + 1 < len(prompt_ids) else 0
+        q = p + 1
+        while q < len(prompt_ids) and newlines_in(prompt_ids[q]):
+            q += 1
+        next_is_item = q < len(prompt_ids) and prompt_ids[q] in targets and q > p + 1
+        out.append(_Around(modality, counts[modality], before, after, next_is_item))
+        counts[modality] += 1
+    return out
+
+
+def _runs(spec: FamilySpec, ids: list[int]) -> list[tuple[int, int]]:
+    """(opener, closer) positions of each item's marker-delimited run."""
+    openers = {spec.id_of(spec.boi_token), spec.id_of(spec.boa_token)}
+    closers = {spec.id_of(spec.eoi_token), spec.id_of(spec.eoa_token)}
+    out, start = [], None
+    for p, tok in enumerate(ids):
+        if tok in openers:
+            start = p
+        elif tok in closers and start is not None:
+            out.append((start, p))
+            start = None
+    return out
+
+
+def _gap_rule(around: list[_Around], gap: int) -> str:
+    """Why the tokens between item ``gap - 1`` and item ``gap`` differ."""
+    prev = around[gap - 1] if gap > 0 else None
+    nxt = around[gap] if gap < len(around) else None
+    if prev is not None and nxt is not None and prev.next_is_item:
+        return (
+            f"Newlines between {prev.modality} #{prev.item} and {nxt.modality} #{nxt.item}: vLLM "
+            "expands both items first, then merges the wrappers with the newlines between "
+            f"them pairwise, left to right (only {_MERGES}); transformers expands the text and "
+            "tokenizes the whole run as one token."
+        )
+    rules = []
+    if prev is not None and prev.after >= 3:
+        rules.append(
+            f"{prev.after} newlines after the {prev.modality} placeholder: vLLM merges only "
+            f"{_MERGES} after expansion, so the closing '\\n\\n' and the {prev.after} newlines "
+            f"stay two tokens; transformers tokenizes one run of {prev.after + 2}."
+        )
+    if nxt is not None and nxt.before >= 3:
+        rules.append(
+            f"{nxt.before} newlines before the {nxt.modality} placeholder: vLLM merges only "
+            f"{_MERGES} after expansion, so they and the opening '\\n\\n' stay two tokens; "
+            f"transformers tokenizes one run of {nxt.before + 2}."
+        )
+    return " ".join(rules) or (
+        f"vLLM merges only {_MERGES} after expansion; transformers tokenizes the expanded "
+        "text, so the newline tokens here differ."
+    )
+
+
+def _window(ids: list[int], start: int, stop: int) -> tuple[int, ...]:
+    return tuple(ids[max(start - 1, 0) : stop + 1])
+
+
+def _gap_divergences(
+    spec: FamilySpec, v_ids: list[int], t_ids: list[int], around: list[_Around]
+) -> tuple[Divergence, ...]:
+    v_runs, t_runs = _runs(spec, v_ids), _runs(spec, t_ids)
+    bounds_v = [-1] + [c for _, c in v_runs], [o for o, _ in v_runs] + [len(v_ids)]
+    bounds_t = [-1] + [c for _, c in t_runs], [o for o, _ in t_runs] + [len(t_ids)]
+    out = []
+    for gap, (vs, ve, ts, te) in enumerate(zip(*bounds_v, *bounds_t, strict=True)):
+        v_gap, t_gap = v_ids[vs + 1 : ve], t_ids[ts + 1 : te]
+        if v_gap == t_gap:
+            continue
+        head = 0
+        while head < min(len(v_gap), len(t_gap)) and v_gap[head] == t_gap[head]:
+            head += 1
+        tail = 0
+        while (
+            tail < min(len(v_gap), len(t_gap)) - head
+            and v_gap[len(v_gap) - 1 - tail] == t_gap[len(t_gap) - 1 - tail]
+        ):
+            tail += 1
+        v_at, t_at = vs + 1 + head, ts + 1 + head
+        out.append(
+            Divergence(
+                rule=_gap_rule(around, gap),
+                seed_function=f"{_SEED}: _apply_token_matches",
+                position=v_at,
+                vllm_ids=_window(v_ids, v_at, ve - tail),
+                transformers_ids=_window(t_ids, t_at, te - tail),
+            )
+        )
+    return tuple(out)
+
+
+def vllm_raw_divergences(
+    spec: FamilySpec, prompt_ids: list[int], transformers_ids: list[int], items: dict[str, int]
+) -> tuple[list[int], tuple[Divergence, ...], tuple[tuple[str, int, int], ...] | None]:
+    """vLLM's ids for a raw prompt of a family that wraps items in newlines (Gemma 3n),
+    and where they differ from transformers' ids for the same prompt.
+
+    ``prompt_ids`` is the text as vLLM tokenizes it (:func:`vllm_adds_bos`), ``items``
+    modality → items in the prompt. Returns (the ids to lay out: vLLM's, or transformers'
+    when vLLM raises; the divergences; vLLM's (modality, offset, length) ranges, or None
+    when the ids agree and transformers' walk finds them)."""
+    expansion = vllm_expand_gemma3n(spec, prompt_ids, items)
+    t_ids = list(transformers_ids)
+    around = _around_placeholders(spec, prompt_ids)
+    if expansion.error is not None:
+        # The item whose closing wrapper vLLM loses: a lone "\n" after it, unless another
+        # placeholder follows at once (then "\n" + "\n\n" merge first and nothing is lost).
+        lost = next((a for a in around if a.after == 1 and not a.next_is_item), None)
+        runs = _runs(spec, t_ids)
+        index = around.index(lost) if lost is not None else 0
+        closer = runs[index][1] if index < len(runs) else 0
+        rule = (
+            f"A single '\\n' right after {lost.modality} #{lost.item}'s placeholder: vLLM merges "
+            "the closing "
+            "'\\n\\n' with it into '\\n\\n\\n', then its placeholder search always splits "
+            "'\\n\\n\\n' as '\\n' + '\\n\\n', so it never finds the closing wrapper and raises. "
+            "transformers runs. Write no newline or two ('\\n\\n') after the placeholder."
+            if lost is not None and lost.after == 1
+            else "vLLM cannot find every item's replacement in its expanded prompt."
+        )
+        divergence = Divergence(
+            rule=rule,
+            seed_function=f"{_SEED}: _apply_token_matches, _find_mm_placeholders",
+            position=closer,
+            vllm_ids=None,
+            transformers_ids=tuple(t_ids[closer : closer + 2]),
+            error=expansion.error,
+        )
+        return t_ids, (divergence,), ()
+    v_ids = list(expansion.ids)
+    if v_ids == t_ids:
+        return t_ids, (), expansion.placeholders
+    return v_ids, _gap_divergences(spec, v_ids, t_ids, around), expansion.placeholders

@@ -8,6 +8,7 @@ import pytest
 
 import gemma_explore as ge
 from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.vllm_rules import vllm_search_parts
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 IMG = np.random.RandomState(0).randint(0, 255, (48, 64, 3), np.uint8)
@@ -69,14 +70,21 @@ def test_rule_newlines_between_two_items(tiny3n):
 
 
 def test_split_parts_are_what_vllms_search_sees(tiny3n):
-    """vLLM's search always splits "\\n\\n\\n" as "\\n" + "\\n\\n": right for an opening
-    wrapper, wrong for a closing one."""
-    opening = raw3n(tiny3n, "A\n<image_soft_token>B").newline_merges[0]
-    assert opening.parts == ("\n", "\n\n") and opening.vllm_finds_wrapper
-    closing = ge.layout_prompt(
-        "A<image_soft_token>\nB", bundle=tiny3n, images=[IMG], template=False
+    """vLLM's search splits a merged "\\n\\n\\n" one way for both wrappers: right for an
+    opening wrapper, wrong for a closing one. The parts are the split vllm_expand_gemma3n
+    searches with (one table), and whether the wrapper is found is vLLM's own verdict."""
+    opening_text, closing_text = "A\n<image_soft_token>B", "A<image_soft_token>\nB"
+    (opening,) = raw3n(tiny3n, opening_text).newline_merges
+    (closing,) = ge.layout_prompt(
+        closing_text, bundle=tiny3n, images=[IMG], template=False
     ).newline_merges
-    assert closing and closing[0].parts == ("\n", "\n\n") and not closing[0].vllm_finds_wrapper
+    for merge in (opening, closing):
+        assert "".join(merge.parts) == merge.token  # a split of the token, nothing added
+        assert merge.parts == vllm_search_parts(len(merge.token))
+    assert opening.vllm_finds_wrapper and not closing.vllm_finds_wrapper
+    if vllm_available():
+        assert not isinstance(vllm_says(tiny3n, opening_text), Exception)
+        assert isinstance(vllm_says(tiny3n, closing_text), Exception)
 
 
 def test_bos_is_explained(tiny3n, tiny4):

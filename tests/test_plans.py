@@ -180,7 +180,15 @@ def test_gemma3n_encoder_tokens_equal_the_real_audio_tower(tiny3n, seconds):
     report = ge.check_audio_parity(n, bundle=tiny3n, use_vllm=False)
     plan = ge.plan_audio(n, family="gemma3n")
     assert report.encoder_count == plan.num_encoder_tokens
-    assert plan.padding_slots + plan.num_encoder_tokens - plan.dropped_tokens == 188
+    # The slots come from transformers' processor, the real tokens from the tower: the
+    # plan's padding and dropped counts must split the one against the other.
+    wave = np.random.RandomState(0).randn(n).astype(np.float32) * 0.1
+    rate = tiny3n.spec.audio.sampling_rate
+    ids = list(ge.prepare_inputs(tiny3n, "Listen.", audios=[(wave, rate)]).input_ids)
+    slots = ids.count(tiny3n.spec.id_of(tiny3n.spec.audio_token))
+    assert plan.num_placeholders == slots
+    assert plan.padding_slots == max(slots - report.encoder_count, 0)
+    assert plan.dropped_tokens == max(report.encoder_count - slots, 0)
 
 
 @pytest.mark.parametrize("seconds", [0.5, 2.41, 12.0, 30.0, 40.0])
@@ -301,3 +309,30 @@ def test_reprs_show_the_steps():
     assert len(plan.steps) >= 4
     assert "256" in repr(ge.plan_image((10, 10), family="gemma3n"))
     assert "<table>" in ge.plan_audio(16_000, family="gemma3n")._repr_html_()
+
+
+def test_check_budget_is_the_old_name_of_require_budget():
+    from gemma_explore.families import get_family
+    from gemma_explore.plans import check_budget, require_budget
+
+    spec = get_family("gemma4")
+    with pytest.warns(DeprecationWarning, match="renamed require_budget"):
+        assert check_budget(spec, 560) == require_budget(560, family=spec) == 560
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="Choose one of"):
+        check_budget(spec, 100)
+
+
+def test_require_budget_reads_the_family_it_is_given(tiny3n):
+    from gemma_explore.families import DEFAULT_FAMILY
+    from gemma_explore.plans import require_budget
+
+    assert require_budget(None) == DEFAULT_FAMILY.image.default_budget
+    with pytest.raises(ValueError, match="Drop max_soft_tokens"):
+        require_budget(280, family=tiny3n)  # a bundle gives its family
+
+
+def test_plans_default_to_the_default_family():
+    from gemma_explore.families import DEFAULT_FAMILY
+
+    assert ge.plan_image((480, 640)) == ge.plan_image((480, 640), family=DEFAULT_FAMILY.name)
+    assert ge.plan_audio(48_000) == ge.plan_audio(48_000, family=DEFAULT_FAMILY.name)

@@ -10,11 +10,11 @@ import json
 import pytest
 
 import gemma_explore as ge
-from gemma_explore import serving
 from gemma_explore.inference.vllm_processor import vllm_available
 from gemma_explore.models.checkpoints import BUILT_IN
 from gemma_explore.released import BASE_IDS, RELEASED_IDS, released_config
 from gemma_explore.serving import plan_serving, serving_model
+from gemma_explore.serving_caches import SERVING_MODELS
 
 
 @pytest.fixture
@@ -24,8 +24,11 @@ def empty_hub_cache(tmp_path, monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(serving, "_MODELS", {})  # plans made before used another cache
-    return tmp_path / "hub"
+    kept = dict(SERVING_MODELS)  # plans made before used another cache: set them aside
+    SERVING_MODELS.clear()
+    yield tmp_path / "hub"
+    SERVING_MODELS.clear()
+    SERVING_MODELS.update(kept)
 
 
 @pytest.mark.parametrize("model_id", RELEASED_IDS + BASE_IDS)
@@ -53,7 +56,7 @@ def test_a_cached_config_wins_over_the_facts(empty_hub_cache):
     cached = plan_serving(model_id, max_model_len=32_768)
     assert cached.model.config_source.startswith("local Hugging Face cache")
     assert {la.window for la in cached.layers if la.window} == {2048}
-    serving._MODELS.clear()
+    SERVING_MODELS.clear()
     (snapshot / "config.json").unlink()
     built_in = plan_serving(model_id, max_model_len=32_768)
     assert built_in.model.config_source == BUILT_IN

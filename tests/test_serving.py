@@ -94,8 +94,46 @@ def test_disabled_chunked_mm_input_refuses_like_vllm(saved_dirs):
 def test_gemma3n_shows_the_dummy_inputs():
     plan = plan_serving("tiny-gemma3n", max_soft_tokens=560)
     assert plan.max_tokens_per_item == {"image": 256, "audio": 188}
-    assert "768×768" in plan.dummy_inputs["image"] and "1024 samples" in plan.dummy_inputs["audio"]
+    processor = plan.model.processor
+    size = processor.image_processor.size
+    assert plan.dummy_inputs.image_size == (size["height"], size["width"])
+    assert plan.dummy_inputs.audio_samples == processor.feature_extractor.fft_length
     assert any("ignored" in s for s in plan.steps)
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
+@pytest.mark.parametrize("name", ["tiny4", "tiny3n", "tinyu"])
+def test_dummy_inputs_are_what_vllms_builder_makes(name, request):
+    """Issue 22, item 3: every family's plan carries the profiling request, equal to vLLM's
+    own get_dummy_text / get_dummy_mm_data for one item of each modality served."""
+    import numpy as np
+
+    from gemma_explore.inference.vllm_processor import VLLM_PROCESSORS
+
+    bundle = request.getfixturevalue(name)
+    plan = plan_serving(bundle, max_model_len=4096)
+    ours = plan.dummy_inputs
+    counts = dict.fromkeys(plan.model.modalities, 1)
+    assert ours.counts == counts
+    builder = VLLM_PROCESSORS.get(bundle).dummy_inputs
+    assert builder.get_dummy_text(counts) == ours.text
+    data = builder.get_dummy_mm_data(4096, counts, {})
+    assert [(im.height, im.width) for im in data["image"]] == [ours.image_size]
+    assert [len(np.asarray(clip)) for clip in data["audio"]] == [ours.audio_samples]
+    for video, meta in data.get("video") or []:
+        assert (video.shape[0], video.shape[1:3]) == (ours.video_frames, ours.image_size)
+        assert (meta["fps"], meta["do_sample_frames"]) == (ours.video_fps, ours.video_sampled)
+    assert ("video" in data) == ("video" in counts)
+
+
+def test_a_config_alone_has_no_dummy_inputs():
+    """Without a processor there is nothing to read the dummy request from: None, and a
+    step that says so."""
+    from gemma_explore.models.tiny import tiny_config
+
+    plan = plan_serving(tiny_config("gemma4"))
+    assert plan.dummy_inputs is None and any("no processor" in s for s in plan.steps)
 
 
 def test_bad_budget_says_which_are_allowed():

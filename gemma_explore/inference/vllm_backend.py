@@ -130,13 +130,11 @@ def engine_args(
     if device == "cpu":
         del args["gpu_memory_utilization"]
         args.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, dtype="float32")
-    if spec.image.budgets:
-        budget = max_soft_tokens or spec.image.default_budget
-        if budget not in spec.image.budgets:
-            raise ValueError(f"max_soft_tokens must be one of {list(spec.image.budgets)}.")
+    if spec.image.budgets or max_soft_tokens is not None:
+        from ..plans import require_budget  # the one budget check (raises for no budgets)
+
+        budget = require_budget(max_soft_tokens, family=spec)
         args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
-    elif max_soft_tokens is not None:
-        raise ValueError(f"{spec.display_name} has no image budget; drop max_soft_tokens.")
     if for_workload is not None:
         recipe = engine_recipe(model, workload=for_workload, family=family, has_audio=has_audio)
         explicit = {"max_model_len": max_model_len, "limit_mm_per_prompt": limit_mm_per_prompt,
