@@ -41,7 +41,7 @@ def main() -> None:
             pil = ge.load_image(photo)
             ge.plan_image(pil, family=family, max_soft_tokens=budget)
             ge.show_patch_grid(pil, family=family, max_soft_tokens=budget)
-            ge.show_pooled_mask(ge.vision_pooling(bundle, pil, max_soft_tokens=budget))
+            ge.show_pooled_mask(ge.vision_pooling(pil, max_soft_tokens=budget, bundle=bundle))
             ge.check_image_parity(
                 pil, bundle=bundle, max_soft_tokens=budget, use_vllm=False, run_encoder=False
             )

@@ -49,10 +49,10 @@ def main() -> None:
         "patch grid (Gemma 3n)": lambda: ge.show_patch_grid(photo, family="gemma3n"),
         "five budgets": lambda: ge.show_patch_grid(photo, family="gemma4", max_soft_tokens="all"),
         "pooled mask (Gemma 4, tower incl.)": lambda: ge.show_pooled_mask(
-            ge.vision_pooling(b4, photo)
+            ge.vision_pooling(photo, bundle=b4)
         ),
         "pooled mask (Gemma 3n, tower incl.)": lambda: ge.show_pooled_mask(
-            ge.vision_pooling(b3, photo)
+            ge.vision_pooling(photo, bundle=b3)
         ),
         "mel 30 s (Gemma 4)": lambda: ge.show_mel(clip, family="gemma4"),
         "mel 30 s (Gemma 3n)": lambda: ge.show_mel(clip, family="gemma3n"),

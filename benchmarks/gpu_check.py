@@ -64,7 +64,7 @@ def run(name: str, device: str) -> list[str]:
     failures = 0
     for case, content in cases.items():
         msgs = [{"role": "user", "content": content}]
-        report = ge.inspect_multimodal(bundle, msgs)
+        report = ge.inspect_multimodal(msgs, bundle=bundle)
         bundle.generate(msgs, max_new_tokens=4)  # warm-up (CUDA kernels, caches)
         if device.startswith("cuda"):
             torch.cuda.synchronize()

@@ -30,7 +30,7 @@ from typing import Any
 from .errors import MediaError
 from .families import get_family
 from .headers import audio_header, image_header, kind_of, video_header
-from .plans import check_budget, plan_audio, plan_image, plan_video
+from .plans import plan_audio, plan_image, plan_video, require_budget
 from .sizes import size_label
 
 __all__ = [
@@ -67,7 +67,7 @@ def resolve_budgets(family: str, budgets: Iterable[int] | None = None) -> tuple[
         return (None,)
     if not given:
         return (spec.image.default_budget,)
-    return tuple(dict.fromkeys(check_budget(spec, int(b)) for b in given))
+    return tuple(dict.fromkeys(require_budget(int(b), family=spec) for b in given))
 
 
 def budget_label(budget: int | None) -> str:

@@ -35,15 +35,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from .families import DEFAULT_FAMILY, FamilySpec, get_family
-
-try:  # the one budget check (plans.require_budget)
-    from .plans import require_budget as _require_budget
-except ImportError:  # before plans' rename: the same check under its old name and order
-    from .plans import check_budget
-
-    def _require_budget(max_soft_tokens: int | None, *, family: FamilySpec) -> int:
-        return check_budget(family, max_soft_tokens)
-
+from .plans import require_budget as _require_budget  # the one budget check
 
 __all__ = [
     "EncoderBatch",

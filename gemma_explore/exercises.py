@@ -473,7 +473,7 @@ def _per_layer_remapped() -> int:
 
 
 def _embedder_order() -> str:
-    from .inspect import encode_images
+    from .inspection import encode_images
 
     trace = encode_images(_tiny("tiny-gemma4"), _inside_prompt()).embedder
     return "a" if trace.stages[1].module == "embedding_pre_projection_norm" else "b"
@@ -500,10 +500,12 @@ def _stray_after_edit(budget: int) -> int:
 
     bundle = _tiny("tiny-gemma4")
     one = [{"role": "user", "content": [{"type": "image", "image": _photo()}]}]
-    prepared = prepare_inputs(bundle, one, max_soft_tokens=budget)
+    prepared = prepare_inputs(one, max_soft_tokens=budget, bundle=bundle)
     ids = prepared.input_ids
     k = ids.index(bundle.spec.id_of(bundle.spec.image_token))
-    return vllm_replay(bundle, ids[:k] + ids[k + 1 :], prepared, use_vllm=False).stray["image"]
+    return vllm_replay(
+        ids[:k] + ids[k + 1 :], use_vllm=False, prepared=prepared, bundle=bundle
+    ).stray["image"]
 
 
 # ---- the course's exercises ------------------------------------------------------------

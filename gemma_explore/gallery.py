@@ -108,8 +108,8 @@ def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
         "patch_grid_gemma4": lambda: patches.show_patch_grid(photo, family=g.b4.family),
         "patch_grid_gemma4_budgets": lambda: patches.show_budgets(photo, family=g.b4.family),
         "patch_grid_gemma3n": lambda: patches.show_patch_grid(photo, family=g.b3.family),
-        "pooled_mask_gemma4": lambda: pooling.show_pooled_mask(vision_pooling(g.b4, photo)),
-        "pooled_mask_gemma3n": lambda: pooling.show_pooled_mask(vision_pooling(g.b3, photo)),
+        "pooled_mask_gemma4": lambda: pooling.show_pooled_mask(vision_pooling(photo, bundle=g.b4)),
+        "pooled_mask_gemma3n": lambda: pooling.show_pooled_mask(vision_pooling(photo, bundle=g.b3)),
         "mel_gemma4": lambda: audio.show_mel(speech, family=g.b4.family),
         "mel_gemma3n": lambda: audio.show_mel(speech, family=g.b3.family),
         "video_frames": lambda: video.show_video_frames(g.video),
@@ -134,9 +134,9 @@ def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
         ),
         "attention_gemma4_vision": lambda: attention.show_attention(
             attention_mask(
-                g.b4,
                 layout_prompt(msgs, bundle=g.b4, max_soft_tokens=70),
                 use_bidirectional_attention="vision",
+                bundle=g.b4,
             )
         ),
         "bill_samples": lambda: bill.show_bill(g.bill),

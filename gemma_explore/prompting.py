@@ -27,7 +27,7 @@ import numpy as np
 from .errors import MediaError, bundle_keyword
 from .families import DEFAULT_FAMILY, FamilySpec, get_family
 from .media import Video, load_audio, load_image, load_video, sample_frame_indices
-from .plans import check_budget
+from .plans import require_budget
 from .vllm_rules import vllm_adds_bos
 
 if TYPE_CHECKING:
@@ -182,9 +182,9 @@ def prepare_media(
         )
     budget = None
     if spec.image.budgets:
-        budget = check_budget(spec, max_soft_tokens)
+        budget = require_budget(max_soft_tokens, family=spec)
     elif max_soft_tokens is not None:
-        check_budget(spec, max_soft_tokens)  # raises: this family has no budget
+        require_budget(max_soft_tokens, family=spec)  # raises: this family has no budget
     requested = {} if max_soft_tokens is None else {"max_soft_tokens": budget}
     limit = spec.image.max_video_frames or 0
     return PreparedInputs(

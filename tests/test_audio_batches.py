@@ -19,7 +19,7 @@ def _cache_entries(bundle, clips):
     from vllm.multimodal.processing.inputs import ProcessorInputs
 
     proc = VLLM_PROCESSORS.get(bundle)
-    prepared = ge.prepare_inputs(bundle, "", audios=[(c, 16_000) for c in clips])
+    prepared = ge.prepare_inputs("", audios=[(c, 16_000) for c in clips], bundle=bundle)
     ids = proc.info.ctx.tokenizer.encode(prepared.text, add_special_tokens=False)
     items = proc.info.parse_mm_data({"audio": clips})
     out = proc.apply(ProcessorInputs(ids, items, hf_processor_mm_kwargs={}), TimingContext(False))

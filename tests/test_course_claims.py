@@ -19,7 +19,7 @@ def tiny4():
 def test_the_language_model_numbers_soft_tokens_one_after_another(tiny4):
     """transformers: the text model's rotary embedding gets 1-D positions 0, 1, 2, …, the
     image's soft tokens included: nothing 2-D reaches the language model."""
-    prepared = ge.prepare_inputs(tiny4, "", images=[sample_photo()])
+    prepared = ge.prepare_inputs("", images=[sample_photo()], bundle=tiny4)
     text_model = tiny4.model.model.language_model
     seen = []
     hook = text_model.rotary_emb.register_forward_hook(

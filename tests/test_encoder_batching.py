@@ -217,7 +217,9 @@ def test_replay_on_cpu_does_what_the_plan_says(tiny4, budgets, expected):
               for i in range(len(budgets))]  # fmt: skip
     pvs, pps, eager = [], [], []
     for img, b in zip(images, budgets, strict=True):
-        inputs = ge.prepare_inputs(tiny4, "x", images=[img], max_soft_tokens=b).to_model(model)
+        inputs = ge.prepare_inputs("x", images=[img], max_soft_tokens=b, bundle=tiny4).to_model(
+            model
+        )
         pvs.append(inputs["pixel_values"][0])  # (b × 9, 768): padded to the budget
         pps.append(inputs["image_position_ids"][0])  # (b × 9, 2), -1 on padding
         with torch.inference_mode():

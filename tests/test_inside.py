@@ -18,7 +18,7 @@ def _prepared(bundle):
     msgs = [{"role": "user", "content": [{"type": "image", "image": sample_photo()},
                                          {"type": "audio", "audio": sample_speech()},
                                          {"type": "text", "text": "Hi"}]}]  # fmt: skip
-    return ge.prepare_inputs(bundle, msgs)
+    return ge.prepare_inputs(msgs, bundle=bundle)
 
 
 @pytest.fixture(scope="module", params=["tiny4", "tiny3n", "tinyu"])
@@ -91,7 +91,9 @@ def test_gemma3n_image_reshape_and_scale(tiny3n):
         rows = fmap.reshape(fmap.shape[0], c, -1).permute(0, 2, 1) * c**0.5  # (B, 256, C)
     trace = trace_embedder(tiny3n, "image", rows[0])
     assert rows.shape[1] == 256
-    assert torch.allclose(trace.output, encode_images(tiny3n, prepared).features[0], atol=1e-5)
+    assert torch.allclose(
+        trace.output, encode_images(prepared, bundle=tiny3n).features[0], atol=1e-5
+    )
     assert any(f"√{c}" in s for s in trace.steps)
 
 

@@ -33,7 +33,7 @@ def test_plain_placement_agrees_with_transformers(tiny3n):
     assert layout.divergences == () and layout.agrees
     assert (
         list(layout.input_ids)
-        == ge.prepare_inputs(tiny3n, layout.text, images=[IMG], template=False).input_ids
+        == ge.prepare_inputs(layout.text, images=[IMG], template=False, bundle=tiny3n).input_ids
     )
 
 
@@ -131,7 +131,7 @@ def test_one_bos_through_vllms_own_tokenization(family, tiny3n, tiny4, photo):
         device_config=DeviceConfig(device="cpu"),
     )
     renderer = renderer_from_config(config)
-    prepared = ge.prepare_inputs(bundle, "What is this?", images=[photo])
+    prepared = ge.prepare_inputs("What is this?", images=[photo], bundle=bundle)
     request = vllm_request(prepared)
     (out,) = renderer.render_cmpl(
         [parse_model_prompt(model, request)], renderer.default_cmpl_tok_params
@@ -157,7 +157,7 @@ def test_several_videos_and_per_request_budgets_equal_vllm(tiny4):
     for template in (True, False):
         text = "Compare." if template else "<bos>A<|video|> and <|video|>?"
         layout = ge.layout_prompt(text, bundle=tiny4, videos=clips, template=template)
-        prepared = ge.prepare_inputs(tiny4, text, videos=clips, template=template)
+        prepared = ge.prepare_inputs(text, videos=clips, template=template, bundle=tiny4)
         ids, ranges = vllm_raw(tiny4, prepared.text, vllm_mm_data(prepared))
         assert list(layout.input_ids) == ids
         assert [(p.modality, p.num_embeds) for p in layout.placeholders] == [
@@ -191,7 +191,7 @@ def test_a_checkpoint_without_audio_tower(tmp_path, tiny4):
     bundle = ge.load(folder)
     assert bundle.modalities == ("image", "video")
     with pytest.raises(ge.MediaError, match="no audio tower"):
-        ge.prepare_inputs(bundle, "Hi", audios=[(np.zeros(1600, np.float32), 16_000)])
+        ge.prepare_inputs("Hi", audios=[(np.zeros(1600, np.float32), 16_000)], bundle=bundle)
     args = engine_args(str(folder), family="gemma4", has_audio=False)
     assert "audio" not in args["limit_mm_per_prompt"]
     with pytest.raises(ValueError, match="no audio tower"):
@@ -246,7 +246,7 @@ def test_vllm_refusals_come_back_with_the_way_out(tiny4, monkeypatch):
             sys.modules, "vllm", SimpleNamespace(SamplingParams=lambda **kw: SimpleNamespace(**kw))
         )
     engine = VllmEngine(RefusingLLM(), "gemma4", startup_budget=280)
-    prepared = ge.prepare_inputs(tiny4, "Hi", images=[IMG], max_soft_tokens=1120)
+    prepared = ge.prepare_inputs("Hi", images=[IMG], max_soft_tokens=1120, bundle=tiny4)
     with pytest.raises(ge.BackendError, match="above the start-up budget 280"):
         engine.generate(prepared)
 

@@ -86,7 +86,7 @@ MEDIA = {
     "show_video_frames": {"video": ge.show_video_frames},
     "explore_image": {"image": ge.explore_image},
     "explore_audio": {"audio": ge.explore_audio},
-    "vision_pooling": {"image": lambda x: ge.vision_pooling(bundle(), x)},
+    "vision_pooling": {"image": lambda x: ge.vision_pooling(x, bundle=bundle())},
     "check_image_parity": {
         "image": lambda x: ge.check_image_parity(x, bundle=bundle(), use_vllm=False)
     },
@@ -106,9 +106,9 @@ MEDIA = {
         "video": lambda x: ge.layout_prompt("Describe.", bundle=bundle(), videos=[x]),
     },
     "prepare_inputs": {
-        "image": lambda x: ge.prepare_inputs(bundle(), _turn("image")(x)),
-        "audio": lambda x: ge.prepare_inputs(bundle(), _turn("audio")(x)),
-        "video": lambda x: ge.prepare_inputs(bundle(), _turn("video")(x)),
+        "image": lambda x: ge.prepare_inputs(_turn("image")(x), bundle=bundle()),
+        "audio": lambda x: ge.prepare_inputs(_turn("audio")(x), bundle=bundle()),
+        "video": lambda x: ge.prepare_inputs(_turn("video")(x), bundle=bundle()),
     },
     "show_embedder_grid": {"image": ge.show_embedder_grid},  # Unified's patch grid
     "show_audio_frames": {"audio": ge.show_audio_frames},  # Unified's frame view
@@ -117,8 +117,8 @@ MEDIA = {
         "audio": lambda x: ge.compare_families((300, 500), x, sizes=False),
     },
     "inspect_multimodal": {
-        "image": lambda x: ge.inspect_multimodal(bundle(), _turn("image")(x)),
-        "audio": lambda x: ge.inspect_multimodal(bundle(), _turn("audio")(x)),
+        "image": lambda x: ge.inspect_multimodal(_turn("image")(x), bundle=bundle()),
+        "audio": lambda x: ge.inspect_multimodal(_turn("audio")(x), bundle=bundle()),
     },
 }
 NOT_MEDIA = {

@@ -108,7 +108,7 @@ def test_gemma3n_image_plan_equals_the_processor(tiny3n, size):
 
 
 def test_gemma3n_vision_tower_gives_256_tokens(tiny3n, photo):
-    prepared = ge.prepare_inputs(tiny3n, "", images=[photo])
+    prepared = ge.prepare_inputs("", images=[photo], bundle=tiny3n)
     with torch.inference_mode():
         out = tiny3n.model.model.get_image_features(prepared.to_model(tiny3n.model)["pixel_values"])
     assert out.pooler_output.shape[1] == ge.plan_image(photo, family="gemma3n").num_soft_tokens
@@ -184,7 +184,7 @@ def test_gemma3n_encoder_tokens_equal_the_real_audio_tower(tiny3n, seconds):
     # plan's padding and dropped counts must split the one against the other.
     wave = np.random.RandomState(0).randn(n).astype(np.float32) * 0.1
     rate = tiny3n.spec.audio.sampling_rate
-    ids = list(ge.prepare_inputs(tiny3n, "Listen.", audios=[(wave, rate)]).input_ids)
+    ids = list(ge.prepare_inputs("Listen.", audios=[(wave, rate)], bundle=tiny3n).input_ids)
     slots = ids.count(tiny3n.spec.id_of(tiny3n.spec.audio_token))
     assert plan.num_placeholders == slots
     assert plan.padding_slots == max(slots - report.encoder_count, 0)

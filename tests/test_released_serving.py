@@ -162,7 +162,7 @@ def test_load_without_weights_gives_a_meta_bundle_that_plans_and_lays_out(
     msgs = [{"role": "user", "content": [{"type": "image", "image": sample_photo()},
                                          {"type": "text", "text": "Describe it."}]}]  # fmt: skip
     layout = ge.layout_prompt(msgs, bundle=bundle)
-    masks = attention_mask(bundle, layout)
+    masks = attention_mask(layout, bundle=bundle)
     assert len(masks.layer_types) == len(plan.layers)
     assert masks.sliding_window == (1024 if "31B" in model_id else 512)
     if "31B" in model_id:  # use_bidirectional_attention="vision": image tokens see ahead

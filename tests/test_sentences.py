@@ -58,7 +58,7 @@ def test_1_a_request_may_ask_for_a_bigger_budget_than_the_engine(tiny4, photo):
     assert "exceed the encoder cache" in WORKSHOP and "exceeds `max_model_len`" in WORKSHOP
     start = tiny4.model.config.vision_config.default_output_length
     msgs = [{"role": "user", "content": [{"type": "image", "image": photo}]}]
-    prepared = ge.prepare_inputs(tiny4, msgs, max_soft_tokens=1120)
+    prepared = ge.prepare_inputs(msgs, max_soft_tokens=1120, bundle=tiny4)
     out = vllm_process(tiny4, prepared.text, vllm_mm_data(prepared), {"max_soft_tokens": 1120})
     got = out["placeholders"]["image"][0][2]
     h, w = photo.height, photo.width
@@ -130,7 +130,7 @@ def test_3_the_45_s_parity_report(tiny4):
 def edited(tiny4):
     photo = sample_photo()
     one = [{"role": "user", "content": [{"type": "image", "image": photo}]}]
-    prepared = ge.prepare_inputs(tiny4, one)
+    prepared = ge.prepare_inputs(one, bundle=tiny4)
     ids = prepared.input_ids
     k = ids.index(tiny4.spec.id_of(tiny4.spec.image_token))
     return prepared, ids[:k] + ids[k + 1 :]
@@ -140,7 +140,7 @@ def edited(tiny4):
 @pytest.mark.vllm
 def test_4_vllm_accepts_the_hand_edited_prompt(tiny4, edited):
     prepared, ids = edited
-    replay = vllm_replay(tiny4, ids, prepared, use_vllm=True)
+    replay = vllm_replay(ids, use_vllm=True, prepared=prepared, bundle=tiny4)
     assert replay.agrees_with_vllm and replay.error is None
     assert replay.embeddings == replay.slots == 270
     assert replay.stray == {"image": 268} and replay.extra_markers == {"image": 1}

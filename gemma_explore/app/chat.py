@@ -89,7 +89,7 @@ def _start(bundle: Bundle, content: list[dict], budget: Any, n: int, stop: Any) 
             messages, stream=True, max_new_tokens=n, max_soft_tokens=b, stop=stop
         )
         return _Turn(pieces, None)
-    prepared = prepare_inputs(bundle, messages, max_soft_tokens=b)
+    prepared = prepare_inputs(messages, max_soft_tokens=b, bundle=bundle)
     pieces = bundle.engine.stream(prepared, max_new_tokens=n, stop=stop)
     return _Turn(pieces, turn_counts(bundle, prepared.input_ids))
 
@@ -181,7 +181,9 @@ def chat_preview(model_name: str, message: dict[str, Any] | str, budget: Any = N
         if not content:
             return ""
         messages = [{"role": "user", "content": content}]
-        prepared = prepare_inputs(bundle, messages, max_soft_tokens=budget_of(bundle, budget))
+        prepared = prepare_inputs(
+            messages, max_soft_tokens=budget_of(bundle, budget), bundle=bundle
+        )
         line = _counts_line(turn_counts(bundle, prepared.input_ids), None, None)
         return line.replace("**This turn**", "**Waiting to be asked** (press Enter)")
     except Exception as exc:  # noqa: BLE001 - the box's own problem, as a line

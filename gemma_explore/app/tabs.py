@@ -98,7 +98,7 @@ def image_tab(model_name: str, image: Any, budget: Any = None) -> ImageResult:
         pil = load_image(image)
         b = budget_of(bundle, budget)
         plan = plan_image(pil, family=bundle.family, max_soft_tokens=b)
-        prepared = prepare_inputs(bundle, "", images=[pil], max_soft_tokens=b)
+        prepared = prepare_inputs("", images=[pil], max_soft_tokens=b, bundle=bundle)
         t.lap("plan + processor")
         patch_fig = show_patch_grid(plan)
         t.lap("patch grid")
@@ -106,7 +106,9 @@ def image_tab(model_name: str, image: Any, budget: Any = None) -> ImageResult:
             pooled_fig = show_embedder_grid(plan)
             t.lap("embedder figure")
         else:
-            pooled_fig = show_pooled_mask(vision_pooling(bundle, plan=plan, prepared=prepared))
+            pooled_fig = show_pooled_mask(
+                vision_pooling(plan=plan, prepared=prepared, bundle=bundle)
+            )
             t.lap("vision tower")
         report = check_image_parity(
             pil, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
@@ -167,7 +169,7 @@ def audio_tab(model_name: str, audio: Any) -> AudioResult:
         rate = bundle.spec.audio.sampling_rate
         wave, notes = load_audio(audio, target_rate=rate)
         plan = plan_audio((wave, rate), family=bundle.family)
-        prepared = prepare_inputs(bundle, "", audios=[(wave, rate)])
+        prepared = prepare_inputs("", audios=[(wave, rate)], bundle=bundle)
         t.lap("load + plan + processor")
         fig = show_mel(audio_features(family=bundle.family, plan=plan, prepared=prepared))
         t.lap("frames figure" if plan.frame_kind == "raw" else "mel figure")

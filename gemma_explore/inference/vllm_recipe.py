@@ -179,9 +179,9 @@ def _limits_arg(
 def _budget_arg(spec: FamilySpec, workload: Workload) -> int | None:
     """The start-up image budget (None: the family has no budgets)."""
     if spec.image.budgets:
-        from ..plans import check_budget
+        from ..plans import require_budget
 
-        return check_budget(spec, workload.max_soft_tokens)
+        return require_budget(workload.max_soft_tokens, family=spec)
     if workload.max_soft_tokens is not None:
         raise ValueError(f"{spec.display_name} has no image budget: drop max_soft_tokens.")
     return None

@@ -104,11 +104,11 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None) -> Figure:
     image above the diagonal: its soft tokens see each other. With ``ax=`` the panels
     are drawn in a sub-grid at that axes' place.
 
-    >>> fig = show_attention(ge.attention_mask(bundle, layout))   # doctest: +SKIP
+    >>> fig = show_attention(ge.attention_mask(layout, bundle=bundle))   # doctest: +SKIP
     """
     if not isinstance(masks, AttentionMasks):
         raise TypeError(
-            "show_attention draws AttentionMasks: pass ge.attention_mask(bundle, layout)."
+            "show_attention draws AttentionMasks: pass ge.attention_mask(layout, bundle=bundle)."
         )
     st = current_style()
     fig, grid = panels(ax, (11, 10), 4, 2, height_ratios=[0.4, 10, 0.7, 4.8])

@@ -77,7 +77,7 @@ def show_pooled_mask(pooled: PooledTokens, *, ax: Any = None) -> Figure:
     """
     if not isinstance(pooled, PooledTokens):
         raise TypeError(
-            "show_pooled_mask draws a PooledTokens: pass ge.vision_pooling(bundle, image)."
+            "show_pooled_mask draws a PooledTokens: pass ge.vision_pooling(image, bundle=bundle)."
         )
     norms = not pooled.is_random_weights
     fig, grid = panels(ax, (11 if norms else 6.5, 5.2), 1, 2 if norms else 1)

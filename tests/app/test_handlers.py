@@ -212,7 +212,7 @@ def test_turn_counts_split_text_from_placeholders():
             "content": [{"type": "image", "image": PHOTO}, {"type": "text", "text": "Hi"}],
         }
     ]
-    ids = prepare_inputs(bundle, turn, max_soft_tokens=280).input_ids
+    ids = prepare_inputs(turn, max_soft_tokens=280, bundle=bundle).input_ids
     counts = h.turn_counts(bundle, ids)
     assert counts["image"] == 270 and counts["audio"] == counts["video"] == 0
     assert sum(counts.values()) == len(ids) and counts["text"] > 0

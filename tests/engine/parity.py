@@ -97,7 +97,7 @@ def run_both(engine, hf_bundle, text, **media) -> Run:
     from vllm import SamplingParams
 
     prepared = ge.prepare_inputs(hf_bundle, text, **media)
-    request = vllm_request(ge.prepare_inputs(engine.bundle, text, **media))
+    request = vllm_request(ge.prepare_inputs(text, **media, bundle=engine.bundle))
     fresh(engine.llm)
     calls = capture_mm_embeddings(engine.llm)
     params = SamplingParams(max_tokens=STEPS, temperature=0.0)

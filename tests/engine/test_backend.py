@@ -26,7 +26,7 @@ def test_generate_and_stream(family, request, photo):
     assert bundle.backend == "vllm" and bundle.family == family
     assert bundle.device == "cpu" and bundle.is_random_weights
     gen = bundle.generate("Describe the picture.", images=[photo], max_new_tokens=6)
-    prepared = ge.prepare_inputs(bundle, "Describe the picture.", images=[photo])
+    prepared = ge.prepare_inputs("Describe the picture.", images=[photo], bundle=bundle)
     # The engine's prompt is the processor's, placeholders and all.
     assert gen.prompt_tokens == len(prepared.input_ids)
     assert gen.multimodal_tokens == bundle.spec.count_placeholders(prepared.input_ids)

@@ -61,7 +61,7 @@ def _generate(engine, prepared, max_tokens: int = 1):
 def test_per_layer_ids_are_what_vllms_model_looks_up(family, media, request):
     engine = request.getfixturevalue(ENGINE_OF[family])
     hf = request.getfixturevalue(HF_OF[family])
-    prepared = ge.prepare_inputs(engine.bundle, "What is this?", **media)
+    prepared = ge.prepare_inputs("What is this?", **media, bundle=engine.bundle)
     fresh(engine.llm)
     calls = capture_per_layer_ids(engine.llm)
     out = _generate(engine, prepared)
@@ -96,21 +96,21 @@ def test_encoder_outputs_are_reused_across_requests_and_turns(family, request):
         calls.clear()
         return n
 
-    first = _generate(engine, ge.prepare_inputs(bundle, _chat(photo, "Describe it.")), 4)
+    first = _generate(engine, ge.prepare_inputs(_chat(photo, "Describe it."), bundle=bundle), 4)
     assert items() == 1 and first.num_cached_tokens == 0
     # 1. Another request, other words *before* the image: no shared prefix reaches the
     # image, yet it is not encoded again (the encoder cache, keyed by the image's hash).
     text = [{"role": "user", "content": [{"type": "text", "text": "Another question."},
                                          {"type": "image", "image": photo},
                                          {"type": "text", "text": "Colours?"}]}]  # fmt: skip
-    _generate(engine, ge.prepare_inputs(bundle, text))
+    _generate(engine, ge.prepare_inputs(text, bundle=bundle))
     assert items() == 0
     # 2. The next turn of the chat: the first turn (image and answer) is a cached prefix.
     history = [*_chat(photo, "Describe it."),
                {"role": "assistant", "content": [{"type": "text",
                                                    "text": first.outputs[0].text}]}]  # fmt: skip
-    turn2 = ge.prepare_inputs(bundle, [*history, {"role": "user", "content": [
-        {"type": "text", "text": "And the colours?"}]}])  # fmt: skip
+    turn2 = ge.prepare_inputs([*history, {"role": "user", "content": [
+        {"type": "text", "text": "And the colours?"}]}], bundle=bundle)  # fmt: skip
     second = _generate(engine, turn2)
     assert items() == 0
     # The prefix cache serves whole KV blocks of the earlier turn (its image included, as
@@ -124,9 +124,9 @@ def test_encoder_outputs_are_reused_across_requests_and_turns(family, request):
         f"{len(second.prompt_token_ids)} tokens, {second.num_cached_tokens} from the prefix cache"
     )
     # 3. A new image in the next turn: only the new one is encoded.
-    _generate(engine, ge.prepare_inputs(bundle, _chat(other, "And this one?", history)))
+    _generate(engine, ge.prepare_inputs(_chat(other, "And this one?", history), bundle=bundle))
     assert items() == 1
     # 4. Forget both caches: the same image is encoded again.
     fresh(llm)
-    _generate(engine, ge.prepare_inputs(bundle, _chat(photo, "Describe it.")))
+    _generate(engine, ge.prepare_inputs(_chat(photo, "Describe it."), bundle=bundle))
     assert items() == 1

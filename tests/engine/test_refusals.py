@@ -111,7 +111,7 @@ def test_audio_on_a_checkpoint_without_an_audio_tower(no_audio_engine, tiny4, to
     assert "audio" not in no_audio_engine.modalities
     with pytest.raises(Exception, match="does not have an audio tower") as ours:  # noqa: PT011
         no_audio_engine.generate("Hear this.", audios=[(tone, 16_000)], max_new_tokens=2)
-    request = vllm_request(ge.prepare_inputs(tiny4, "Hear this.", audios=[(tone, 16_000)]))
+    request = vllm_request(ge.prepare_inputs("Hear this.", audios=[(tone, 16_000)], bundle=tiny4))
     with pytest.raises(ValueError) as theirs:
         no_audio_engine.engine.llm.generate([request], SamplingParams(max_tokens=2),
                                             use_tqdm=False)  # fmt: skip
@@ -150,7 +150,7 @@ def test_suppressed_ids_are_never_generated(no_audio_engine, engine4, tiny4):
     assert read == soft  # what __init__ read from generation_config.json
     image = tiny4.spec.id_of(tiny4.spec.image_token)
     params = SamplingParams(max_tokens=3, temperature=0.0, logit_bias={image: 100.0})
-    request = vllm_request(ge.prepare_inputs(tiny4, "Hi"))
+    request = vllm_request(ge.prepare_inputs("Hi", bundle=tiny4))
     (free,) = engine4.llm.generate([request], params, use_tqdm=False)
     assert image in free.outputs[0].token_ids  # the bias wins where nothing is suppressed
     (held,) = llm.generate([request], params, use_tqdm=False)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.sizes import size_label
 
 from .conftest import ENGINE_OF, FAMILIES, LIMITS
 from .facts import KV_LINE, kv_line_of
@@ -84,10 +83,10 @@ def test_gemma3n_dummy_inputs_equal_serving_plan(engine3n):
     spec = engine3n.bundle.spec
     image, audio = facts.dummy_inputs["image"], facts.dummy_inputs["audio"]
     (w, h), n = image["images"][0], audio["audio_samples"][0]
-    assert size_label((h, w)) in plan.dummy_inputs["image"]
-    assert f"{image['placeholders']} tokens" in plan.dummy_inputs["image"]
-    assert f"{n} samples" in plan.dummy_inputs["audio"] and n == spec.audio.fft_length
-    assert f"{audio['placeholders']} tokens" in plan.dummy_inputs["audio"]
+    assert plan.dummy_inputs.image_size == (h, w)
+    assert plan.dummy_inputs.audio_samples == n == spec.audio.fft_length
+    assert image["placeholders"] == plan.max_tokens_per_item["image"]
+    assert audio["placeholders"] == plan.max_tokens_per_item["audio"]
 
 
 @pytest.mark.parametrize("family", ["gemma4", "gemma4_unified"])
@@ -97,11 +96,11 @@ def test_gemma4_dummy_inputs_reach_the_stated_maxima(family, request):
     engine = request.getfixturevalue(ENGINE_OF[family])
     facts = engine.facts()
     plan = _plan(engine, facts)
-    assert plan.dummy_inputs == {}  # nothing to build: the maxima are stated
+    (w, h) = facts.dummy_inputs["image"]["images"][0]
+    assert plan.dummy_inputs.image_size == (h, w)  # the image vLLM's builder made
     # vLLM profiles with a smaller image than the stated maximum: its count is plan_image's
     # for that size, while the budget uses the stated maximum.
     dummy = facts.dummy_inputs["image"]
-    (w, h) = dummy["images"][0]
     budget = engine.bundle.engine.startup_budget
     count = ge.plan_image((h, w), family=family, max_soft_tokens=budget).num_soft_tokens
     assert dummy["placeholders"] == count <= plan.max_tokens_per_item["image"]

@@ -138,7 +138,7 @@ def test_attention_has_a_legend_that_names_the_window_edge(tiny4, photo):
     msgs = [{"role": "user", "content": [{"type": "image", "image": photo},
                                          {"type": "text", "text": "Hi"}]}]  # fmt: skip
     layout = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70)
-    masks = ge.attention_mask(tiny4, layout, use_bidirectional_attention="vision")
+    masks = ge.attention_mask(layout, use_bidirectional_attention="vision", bundle=tiny4)
     fig = ge.show_attention(masks)
     (meaning,) = [a for ax in fig.axes for a in ax.artists if a.get_gid() == "mask_legend"]
     labels = [t.get_text() for t in meaning.get_texts()]

@@ -91,7 +91,7 @@ def test_patch_grid_accepts_an_axis(photo):
 
 @pytest.mark.parametrize("budget", [70, 280])
 def test_pooled_mask_valid_cells_equal_the_plan(tiny4, photo, budget):
-    fig = ge.show_pooled_mask(ge.vision_pooling(tiny4, photo, max_soft_tokens=budget))
+    fig = ge.show_pooled_mask(ge.vision_pooling(photo, max_soft_tokens=budget, bundle=tiny4))
     plan = ge.plan_image(photo, family="gemma4", max_soft_tokens=budget)
     assert len(_one(fig, "valid_cells").get_paths()) == plan.num_soft_tokens
     assert len(_one(fig, "padding_cells").get_paths()) == budget - plan.num_soft_tokens
@@ -99,7 +99,7 @@ def test_pooled_mask_valid_cells_equal_the_plan(tiny4, photo, budget):
 
 
 def test_pooled_mask_gemma3n(tiny3n, photo):
-    fig = ge.show_pooled_mask(ge.vision_pooling(tiny3n, photo))
+    fig = ge.show_pooled_mask(ge.vision_pooling(photo, bundle=tiny3n))
     assert len(_one(fig, "valid_cells").get_paths()) == 256
 
 
@@ -182,7 +182,7 @@ def test_ribbon_counts_newline_runs_and_says_it_is_not_to_scale(tiny3n, photo, t
 def test_random_weights_draw_no_norm_map(tiny4, photo):
     import dataclasses
 
-    pooled = ge.vision_pooling(tiny4, photo)
+    pooled = ge.vision_pooling(photo, bundle=tiny4)
     fig = ge.show_pooled_mask(pooled)
     assert not _artists(fig, "norm_map") and "shape only" in fig.get_suptitle()
     trained = dataclasses.replace(pooled, is_random_weights=False)

@@ -48,7 +48,7 @@ def test_attention_figure_draws_the_masks(tiny4, photo):
         }
     ]
     layout = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70)
-    masks = attention_mask(tiny4, layout, use_bidirectional_attention="vision")
+    masks = attention_mask(layout, use_bidirectional_attention="vision", bundle=tiny4)
     fig = show_attention(masks)
     (s,) = _gid(fig, "mask_sliding")
     (f,) = _gid(fig, "mask_full")
