@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import renamed
+from .families import DEFAULT_FAMILY, GEMMA3N, GEMMA4, GEMMA4_UNIFIED, FamilySpec, get_family
 
 __all__ = [
     "EXERCISES",
@@ -314,7 +315,9 @@ def _tiny(name: str) -> Any:
     return load(name)
 
 
-def _image_tokens(size: tuple[int, int], budget: int = 280, family: str = "gemma4") -> int:
+def _image_tokens(
+    size: tuple[int, int], budget: int = 280, family: str | FamilySpec = DEFAULT_FAMILY
+) -> int:
     from .plans import plan_image
 
     return plan_image(size, family=family, max_soft_tokens=budget).num_soft_tokens
@@ -330,7 +333,7 @@ def _twice_the_clip() -> int:
     import numpy as np
 
     wave, rate = _speech()
-    return _audio_tokens((np.tile(wave, 2), rate), "gemma4")
+    return _audio_tokens((np.tile(wave, 2), rate), GEMMA4)
 
 
 def _real_model_changes() -> str:
@@ -345,26 +348,25 @@ def _real_model_changes() -> str:
 def _stretch_3n(size: tuple[int, int]) -> float:
     from .plans import plan_image
 
-    h, w = plan_image(size, family="gemma3n").token_area  # (height, width) of the original
+    h, w = plan_image(size, family=GEMMA3N).token_area  # (height, width) of the original
     return round(w / h, 3)
 
 
 def _padding_rows(size: tuple[int, int], budget: int) -> int:
     from .plans import plan_image
 
-    return plan_image(size, family="gemma4", max_soft_tokens=budget).num_padding_patches
+    return plan_image(size, family=GEMMA4, max_soft_tokens=budget).num_padding_patches
 
 
 def _smallest_budget_for_text(size: tuple[int, int], text_px: float) -> int:
     # The smallest budget whose resize keeps text at least one patch tall.
-    from .families import get_family
     from .plans import plan_image
 
-    patch = get_family("gemma4").image.patch_size
+    patch = get_family(GEMMA4).image.patch_size
     return min(
         b
         for b in (70, 140, 280, 560, 1120)
-        if text_px * plan_image(size, family="gemma4", max_soft_tokens=b).resized_size[0] / size[0]
+        if text_px * plan_image(size, family=GEMMA4, max_soft_tokens=b).resized_size[0] / size[0]
         >= patch
     )
 
@@ -375,13 +377,13 @@ def _padding_slots_3n(seconds: float) -> int:
     from .plans import plan_audio
 
     clip = np.full(int(seconds * 16_000), 0.1, np.float32)
-    return plan_audio(clip, family="gemma3n").padding_slots
+    return plan_audio(clip, family=GEMMA3N).padding_slots
 
 
 def _tokens_gemma4(seconds: float) -> int:
     import numpy as np
 
-    return _audio_tokens(np.full(int(seconds * 16_000), 0.1, np.float32), "gemma4")
+    return _audio_tokens(np.full(int(seconds * 16_000), 0.1, np.float32), GEMMA4)
 
 
 def _frame_spacing_s(frames: int, fps: float) -> float:
@@ -410,7 +412,7 @@ def _needs_restart() -> str:
     from .inference.vllm_backend import engine_args, vllm_request
     from .prompting import prepare_inputs
 
-    engine = engine_args("google/gemma-4-E4B-it", family="gemma4")
+    engine = engine_args("google/gemma-4-E4B-it", family=GEMMA4)
     prepared = prepare_inputs(_tiny("tiny-gemma4"), "Hi", images=[_photo()], max_soft_tokens=140)
     request = vllm_request(prepared)
     options = {"a": "mm_processor_kwargs", "b": "limit_mm_per_prompt", "c": "max_tokens"}
@@ -418,7 +420,7 @@ def _needs_restart() -> str:
 
 
 def _unified_samples(samples: int) -> int:
-    return _audio_tokens(samples, "gemma4_unified")
+    return _audio_tokens(samples, GEMMA4_UNIFIED)
 
 
 def _vllm_unified_placeholders(samples: int) -> int:
@@ -480,7 +482,7 @@ def _embedder_order() -> str:
 
 
 def _sum_of_plans() -> int:
-    return _image_tokens(_photo().size[::-1], 70) + _audio_tokens(_speech(), "gemma4")
+    return _image_tokens(_photo().size[::-1], 70) + _audio_tokens(_speech(), GEMMA4)
 
 
 def _largest_budget_for_four() -> int:
@@ -490,7 +492,7 @@ def _largest_budget_for_four() -> int:
     return max(
         b
         for b in (70, 140, 280, 560, 1120)
-        if 4 * plan_image(size, family="gemma4", max_soft_tokens=b).total_tokens + 50 <= 2048
+        if 4 * plan_image(size, family=GEMMA4, max_soft_tokens=b).total_tokens + 50 <= 2048
     )
 
 

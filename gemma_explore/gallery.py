@@ -84,7 +84,7 @@ def gallery_inputs(*, flops: bool = True) -> GalleryInputs:
 def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
     from .attention import attention_mask
     from .comparison import compare_families
-    from .families import get_family
+    from .families import GEMMA4_UNIFIED
     from .inspection import vision_pooling
     from .layout import layout_prompt
     from .serving import plan_serving
@@ -103,7 +103,7 @@ def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
     from .widgets import explore_prompt
 
     photo, speech, msgs = g.photo, g.speech, g.messages
-    unified = get_family("gemma4_unified")  # the encoder-free family, by name only here
+    unified = GEMMA4_UNIFIED  # the encoder-free family
     drawers = {
         "patch_grid_gemma4": lambda: patches.show_patch_grid(photo, family=g.b4.family),
         "patch_grid_gemma4_budgets": lambda: patches.show_budgets(photo, family=g.b4.family),

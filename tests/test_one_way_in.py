@@ -126,6 +126,8 @@ NOT_MEDIA = {
     "get_family": "takes a family name",
     "save_figure": "takes a Figure",
     "style": "takes a style name: how later figures are drawn",
+    "bill": "takes a folder or dataset of files (bill_file takes one file)",
+    "grade_exercise": "takes a learner's answer to an exercise",
     "show_layout": "takes a PromptLayout (layout_prompt takes the media)",
     "show_pooled_mask": "takes PooledTokens (vision_pooling takes the image)",
     "explore_prompt": "takes a Bundle; its attachments go through layout_prompt",
