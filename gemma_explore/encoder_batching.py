@@ -363,47 +363,62 @@ def plan_encoder_replay(
     """
     tokens = [p // pool_ratio for p in item_patches]
     valid = list(valid_tokens) if valid_tokens is not None else tokens
-    packed = pack_encoder_items(tokens, graphs, seed=seed)
-    batches = []
     steps = [
         f"{len(tokens)} images of {sorted(set(tokens))} rows each; graphs at budgets "
         f"{list(graphs.token_budgets)}, up to {graphs.max_batch_size} images a graph.",
     ]
-    for b in packed:
-        width = max(tokens[i] for i in b.items)  # replay buffers pad to the widest
-        its = tuple(tokens[i] for i in b.items)
-        if b.budget is None:
-            batches.append(ReplayBatch(b.items, its, tuple(valid[i] for i in b.items), None,
-                                       width, None, (), True, True))  # fmt: skip
-            steps.append(f"images {list(b.items)}: {b.tokens} tokens exceed the largest "
-                         f"graph ({max(graphs.token_budgets)}): encoder_eager_forward.")  # fmt: skip
-            continue
-        graph_width = width if seed else min(b.budget, graphs.row_width_0_32)
-        gather = replay_gather_indices(list(its), width)
-        # seed: only widths up to default_output_length are captured (a wider batch finds
-        # no graph; 0.32's manager then asserts); 0.32: the batch must fit the capture
-        fits = width in graphs.row_widths_seed if seed else width <= graph_width
-        right = fits and (graph_width == width or len(its) == 1)
-        batches.append(ReplayBatch(b.items, its, tuple(valid[i] for i in b.items), b.budget,
-                                   width, graph_width, gather, fits, right))  # fmt: skip
-        what = (
-            "runs, each image its own rows" if right
-            else f"no graph was captured for rows of {width} tokens"
-            if not fits and seed
-            else f"the copy into the graph's {graph_width * pool_ratio}-patch rows fails"
-            if not fits
-            else f"images after the first read another image's rows (stride {width} "
-                 f"assumed, {graph_width} computed)"
-        )  # fmt: skip
-        steps.append(
-            f"images {list(b.items)}: graph {b.budget} with rows of {graph_width} tokens; "
-            f"gather keeps {len(gather)} rows at stride {width}: {what}."
-        )
+    batches = []
+    for b in pack_encoder_items(tokens, graphs, seed=seed):
+        batch, step = _replay_batch(b, tokens, valid, graphs, seed=seed, pool_ratio=pool_ratio)
+        batches.append(batch)
+        steps.append(step)
     steps.append(
         "The gathered rows are cast to embed_vision's weight dtype, then projected "
         "(vLLM 0.32 and the seed)."
     )
-    versions = {
+    return EncoderReplay(
+        tuple(batches), "seed" if seed else "0.32", _replay_versions(seed), tuple(steps)
+    )
+
+
+def _replay_batch(
+    b: EncoderBatch, tokens: list[int], valid: list[int], graphs: EncoderGraphs, *,
+    seed: bool, pool_ratio: int,
+) -> tuple[ReplayBatch, str]:  # fmt: skip
+    """One packed batch through the graph path: its graph, gather indices and verdict."""
+    width = max(tokens[i] for i in b.items)  # replay buffers pad to the widest
+    its = tuple(tokens[i] for i in b.items)
+    if b.budget is None:
+        batch = ReplayBatch(b.items, its, tuple(valid[i] for i in b.items), None,
+                            width, None, (), True, True)  # fmt: skip
+        return batch, (f"images {list(b.items)}: {b.tokens} tokens exceed the largest "
+                       f"graph ({max(graphs.token_budgets)}): encoder_eager_forward.")  # fmt: skip
+    graph_width = width if seed else min(b.budget, graphs.row_width_0_32)
+    gather = replay_gather_indices(list(its), width)
+    # seed: only widths up to default_output_length are captured (a wider batch finds
+    # no graph; 0.32's manager then asserts); 0.32: the batch must fit the capture
+    fits = width in graphs.row_widths_seed if seed else width <= graph_width
+    right = fits and (graph_width == width or len(its) == 1)
+    batch = ReplayBatch(b.items, its, tuple(valid[i] for i in b.items), b.budget,
+                        width, graph_width, gather, fits, right)  # fmt: skip
+    what = (
+        "runs, each image its own rows" if right
+        else f"no graph was captured for rows of {width} tokens"
+        if not fits and seed
+        else f"the copy into the graph's {graph_width * pool_ratio}-patch rows fails"
+        if not fits
+        else f"images after the first read another image's rows (stride {width} "
+             f"assumed, {graph_width} computed)"
+    )  # fmt: skip
+    return batch, (
+        f"images {list(b.items)}: graph {b.budget} with rows of {graph_width} tokens; "
+        f"gather keeps {len(gather)} rows at stride {width}: {what}."
+    )
+
+
+def _replay_versions(seed: bool) -> dict[str, str]:
+    """Which vLLM each part of the replay path follows."""
+    return {
         "packing and eager fallback": V032,
         "item selection": V032,
         "gather_indices": V032,
@@ -414,4 +429,3 @@ def plan_encoder_replay(
         ),
         "Gemma 4 declaring row width as a capture axis": SEED_ONLY,
     }  # fmt: skip
-    return EncoderReplay(tuple(batches), "seed" if seed else "0.32", versions, tuple(steps))

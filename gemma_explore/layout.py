@@ -208,7 +208,7 @@ class PromptLayout:
         return layout_html(self)
 
 
-def _show(token: str) -> str:
+def _visible(token: str) -> str:
     return token.replace("▁", " ").encode("unicode_escape").decode("ascii")
 
 
@@ -369,7 +369,7 @@ def _segments(kinds: list[str], item_of: list[int | None], tokens: list[str]) ->
         if q - p > 3 and kinds[p].endswith("_soft"):
             label = f"{run_tokens[0]} × {q - p}"
         else:
-            label = "".join(_show(t) for t in run_tokens)
+            label = "".join(_visible(t) for t in run_tokens)
         item = item_of[p] if kinds[p] != "text" else None
         out.append(Segment(kinds[p], p, q - p, item, label))
         p = q

@@ -55,7 +55,7 @@ def _figure_widget():
     return widgets.Output()
 
 
-def _show(out, fig) -> None:
+def _draw_into(out, fig) -> None:
     """Put ``fig`` in the ``Output`` widget by setting the widget's ``outputs`` state.
 
     Not ``with out: display(fig)``: capturing tags the figure with the running cell's
@@ -131,7 +131,7 @@ def explore_image(image: Any):
         ex.plan = plan_image(pil, family=family.value, max_soft_tokens=b)
         ex.figure = show_patch_grid(ex.plan)
         counts.value = ex.plan._repr_html_()
-        _show(out, ex.figure)
+        _draw_into(out, ex.figure)
 
     family.observe(update, names="value")
     budget.observe(update, names="value")
@@ -170,7 +170,7 @@ def explore_audio(audio: Any, *, sampling_rate: int | None = None):
             ex.figure = show_mel(audio_features(plan=ex.plan, family=family.value))
             ex.error = None
             counts.value = ex.plan._repr_html_()
-            _show(out, ex.figure)
+            _draw_into(out, ex.figure)
         except ValueError as exc:
             ex.error = str(exc)
             counts.value = f"<b style='color:#D55E00'>{exc}</b>"
@@ -268,7 +268,7 @@ def explore_prompt(bundle: Any):
             ex.figure = show_layout(ex.plan)
             ex.error = None
             ex.counts.value = ", ".join(f"{k}: {v}" for k, v in ex.plan.counts().items())
-            _show(ex.output, ex.figure)
+            _draw_into(ex.output, ex.figure)
         except ValueError as exc:
             ex.error = str(exc)
             ex.counts.value = f"<b style='color:#D55E00'>{exc}</b>"

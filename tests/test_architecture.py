@@ -319,3 +319,17 @@ def test_every_imported_package_is_declared():
         if not names & declared:
             missing.append(f"{module} (imported in {where}; distributions {sorted(names)})")
     assert missing == [], "declare these in pyproject.toml"
+
+
+def test_no_function_is_longer_than_80_lines():
+    """Issue 24's rule: a function does one job in named passes a reader can follow. A
+    function over 80 lines (docstring included) has to be split before it lands."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 80:
+                    long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} "
+                                f"({lines} lines)")  # fmt: skip
+    assert long == [], "split these into named passes:\n" + "\n".join(long)
