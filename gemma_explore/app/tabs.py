@@ -24,6 +24,7 @@ from ..models.bundle import Bundle
 from ..parity import check_audio_parity, check_image_parity, check_video_parity
 from ..plans import plan_audio, plan_image, plan_video
 from ..prompting import prepare_inputs
+from ..sizes import size_label
 from ..viz.audio import show_mel
 from ..viz.embedder import show_embedder_grid
 from ..viz.layout import show_layout
@@ -76,8 +77,8 @@ def _grid_row(plan: Any, *, encoder_free: bool) -> tuple[str, str]:
 def _image_rows(spec: FamilySpec, plan: Any) -> list[tuple[str, Any]]:
     return [
         ("family", spec.display_name),
-        ("original (W×H px)", f"{plan.original_size[1]}×{plan.original_size[0]}"),
-        ("resized (W×H px)", f"{plan.resized_size[1]}×{plan.resized_size[0]}"),
+        ("original", size_label(plan.original_size)),
+        ("resized", size_label(plan.resized_size)),
         _grid_row(plan, encoder_free=spec.encoder_free),
         ("soft tokens", plan.num_soft_tokens),
         ("prompt tokens (with markers)", plan.total_tokens),
