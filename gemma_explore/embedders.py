@@ -235,7 +235,7 @@ def _norm_then_project(
     elif modality == "audio":
         first = f"raw {spec.audio.samples_per_token}-sample frames"
     else:
-        first = "48 px blocks after patch_dense"
+        first = f"{spec.image.cell_px} px blocks after patch_dense"
     x = rms_norm(x0, emb.eps, _norm_weight(emb.embedding_pre_projection_norm))
     out = x @ w.T  # (tokens, text hidden)
     stages = [

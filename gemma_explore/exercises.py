@@ -26,7 +26,7 @@ instead of confusing a learner. ``answer_key[name]`` is the computed truth.
 
 >>> answer_key(None)
 >>> grade_exercise(..., exercise="gemma4-10s")
-⏳ gemma4-10s: not answered yet: replace the ... with your answer and run the cell again.
+◷ gemma4-10s: not answered yet: replace the ... with your answer and run the cell again.
 >>> grade_exercise(188, exercise="gemma4-10s")  # doctest: +ELLIPSIS
 ✗ gemma4-10s: not yet. 188 is Gemma 3n's fixed count; ... Hint: ...
 >>> grade_exercise("No shapes.", exercise="why-padding")  # doctest: +ELLIPSIS
@@ -78,7 +78,7 @@ class Verdict:
         return self.status == "right"
 
     def __repr__(self) -> str:
-        mark = {"unanswered": "⏳", "wrong": "✗", "right": "✓"}[self.status]
+        mark = {"unanswered": "◷", "wrong": "✗", "right": "✓"}[self.status]
         return f"{mark} {self.name}: {self.message}"
 
     def _repr_html_(self) -> str:

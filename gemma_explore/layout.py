@@ -517,7 +517,8 @@ def _vllm_audio_counts(
                     Divergence(
                         rule=(
                             f"clip #{ph.item} ({ph.plan.num_samples} samples): the embedder "
-                            f"gives {ph.num_embeds} rows (ceil(samples / 640)) but vLLM's "
+                            f"gives {ph.num_embeds} rows (ceil(samples / {spec.audio.samples_per_token})) "
+                            "but vLLM's "
                             f"prompt reserves {v} placeholders; vLLM's runner then drops "
                             f"{ph.num_embeds - v} rows without an error"
                         ),

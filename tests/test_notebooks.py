@@ -189,7 +189,7 @@ def _verdicts(nb) -> dict[str, str]:
     """Exercise name → the check's printed verdict."""
     found = {}
     for text in _texts(nb):
-        m = re.match(r"^([⏳✗✓]) ([\w.-]+): ", text)
+        m = re.match(r"^([◷✗✓]) ([\w.-]+): ", text)
         if m:
             found[m.group(2)] = text
     return found

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..families import SPEECH_TO_TEXT_FAMILY
 from ..models.bundle import Bundle
 from ..transcription import LANGUAGES, _supported
 from .results import TranscribeResult
@@ -42,14 +43,18 @@ def transcribe_tab(
     """
     try:
         if audio is None:
-            raise ValueError("Upload or record a clip first (30 s at most).")
+            raise ValueError(
+                "Upload or record a clip first "
+                f"({SPEECH_TO_TEXT_FAMILY.transcription_max_s} s at most)."
+            )
         bundle = (get_bundle or _bundles())(model_name)
         try:
             _supported(bundle.family)
         except ValueError:  # the library's message names a Python call; name the controls
+            STT = SPEECH_TO_TEXT_FAMILY.display_name
             raise ValueError(
                 f"{bundle.spec.display_name} has no speech-to-text interface (vLLM serves "
-                "/v1/audio/transcriptions for Gemma 3n only). Pick a Gemma 3n model in "
+                f"/v1/audio/transcriptions for {STT} only). Pick a {STT} model in "
                 "Model, or ask in the Chat tab: attach the clip and type "
                 '"Transcribe this audio."'
             ) from None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import renamed
-from ..families import DEFAULT_FAMILY, FamilySpec
+from ..families import DEFAULT_FAMILY, SPEECH_TO_TEXT_FAMILY, FamilySpec
 from . import bundles
 from .results import AudioResult, ImageResult, VideoResult
 
@@ -233,7 +233,9 @@ def transcribe_row(ctx: Context, audio_in: Any) -> None:
     with gr.Row():
         language = gr.Textbox(label="Language (ISO 639-1, optional)", elem_id="stt_lang")
         to = gr.Textbox(label="Translate to (optional)", elem_id="stt_to")
-        button = gr.Button("Transcribe (Gemma 3n)", elem_id="transcribe_btn")
+        button = gr.Button(
+            f"Transcribe ({SPEECH_TO_TEXT_FAMILY.display_name})", elem_id="transcribe_btn"
+        )
     transcript = gr.Markdown(elem_id="transcript")
     # A transcript belongs to one clip and one model: a change clears it.
     gr.on([audio_in.change, ctx.model.change], lambda: "", None, [transcript], queue=False)
