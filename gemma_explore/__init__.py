@@ -26,7 +26,9 @@ the same inputs: a path, bytes, a file object, a PIL image or array, or ``(wave,
   ``ax=`` and returns its Figure; ``style("projector")`` draws them for a room (≥ 14 pt)
 - ``explore_image``, ``explore_audio``, ``explore_prompt`` → ipywidgets explorers
 - ``grade_exercise(guess, exercise=name)`` → :class:`Verdict`: the notebooks' exercises,
-  graded against ``answer_key[name]`` (computed here; ``check`` is the old name)
+  graded against ``answer_key[name]`` (computed here); ``grade_against(guess, exercise=,
+  truth=, hint=)`` grades a teacher's own exercise (``check(name, guess, …)`` is its old
+  name and order)
 - ``size_label((h, w))`` → ``"W×H px (W×H)"``: the one way sizes are written
 
 Modules import downward only (docs/DESIGN.md has the picture); nothing inside the
@@ -38,7 +40,7 @@ from .bill_results import Bill
 from .comparison import FamilyComparison, compare_families
 from .dataset_bill import BillRow, bill, bill_file
 from .errors import BackendError, MediaError, ModelLoadError
-from .exercises import Verdict, answer_key, check, grade_exercise
+from .exercises import Verdict, answer_key, check, grade_against, grade_exercise
 from .families import FAMILIES, get_family
 from .features import AudioFeatures, audio_features
 from .inspection import (
@@ -122,6 +124,7 @@ __all__ = [
     "explore_image",
     "explore_prompt",
     "get_family",
+    "grade_against",
     "grade_exercise",
     "inspect_multimodal",
     "layout_prompt",

@@ -23,13 +23,13 @@ from .inference.openai_backend import DEFAULT_BASE_URL, OpenAIEngine
 from .inference.vllm_backend import VllmEngine, start_vllm, vllm_device
 from .models.bundle import Bundle
 from .models.checkpoints import (
-    check_folder,
     family_from_config,
     guess_family,
     is_random_weights,
     load_parts,
     load_processor,
     modalities_of,
+    require_checkpoint_folder,
 )
 from .models.tiny import TINY_NAMES
 
@@ -199,7 +199,7 @@ def _load_vllm(name: str, **engine_overrides: Any) -> Bundle:
         source, random_weights = keep.name, True
     config = _config_or_none(source)
     if config is not None:
-        check_folder(Path(source))
+        require_checkpoint_folder(Path(source))
         family = family_from_config(config, source)
         random_weights = random_weights or is_random_weights(Path(source))
     else:

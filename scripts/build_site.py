@@ -31,7 +31,6 @@ import html
 import os
 import re
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -301,11 +300,10 @@ def build_slides(executed: dict[str, object], out: Path) -> int:
 
 
 def build_gallery(out: Path) -> list[str]:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import gallery
+    from gemma_explore import gallery
 
     folder = out / "gallery"
-    paths = gallery.main(folder)
+    paths = gallery.main([str(folder)])
     names = [Path(p).name for p in paths]
     figs = "".join(
         f'<figure><img src="{n}" alt="{n}"><figcaption>{html.escape(Path(n).stem)}</figcaption></figure>'

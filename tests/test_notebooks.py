@@ -204,6 +204,9 @@ def test_notebook_runs_with_the_answer_key(path, tmp_path):
     assert all(v.startswith("✓") for v in verdicts.values()), verdicts
     bad = [p for t in _texts(nb) for p in unlabelled_pairs(t)]
     assert not bad, bad
+    # A lesson teaches the current calls: no DeprecationWarning from our own renames.
+    old = [t for t in _texts(nb) if "DeprecationWarning" in t and "goes in 0.3" in t]
+    assert not old, old
 
 
 @pytest.mark.slow

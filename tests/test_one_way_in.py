@@ -127,6 +127,7 @@ NOT_MEDIA = {
     "save_figure": "takes a Figure",
     "style": "takes a style name: how later figures are drawn",
     "bill": "takes a folder or dataset of files (bill_file takes one file)",
+    "grade_against": "takes a guess at a teacher's own exercise",
     "grade_exercise": "takes a learner's answer to an exercise",
     "show_layout": "takes a PromptLayout (layout_prompt takes the media)",
     "show_pooled_mask": "takes PooledTokens (vision_pooling takes the image)",

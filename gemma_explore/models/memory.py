@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from ..errors import ModelLoadError, renamed
-from ..families import FAMILIES
+from ..families import FAMILIES, family_from_name
 
 __all__ = ["CHECKPOINT_PARAMS_B", "check_fits", "require_fits", "weights_gib"]
 
@@ -80,13 +80,13 @@ def _smaller_that_fits(hub_id: str, available: float, dtype: Any) -> str | None:
     True
     """
     key = hub_id.lower()
-    generation = "gemma-3n" if "gemma-3n" in key else "gemma-4"
+    family = family_from_name(key)  # a smaller checkpoint of the same family, never another
     instruct = key.endswith("-it")
     need = weights_gib(hub_id, dtype) or 0.0
     fits = [
         (params, name)
         for name, params in CHECKPOINT_PARAMS_B.items()
-        if generation in name
+        if family_from_name(name) is family
         and name.endswith("-it") == instruct
         and (w := weights_gib(name, dtype)) is not None
         and w < need
