@@ -177,7 +177,9 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
             for budgets in ENCODER_GRAPH_CASES:
                 rng = [np.random.RandomState(i) for i in range(len(budgets))]
                 images = [Image.fromarray(r.randint(0, 255, (240, 320, 3), np.uint8)) for r in rng]
-                prepared = ge.prepare_inputs(hf, "x", images=images, max_soft_tokens=budgets[0])
+                prepared = ge.prepare_inputs(
+                    "x", images=images, max_soft_tokens=budgets[0], bundle=hf
+                )
                 inputs = prepared.to_model(hf.model)
                 with torch.inference_mode():
                     eager = hf.model.get_image_features(

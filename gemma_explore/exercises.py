@@ -471,7 +471,7 @@ def _inside_prompt() -> Any:
 def _per_layer_remapped() -> int:
     from .per_layer import per_layer_ids
 
-    return len(per_layer_ids(_tiny("tiny-gemma4"), _inside_prompt().input_ids).remapped)
+    return len(per_layer_ids(_inside_prompt().input_ids, bundle=_tiny("tiny-gemma4")).remapped)
 
 
 def _embedder_order() -> str:

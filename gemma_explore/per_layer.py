@@ -21,7 +21,7 @@ vLLM also keeps a zero buffer of ``(max_num_batched_tokens, layers, width)`` for
 inputs, allocated at start-up so CUDA graphs see one address; while it profiles memory,
 ``embed_input_ids`` is never called and the layers read zeros.
 
->>> per_layer_ids(bundle, input_ids).remapped[:3]                  # doctest: +SKIP
+>>> per_layer_ids(input_ids, bundle=bundle).remapped[:3]                  # doctest: +SKIP
 (4, 5, 6)
 """
 
@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from .errors import bundle_keyword
 
 if TYPE_CHECKING:
     from .models.bundle import Bundle
@@ -77,7 +79,8 @@ def vllm_per_layer_buffer(
     return (max_num_batched_tokens, config.num_hidden_layers, width)
 
 
-def per_layer_ids(bundle: Bundle, input_ids: list[int]) -> PerLayerIds:
+@bundle_keyword()
+def per_layer_ids(input_ids: list[int], *, bundle: Bundle) -> PerLayerIds:
     """Which id each position of ``input_ids`` looks up in the per-layer table, as
     transformers' forward computes it and as vLLM's ``embed_input_ids`` does.
 

@@ -115,7 +115,7 @@ def test_per_layer_ids_equal_transformers_forward(name, request):
             bundle.model(**prepared.to_model(bundle.model))
     finally:
         del lm.get_per_layer_inputs
-    ours = per_layer_ids(bundle, prepared.input_ids)
+    ours = per_layer_ids(prepared.input_ids, bundle=bundle)
     assert tuple(seen[0][0].tolist()) == ours.per_layer
     assert ours.agrees_with_vllm
     soft = {bundle.spec.id_of(t) for t in bundle.spec.placeholder_tokens.values()}
@@ -129,7 +129,7 @@ def test_per_layer_ids_equal_transformers_forward(name, request):
 
 
 def test_unified_has_no_per_layer_table(tinyu):
-    ours = per_layer_ids(tinyu, [2, 3, 4])
+    ours = per_layer_ids([2, 3, 4], bundle=tinyu)
     assert ours.per_layer is None and "no per-layer" in ours.steps[0]
     assert vllm_per_layer_buffer(tinyu, 2048) is None
 

@@ -68,7 +68,7 @@ def test_per_layer_ids_are_what_vllms_model_looks_up(family, media, request):
     n = len(out.prompt_token_ids)
     seen = np.concatenate([c.reshape(-1).numpy() for c in calls])[:n]  # prefill, maybe chunked
     assert len(seen) == n
-    ours = per_layer_ids(hf, list(out.prompt_token_ids))
+    ours = per_layer_ids(list(out.prompt_token_ids), bundle=hf)
     assert tuple(int(i) for i in seen) == ours.vllm_per_layer
     assert ours.remapped  # the prompt has positions that read another row than their own
     assert ours.agrees_with_vllm  # and transformers reads the same rows (test_inside.py)
