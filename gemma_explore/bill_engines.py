@@ -58,11 +58,19 @@ def local_rows(
     import multiprocessing
 
     pool = multiprocessing.get_context().Pool(workers)
+    finished = False
     try:
         yield from pool.imap(job, tasks)
-        pool.close()  # done: workers exit on their own (no SIGTERM to a Ray-forked handler)
+        finished = True
     finally:
-        pool.terminate()  # a no-op after close(); stops the workers when the caller stops early
+        # Done: close() lets each worker take its sentinel and exit. terminate() only when
+        # the caller stopped early: a SIGTERM can land while a worker holds the task
+        # queue's lock (the others then wait on it for ever), and a worker forked after
+        # Ray started inherits Ray's SIGTERM handler.
+        if finished:
+            pool.close()
+        else:
+            pool.terminate()
         pool.join()
 
 
