@@ -413,7 +413,9 @@ def _needs_restart() -> str:
     from .prompting import prepare_inputs
 
     engine = engine_args("google/gemma-4-E4B-it", family=GEMMA4)
-    prepared = prepare_inputs(_tiny("tiny-gemma4"), "Hi", images=[_photo()], max_soft_tokens=140)
+    prepared = prepare_inputs(
+        "Hi", bundle=_tiny("tiny-gemma4"), images=[_photo()], max_soft_tokens=140
+    )
     request = vllm_request(prepared)
     options = {"a": "mm_processor_kwargs", "b": "limit_mm_per_prompt", "c": "max_tokens"}
     return next(k for k, v in options.items() if v in engine and v not in request)
@@ -465,7 +467,7 @@ def _inside_prompt() -> Any:
             ],
         }
     ]
-    return prepare_inputs(_tiny("tiny-gemma4"), msgs)
+    return prepare_inputs(msgs, bundle=_tiny("tiny-gemma4"))
 
 
 def _per_layer_remapped() -> int:
@@ -477,7 +479,7 @@ def _per_layer_remapped() -> int:
 def _embedder_order() -> str:
     from .inspection import encode_images
 
-    trace = encode_images(_tiny("tiny-gemma4"), _inside_prompt()).embedder
+    trace = encode_images(_inside_prompt(), bundle=_tiny("tiny-gemma4")).embedder
     return "a" if trace.stages[1].module == "embedding_pre_projection_norm" else "b"
 
 

@@ -405,7 +405,8 @@ def layout_prompt(
     spec = bundle.spec
     if prepared is None:
         prepared = prepare_inputs(
-            messages_or_text, images=images, audios=audios, videos=videos, max_soft_tokens=max_soft_tokens, template=template, **processor_kwargs, bundle=bundle,
+            messages_or_text, bundle=bundle, images=images, audios=audios, videos=videos,
+            max_soft_tokens=max_soft_tokens, template=template, **processor_kwargs,
         )  # fmt: skip
     ids, divergences, found_by_vllm = list(prepared.input_ids), (), None
     if not prepared.template and spec.wraps_in_newlines:

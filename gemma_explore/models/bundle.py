@@ -143,7 +143,7 @@ class Bundle:
         generation starts.
         """
         prepared = prepare_inputs(
-            self, messages, images=images, audios=audios, videos=videos,
+            messages, bundle=self, images=images, audios=audios, videos=videos,
             max_soft_tokens=max_soft_tokens, **processor_kwargs,
         )  # fmt: skip
         if stream:  # stop: a threading.Event that ends the stream at its next token
