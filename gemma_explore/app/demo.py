@@ -76,6 +76,22 @@ def main(argv: list[str] | None = None) -> None:
     """
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args = parse_args(argv)
+    require_gradio()
     from .ui import launch  # gradio: only once the flags are good
 
     launch(args.model, backend=args.backend, base_url=args.base_url, host=args.host, port=args.port)
+
+
+def require_gradio() -> None:
+    """Exit with one line that says what to install when gradio is missing (a plain
+    ``pip install gemma-explore`` has no demo extra).
+
+    >>> require_gradio()  # doctest: +SKIP
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("gradio") is None:
+        raise SystemExit(
+            "The demo needs gradio, which this environment lacks: "
+            "pip install 'gemma-explore[demo]' (or run `make demo` in a clone)."
+        )

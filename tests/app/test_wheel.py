@@ -145,3 +145,20 @@ def test_python_dash_m_gemma_explore_app_has_the_same_flags():
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0 and "--backend {hf,vllm,openai}" in run.stdout
+
+
+def test_a_demo_without_gradio_says_what_to_install(monkeypatch, capsys):
+    """A plain `pip install gemma-explore` has no gradio: `gemma-explore demo` must say
+    which extra to install, in one line, instead of a traceback (seen from a clean venv)."""
+    import importlib.util
+
+    from gemma_explore.app import demo
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "gradio" else real(name, *a)
+    )
+    with pytest.raises(SystemExit) as stop:
+        demo.main(["--port", "7999"])
+    assert "pip install 'gemma-explore[demo]'" in str(stop.value)
+    assert "\n" not in str(stop.value)
