@@ -14,41 +14,13 @@ import types
 import warnings
 from typing import Any
 
-from .bill_writers import BillWriter
-from .dataset_bill import (
-    Bill,
-    BillRow,
-    BillSummary,
-    BudgetCost,
-    Item,
-    Progress,
-    Sample,
-    Walk,
-    bill,
-    bill_file,
-    bill_sample,
-    budget_label,
-    resolve_budgets,
-    walk_files,
-)
+from . import bill_writers, dataset_bill
+from .dataset_bill import Bill, bill
 
-__all__ = [
-    "Bill",
-    "BillRow",
-    "BillSummary",
-    "BillWriter",
-    "BudgetCost",
-    "Item",
-    "Progress",
-    "Sample",
-    "Walk",
-    "bill",
-    "bill_file",
-    "bill_sample",
-    "budget_label",
-    "resolve_budgets",
-    "walk_files",
-]
+# The names the old module had: the walk's (dataset_bill's __all__) and the writer.
+__all__ = sorted([*dataset_bill.__all__, "BillWriter"])
+globals().update({name: getattr(dataset_bill, name) for name in dataset_bill.__all__})
+BillWriter = bill_writers.BillWriter
 
 warnings.warn(
     "gemma_explore.bill (the module) was split and goes in 0.3: import bill from "

@@ -5,27 +5,11 @@ from __future__ import annotations
 
 import warnings
 
-from .inspection import (
-    EncodedItems,
-    EncoderReport,
-    ItemReport,
-    PooledTokens,
-    encode_audio,
-    encode_images,
-    inspect_multimodal,
-    vision_pooling,
-)
+from . import inspection as _renamed
 
-__all__ = [
-    "EncodedItems",
-    "EncoderReport",
-    "ItemReport",
-    "PooledTokens",
-    "encode_audio",
-    "encode_images",
-    "inspect_multimodal",
-    "vision_pooling",
-]
+# The same names as the module it became: its __all__ is the one list.
+__all__ = list(_renamed.__all__)
+globals().update({name: getattr(_renamed, name) for name in __all__})
 
 warnings.warn(
     "gemma_explore.inspect was renamed gemma_explore.inspection (it hid the standard "
