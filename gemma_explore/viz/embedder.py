@@ -33,6 +33,7 @@ from .palette import (
     pixels,
     real_cells,
     rect,
+    slot_strip,
     waveshow,
 )
 from .style import current_style
@@ -98,16 +99,8 @@ def _draw_block_rows(ax, plan: ImagePlan) -> None:
     cell = get_family(plan.family).image.cell_px
     budget, n = plan.max_soft_tokens, plan.num_soft_tokens
     per_row = max(1, min(budget, 70))
-    rows = -(-budget // per_row)
-    real = [rect(i % per_row + 0.1, i // per_row + 0.1, 0.8, 0.8) for i in range(n)]
-    ax.add_collection(real_cells(real, gid="real_rows"))
-    pads = []
-    for r in range(rows):
-        lo, hi = max(n, r * per_row), min(budget, (r + 1) * per_row)
-        if hi > lo:
-            pads.append(rect(lo - r * per_row, r, hi - lo, 1))
-    if pads:
-        ax.add_collection(padding_cells(pads, gid="padding_rows", linewidth=0.5))
+    rows = slot_strip(ax, n, budget, per_row, gids=("real_rows", "padding_rows"),
+                      pad_linewidth=0.5)  # fmt: skip
     cell_axes(ax, per_row, rows)
     ax.set_title(
         st.fill(f"pixel_values ({budget}, {cell * cell * 3}): one square per row = one token; "

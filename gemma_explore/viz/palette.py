@@ -28,6 +28,7 @@ __all__ = [
     "pixels",
     "real_cells",
     "rect",
+    "slot_strip",
     "waveshow",
 ]
 
@@ -47,6 +48,24 @@ def padding_cells(rects: list, *, gid: str, linewidth: float = 0.4):
         rects, facecolor="white", edgecolor=PADDING, hatch="///",
         linewidth=current_style().lw(linewidth), gid=gid,
     )  # fmt: skip
+
+
+def slot_strip(
+    ax, real: int, slots: int, per_row: int, *, gids: tuple[str, str], pad_linewidth: float
+) -> int:
+    """``slots`` squares in rows of ``per_row``: the first ``real`` in blue, the rest one
+    hatched rectangle per row (so the hatched area is the padding count). Returns the rows.
+    """
+    rows = -(-slots // per_row)
+    squares = [rect(i % per_row + 0.1, i // per_row + 0.1, 0.8, 0.8) for i in range(real)]
+    ax.add_collection(real_cells(squares, gid=gids[0]))
+    pads = []
+    for r in range(rows):
+        lo, hi = max(real, r * per_row), min(slots, (r + 1) * per_row)
+        if hi > lo:
+            pads.append(rect(lo - r * per_row, r, hi - lo, 1))
+    ax.add_collection(padding_cells(pads, gid=gids[1], linewidth=pad_linewidth))
+    return rows
 
 
 def rect(x: float, y: float, w: float, h: float, **kw: Any):

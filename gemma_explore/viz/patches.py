@@ -17,7 +17,16 @@ from ..families import DEFAULT_FAMILY, FamilySpec, get_family
 from ..media import load_image
 from ..plans import ImagePlan, plan_image
 from ..sizes import size_label
-from .palette import PADDING, VALID, cell_axes, grid_lines, padding_cells, panels, pixels, rect
+from .palette import (
+    PADDING,
+    VALID,
+    cell_axes,
+    grid_lines,
+    panels,
+    pixels,
+    rect,
+    slot_strip,
+)
 from .style import current_style
 
 if TYPE_CHECKING:
@@ -128,17 +137,8 @@ def _draw_pixel_values(ax, plan: ImagePlan, *, per_row: int = 70) -> None:
     budget = plan.max_patches // k2  # squares: the budget's soft tokens
     real = plan.num_patches // k2
     per_row = max(1, min(budget, per_row))
-    rows = -(-budget // per_row)
-    squares = [rect(i % per_row + 0.1, i // per_row + 0.1, 0.8, 0.8) for i in range(real)]
-    from .palette import real_cells
-
-    ax.add_collection(real_cells(squares, gid="real_patches"))
-    pads = []
-    for r in range(rows):
-        lo, hi = max(real, r * per_row), min(budget, (r + 1) * per_row)
-        if hi > lo:
-            pads.append(rect(lo - r * per_row, r, hi - lo, 1))
-    ax.add_collection(padding_cells(pads, gid="padding_patches", linewidth=1.0))
+    rows = slot_strip(ax, real, budget, per_row, gids=("real_patches", "padding_patches"),
+                      pad_linewidth=1.0)  # fmt: skip
     cell_axes(ax, per_row, rows)
     ax.set_title(
         st.fill(f"pixel_values: {plan.max_patches} rows (one per patch) = {plan.num_patches} "
