@@ -57,7 +57,7 @@ site: $(STAMP)
 # The README's figures, redrawn from the current code: docs/images/*
 .PHONY: images
 images: $(STAMP)
-	$(PY) -m gemma_explore.gallery --readme
+	$(PY) -m scripts.gallery --readme
 
 env: $(STAMP)
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 # of the benchmark process that forked it, across exec); workers from RUSAGE_CHILDREN.
 PROBE = """
 import json, resource, sys, time
-from gemma_explore.dataset_bill import bill
+from gemma_explore.bill.walk import bill
 def cpu(who):
     r = resource.getrusage(who)
     return r.ru_utime + r.ru_stime
@@ -78,8 +78,8 @@ def make_photos(folder: Path, count: int) -> list[Path]:
 
 
 def headers_vs_processor(paths: list[Path]) -> dict:
-    from gemma_explore.dataset_bill import bill_file
-    from gemma_explore.media import load_image
+    from gemma_explore.bill.walk import bill_file
+    from gemma_explore.media.loaders import load_image
     from gemma_explore.models.checkpoints import load_processor
 
     image_processor = load_processor("tiny-gemma4").image_processor

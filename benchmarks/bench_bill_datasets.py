@@ -77,8 +77,8 @@ def write_shards(folder: Path, rows: int, images: list[tuple[bytes, str]], *,
 
 def processor_rate(images: list[tuple[bytes, str]], n: int) -> tuple[float, list[int], list[int]]:
     """Seconds per row for the transformers processor on ``n`` rows, and both counts."""
-    from gemma_explore.bill_core import Item, Sample, bill_sample
-    from gemma_explore.media import load_image
+    from gemma_explore.bill.core import Item, Sample, bill_sample
+    from gemma_explore.media.loaders import load_image
     from gemma_explore.models.checkpoints import load_processor
 
     image_processor = load_processor("tiny-gemma4").image_processor
@@ -97,7 +97,7 @@ def ray_figures(folder: Path, rows: int) -> dict:
     """Ray's start-up, then rows/s with 1 and 2 workers (each run after a warm-up)."""
     import ray
 
-    from gemma_explore.dataset_bill import bill
+    from gemma_explore.bill.walk import bill
 
     start = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

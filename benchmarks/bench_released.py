@@ -20,7 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_CACHE", tempfile.mkdtemp(prefix="empty_hub_"))  # no cache
 
 import gemma_explore as ge  # noqa: E402
-from gemma_explore.released import RELEASED_IDS  # noqa: E402
+from gemma_explore.facts.released import RELEASED_IDS  # noqa: E402
 
 
 def _first_plan(name: str) -> float:

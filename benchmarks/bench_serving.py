@@ -19,7 +19,7 @@ from timing import median_seconds  # noqa: E402
 
 import gemma_explore as ge  # noqa: E402
 from gemma_explore.models.tiny import tiny_name
-from gemma_explore.serving import plan_serving, serving_model  # noqa: E402
+from gemma_explore.serving.plan import plan_serving, serving_model  # noqa: E402
 
 ARGS = dict(
     max_model_len=4096, limit_mm_per_prompt={"image": 2, "audio": 1}, max_num_batched_tokens=2048

@@ -3,13 +3,13 @@
 .venv/bin/python benchmarks/gallery.py [OUT_DIR] [--style projector]
 .venv/bin/python benchmarks/gallery.py --readme      # the README's images, in docs/images
 
-The figures and their inputs live in ``gemma_explore.gallery`` (the readability test
+The figures and their inputs live in ``scripts.gallery`` (the readability test
 draws the same set in both styles).
 """
 
 from __future__ import annotations
 
-from gemma_explore.gallery import figures, main
+from scripts.gallery import figures, main
 
 __all__ = ["figures", "main"]
 

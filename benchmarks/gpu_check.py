@@ -92,7 +92,7 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
     import torch
 
     import gemma_explore as ge
-    from gemma_explore.inference.vllm_backend import CPU_KV_CACHE_BYTES
+    from gemma_explore.engines.vllm import CPU_KV_CACHE_BYTES
     from gemma_explore.models.tiny import tiny_name
     from tests.engine.conftest import LIMITS
     from tests.engine.parity import CASES, checks, media_for, run_both
@@ -150,7 +150,7 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
     from PIL import Image
 
     import gemma_explore as ge
-    from gemma_explore.encoder_batching import encoder_graph_budgets, plan_encoder_replay
+    from gemma_explore.serving.encoder import encoder_graph_budgets, plan_encoder_replay
     from tests.engine.facts import capture_mm_embeddings, fresh, model_runner
 
     lines, failures = ["encoder CUDA graphs (vLLM cudagraph_mm_encoder, tiny Gemma 4, fp32):"], 0
@@ -228,8 +228,8 @@ def released_startup(
     from pathlib import Path
 
     import gemma_explore as ge
-    from gemma_explore.inference.vllm_backend import start_vllm
-    from gemma_explore.released import is_released, released_config
+    from gemma_explore.engines.vllm import start_vllm
+    from gemma_explore.facts.released import is_released, released_config
     from tests.engine.facts import engine_startup_facts, kv_line_of
 
     kv_bytes = int(kv_gib * 2**30)
@@ -323,7 +323,7 @@ def main() -> int:
         lines, failures = run(name, args.device)
         print("\n".join(lines), flush=True)
         total += failures
-    from gemma_explore.inference.vllm_processor import vllm_available
+    from gemma_explore.engines.vllm_processor import vllm_available
 
     if not args.no_vllm and vllm_available():
         lines, failures = vllm_parity(args.device)
@@ -334,7 +334,7 @@ def main() -> int:
         print("\n".join(lines), flush=True)
         total += failures
     if args.released is not None and vllm_available():
-        from gemma_explore.released import RELEASED_IDS
+        from gemma_explore.facts.released import RELEASED_IDS
 
         ids = args.released or list(RELEASED_IDS)
         lines, failures = released_startup(args.device, ids, kv_gib=args.kv_gib)

@@ -35,26 +35,24 @@ Modules import downward only (docs/DESIGN.md has the picture); nothing inside th
 package imports this file.
 """
 
-from .attention import AttentionMasks, attention_mask
-from .bill_results import Bill
-from .comparison import FamilyComparison, compare_families
-from .dataset_bill import BillRow, bill, bill_file
-from .errors import BackendError, MediaError, ModelLoadError
-from .exercises import Verdict, answer_key, check, grade_against, grade_exercise
-from .families import FAMILIES, get_family
-from .features import AudioFeatures, audio_features
-from .inspection import (
+from gemma_explore.bill.totals import Bill
+from gemma_explore.bill.walk import BillRow, bill, bill_file
+from gemma_explore.course.exercises import Verdict, answer_key, check, grade_against, grade_exercise
+from gemma_explore.course.widgets import explore_audio, explore_image, explore_prompt
+from gemma_explore.engines.load import load
+from gemma_explore.errors import BackendError, MediaError, ModelLoadError
+from gemma_explore.facts.families import FAMILIES, get_family
+from gemma_explore.inside.attention import AttentionMasks, attention_mask
+from gemma_explore.inside.towers import (
     EncoderReport,
     ItemReport,
     PooledTokens,
     inspect_multimodal,
     vision_pooling,
 )
-from .layout import NewlineMerge, Placeholder, PromptLayout, Segment, layout_prompt
-from .loading import load
-from .media import load_audio, load_image, load_video
-from .models.bundle import Bundle
-from .parity import (
+from gemma_explore.media.loaders import load_audio, load_image, load_video
+from gemma_explore.models.bundle import Bundle, Generation
+from gemma_explore.parity.checks import (
     ParityReport,
     ParityRow,
     check_audio_parity,
@@ -62,24 +60,33 @@ from .parity import (
     check_parity,
     check_video_parity,
 )
-from .plans import AudioPlan, ImagePlan, VideoPlan, plan_audio, plan_image, plan_video
-from .prompting import PreparedInputs, prepare_inputs
-from .results import Generation
-from .serving import ServingPlan, plan_serving
-from .sizes import size_label
-from .transcription import Transcription, transcription_prompt
-from .viz.attention import show_attention
-from .viz.audio import show_mel
-from .viz.bill import show_bill
-from .viz.embedder import show_audio_frames, show_embedder_grid, show_three_way
-from .viz.layout import show_layout
-from .viz.patches import show_budgets, show_patch_grid
-from .viz.pooling import show_pooled_mask
-from .viz.save import save_figure
-from .viz.serving import show_serving
-from .viz.style import style
-from .viz.video import show_video_frames
-from .widgets import explore_audio, explore_image, explore_prompt
+from gemma_explore.parity.comparison import FamilyComparison, compare_families
+from gemma_explore.plans.audio import AudioPlan, plan_audio
+from gemma_explore.plans.image import ImagePlan, plan_image
+from gemma_explore.plans.video import VideoPlan, plan_video
+from gemma_explore.processing.features import AudioFeatures, audio_features
+from gemma_explore.processing.inputs import PreparedInputs, prepare_inputs
+from gemma_explore.processing.layout import (
+    NewlineMerge,
+    Placeholder,
+    PromptLayout,
+    Segment,
+    layout_prompt,
+)
+from gemma_explore.processing.transcription import Transcription, transcription_prompt
+from gemma_explore.serving.plan import ServingPlan, plan_serving
+from gemma_explore.sizes import size_label
+from gemma_explore.viz.attention import show_attention
+from gemma_explore.viz.audio import show_mel
+from gemma_explore.viz.bill import show_bill
+from gemma_explore.viz.embedder import show_audio_frames, show_embedder_grid, show_three_way
+from gemma_explore.viz.layout import show_layout
+from gemma_explore.viz.patches import show_budgets, show_patch_grid
+from gemma_explore.viz.pooling import show_pooled_mask
+from gemma_explore.viz.save import save_figure
+from gemma_explore.viz.serving import show_serving
+from gemma_explore.viz.style import style
+from gemma_explore.viz.video import show_video_frames
 
 __all__ = [
     "FAMILIES",

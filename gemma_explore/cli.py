@@ -25,9 +25,9 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from .families import DEFAULT_FAMILY, FAMILIES
-from .loading import BACKENDS, backend_help
-from .serve_args import serve_command, serving_advice, serving_recipe
+from gemma_explore.engines.load import BACKENDS, backend_help
+from gemma_explore.engines.serve_args import serve_command, serving_advice, serving_recipe
+from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES
 
 __all__ = ["app", "main", "serve_command", "serving_recipe"]
 
@@ -80,7 +80,7 @@ def _progress(**kwargs: Any) -> Any:
 def _family(name: str, budgets: list[int] | None = None, flag: str = "--budget") -> Any:
     """The spec for ``--family NAME``, with ``budgets`` checked against it: every
     problem said in this command line's own flags."""
-    from .families import FAMILIES, get_family
+    from gemma_explore.facts.families import FAMILIES, get_family
 
     try:
         spec = get_family(name)
@@ -130,9 +130,11 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file.")] = False,
 ) -> None:
     """Print how each file becomes tokens, with the steps of the derivation."""
-    from .headers import kind_of
-    from .media import load_image
-    from .plans import plan_audio, plan_image, plan_video
+    from gemma_explore.media.headers import kind_of
+    from gemma_explore.media.loaders import load_image
+    from gemma_explore.plans.audio import plan_audio
+    from gemma_explore.plans.image import plan_image
+    from gemma_explore.plans.video import plan_video
 
     spec = _family(family, [budget] if budget is not None else None)
     errors = []
@@ -267,8 +269,8 @@ def bill(
 
 def _bill_budgets(spec: Any, budget: str | None, out: Path | None) -> list[int]:
     """The budgets to bill at (the family's default when none given); --out checked."""
-    from .bill_writers import BillWriter
-    from .dataset_bill import resolve_budgets
+    from gemma_explore.bill.walk import resolve_budgets
+    from gemma_explore.bill.writers import BillWriter
 
     try:
         budgets = resolve_budgets(spec.name, _budgets(budget))
@@ -281,8 +283,8 @@ def _bill_budgets(spec: Any, budget: str | None, out: Path | None) -> list[int]:
 
 def _check_bill_flags(folder: Path, engine: str, plot: Path | None) -> None:
     """--engine, the source and --plot, each refused in its own flag's words."""
-    from .bill_engines import ENGINES
-    from .bill_sources import hf_cache_folder
+    from gemma_explore.bill.runners import ENGINES
+    from gemma_explore.bill.sources import hf_cache_folder
 
     if engine not in ENGINES:
         _fail(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
@@ -299,7 +301,7 @@ def _serving_for(checkpoint: str | None) -> Any:
     """--checkpoint's serving plan (its KV bytes per budget), or None."""
     if checkpoint is None:
         return None
-    from .serving import plan_serving
+    from gemma_explore.serving.plan import plan_serving
 
     try:
         return plan_serving(checkpoint)
@@ -311,7 +313,7 @@ def _text_counter(spec: Any, *, text: bool, tokenizer: str | None) -> Any:
     """The caption counter for --text / --tokenizer, or None."""
     if not (text or tokenizer is not None):
         return None
-    from .bill_cost import text_counter
+    from gemma_explore.bill.cost import text_counter
 
     counter = text_counter(spec.name, tokenizer=tokenizer)
     if tokenizer is not None and counter.source != tokenizer:
@@ -325,8 +327,8 @@ def _run_bill(
 ) -> tuple[Any, list[Any]]:
     """Bill the source with a progress bar, writing rows to --out as they come; return the
     bill and the first --per-file good rows (memory stays flat)."""
-    from .bill_writers import BillWriter
-    from .dataset_bill import bill as run_bill
+    from gemma_explore.bill.walk import bill as run_bill
+    from gemma_explore.bill.writers import BillWriter
 
     writer = BillWriter(out, settings["budgets"]) if out is not None else None
     shown: list[Any] = []
@@ -354,7 +356,7 @@ def _run_bill(
 
 def _print_rows(result: Any, shown: list[Any], budgets: list[int]) -> None:
     """The first files' tokens per budget, one line each."""
-    from .dataset_bill import budget_label
+    from gemma_explore.bill.walk import budget_label
 
     if not shown:
         return
@@ -384,7 +386,7 @@ def _print_costs(result: Any, serving: Any, *, out: Path | None, plot: Path | No
     if out is not None:
         typer.echo(f"Rows written to {out}")
     if plot is not None:
-        from .viz.bill import show_bill
+        from gemma_explore.viz.bill import show_bill
 
         fig = show_bill(result)
         fig.savefig(plot, dpi=120)
@@ -464,7 +466,7 @@ def serve_args(
 def _servable(model: str, save: Path | None) -> str:
     """A name `vllm serve` can open: a tiny model exists only inside this package, so it is
     saved to ``--save DIR`` first (and the command names that folder)."""
-    from .models.tiny import TINY_NAMES
+    from gemma_explore.models.tiny import TINY_NAMES
 
     if model not in TINY_NAMES:
         return model
@@ -473,7 +475,7 @@ def _servable(model: str, save: Path | None) -> str:
             f"{model} is built inside gemma_explore, so `vllm serve {model}` would find no "
             f"checkpoint: add --save DIR to write it to a folder and print the command for it."
         )
-    from .loading import load
+    from gemma_explore.engines.load import load
 
     load(model, device="cpu").save_pretrained(save)
     return str(save)
@@ -483,11 +485,11 @@ def _say_when_going_by_name(model: str) -> None:
     """Say so (on stderr) when no config is read: the arguments then follow the name only."""
     import difflib
 
-    from .released import BASE_IDS, RELEASED_IDS, is_released
+    from gemma_explore.facts.released import BASE_IDS, RELEASED_IDS, is_released
 
     if Path(model).is_dir() or is_released(model):
         return
-    from .models.checkpoints import cached_file_of
+    from gemma_explore.models.checkpoints import cached_file_of
 
     if cached_file_of(model, "config.json") is not None:
         return
@@ -506,7 +508,7 @@ def _say_when_going_by_name(model: str) -> None:
 def demo_main() -> Any:
     """The demo's ``main(argv)``: :func:`gemma_explore.app.demo.main`, inside the package,
     so an installed wheel serves the demo too (``python demo_app.py`` calls the same)."""
-    from .app.demo import main as demo
+    from gemma_explore.app.demo import main as demo
 
     return demo
 
@@ -560,10 +562,10 @@ def transcribe(
     ] = False,
 ) -> None:
     """Transcribe (or translate) a clip with Gemma 3n's fixed speech-to-text prompt."""
-    from .loading import backend_options, load
-    from .models.checkpoints import guess_family
-    from .models.tiny import TINY_NAMES
-    from .transcription import transcription_request
+    from gemma_explore.engines.load import backend_options, load
+    from gemma_explore.models.checkpoints import guess_family
+    from gemma_explore.models.tiny import TINY_NAMES
+    from gemma_explore.processing.transcription import transcription_request
 
     task = "translate" if translate or translate_to else "transcribe"
     try:
@@ -617,7 +619,7 @@ def doctor(
     ] = None,
 ) -> None:
     """Pre-flight for a workshop laptop: each check says ok, or what to do. Exit 1 on a FAIL."""
-    from .doctor import run_checks
+    from gemma_explore.doctor import run_checks
 
     try:
         results = run_checks(check)

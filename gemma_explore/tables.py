@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .colors import MISMATCH
+from gemma_explore.colors import MISMATCH
 
 __all__ = ["Table"]
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.kv_capacity import Request, admit, start_settings
-from gemma_explore.serving import plan_serving
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.serving.kv import Request, admit, start_settings
+from gemma_explore.serving.plan import plan_serving
 
 from .test_kv_capacity import config_only_folder, released_text_config, text_plan
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.attention import attention_mask
+from gemma_explore.inside.attention import attention_mask
 
 
 def _messages(photo):

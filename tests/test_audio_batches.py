@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.features import repad_clips
-from gemma_explore.inference.vllm_processor import VLLM_PROCESSORS, vllm_available
+from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_available
+from gemma_explore.processing.features import repad_clips
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not vllm_available(), reason="no vllm")]
 

@@ -21,12 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from gemma_explore.bill_writers import BillWriter
-from gemma_explore.dataset_bill import bill, bill_file, resolve_budgets, walk_files
+from gemma_explore.bill.walk import bill, bill_file, resolve_budgets, walk_files
+from gemma_explore.bill.writers import BillWriter
 from gemma_explore.errors import MediaError
-from gemma_explore.headers import audio_header, image_header, kind_of, video_header
-from gemma_explore.media import image_size
-from gemma_explore.plans import plan_audio, plan_image, plan_video
+from gemma_explore.media.headers import audio_header, image_header, kind_of, video_header
+from gemma_explore.media.loaders import image_size
+from gemma_explore.plans.audio import plan_audio
+from gemma_explore.plans.image import plan_image
+from gemma_explore.plans.video import plan_video
 from tests.conftest import examples
 
 BUDGETS = (70, 280, 1120)
@@ -287,7 +289,7 @@ def test_header_tokens_equal_the_loaded_image_plan(h, w, orientation, fmt, budge
     """Any size, any EXIF orientation: the header's tokens are the decoded image's."""
     import tempfile
 
-    from gemma_explore.media import load_image
+    from gemma_explore.media.loaders import load_image
 
     if fmt == "webp" and max(h, w) > 1000:
         w, h = min(w, 1000), min(h, 1000)
@@ -310,7 +312,7 @@ def test_the_encoder_free_family_bills_raw_audio_frames_and_gemma4_images(tmp_pa
     import math
 
     import gemma_explore as ge
-    from gemma_explore.dataset_bill import bill_file
+    from gemma_explore.bill.walk import bill_file
 
     photo, clip = tmp_path / "p.png", tmp_path / "c.wav"
     Image.new("RGB", (640, 480), (1, 2, 3)).save(photo)
@@ -329,9 +331,9 @@ def test_the_encoder_free_family_bills_raw_audio_frames_and_gemma4_images(tmp_pa
 
 
 def test_summarize_defaults_to_the_default_familys_tiny_checkpoint():
-    from gemma_explore.bill_cost import summarize
-    from gemma_explore.bill_results import Bill
-    from gemma_explore.families import DEFAULT_FAMILY
+    from gemma_explore.bill.cost import summarize
+    from gemma_explore.bill.totals import Bill
+    from gemma_explore.facts.families import DEFAULT_FAMILY
     from gemma_explore.models.tiny import tiny_name
 
     b = Bill("gemma4", (280,), 1, {"image": 1}, (282,), {"image": (282,)}, (), (), (), {},

@@ -28,12 +28,13 @@ from PIL import Image
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from gemma_explore import bill_engines  # noqa: E402
-from gemma_explore.bill_core import Item, Sample, bill_sample  # noqa: E402
-from gemma_explore.bill_cost import STAND_IN, summarize, text_counter  # noqa: E402
-from gemma_explore.bill_writers import BillWriter  # noqa: E402
-from gemma_explore.dataset_bill import Progress, bill  # noqa: E402
-from gemma_explore.plans import plan_audio, plan_image  # noqa: E402
+from gemma_explore.bill import runners as bill_engines  # noqa: E402
+from gemma_explore.bill.core import Item, Sample, bill_sample  # noqa: E402
+from gemma_explore.bill.cost import STAND_IN, summarize, text_counter  # noqa: E402
+from gemma_explore.bill.walk import Progress, bill  # noqa: E402
+from gemma_explore.bill.writers import BillWriter  # noqa: E402
+from gemma_explore.plans.audio import plan_audio  # noqa: E402
+from gemma_explore.plans.image import plan_image  # noqa: E402
 
 BUDGETS = (70, 280, 1120)
 # (height, width, format): PNG and JPEG, small, phone-sized, extreme aspect ratios.
@@ -381,7 +382,7 @@ def test_parquet_output_summary_and_progress(data, tmp_path):
     assert progress[0].rows_total == 12 and progress[-1].rows == 12
     assert progress[-1].eta_s == 0 and "rows/s" in progress[-1].text()
     # The summary's KV bytes are plan_serving's, per sample.
-    from gemma_explore.serving import plan_serving
+    from gemma_explore.serving.plan import plan_serving
 
     plan = plan_serving("tiny-gemma4")
     summary = summarize(result, "tiny-gemma4")
@@ -451,7 +452,7 @@ def test_videos_and_binary_columns_from_bytes(tmp_path):
     their magic numbers), bill as plan_video / plan_audio on the same bytes."""
     import cv2
 
-    from gemma_explore.plans import plan_video
+    from gemma_explore.plans.video import plan_video
 
     path = tmp_path / "v.mp4"
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 12.0, (160, 90))

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.attention import attention_mask
-from gemma_explore.inspection import encode_images
-from gemma_explore.prompting import prepare_media
+from gemma_explore.inside.attention import attention_mask
+from gemma_explore.inside.towers import encode_images
+from gemma_explore.processing.inputs import prepare_media
 
 
 def _old(call, *args, **kwargs):
@@ -39,7 +39,7 @@ def test_the_old_order_warns_and_gives_the_same_result(tiny4, photo):
 
 
 def test_vllm_replay_takes_its_old_three_positionals(tiny4, photo):
-    from gemma_explore.parity import vllm_replay
+    from gemma_explore.parity.checks import vllm_replay
 
     prepared = ge.prepare_inputs("Hi", bundle=tiny4, images=[photo], max_soft_tokens=70)
     ids = prepared.input_ids

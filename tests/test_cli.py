@@ -21,8 +21,10 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from gemma_explore import cli
-from gemma_explore.inference.vllm_backend import engine_args
-from gemma_explore.plans import plan_audio, plan_image, plan_video
+from gemma_explore.engines.vllm import engine_args
+from gemma_explore.plans.audio import plan_audio
+from gemma_explore.plans.image import plan_image
+from gemma_explore.plans.video import plan_video
 from gemma_explore.samples import SAMPLES_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +204,7 @@ def test_bill_missing_folder_and_parquet_without_pyarrow_exit_2(tmp_path):
 
 
 def test_serve_args_prints_the_recipe():
-    from gemma_explore.inference.vllm_recipe import Workload, engine_recipe
+    from gemma_explore.serving.recipe import Workload, engine_recipe
 
     result = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560", "--images", "2")
     assert result.exit_code == 0, result.output

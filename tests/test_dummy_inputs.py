@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemma_explore.dummy_inputs import vllm_dummy_inputs
-from gemma_explore.inference.vllm_processor import VLLM_PROCESSORS, vllm_available
+from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_available
+from gemma_explore.serving.dummy_inputs import vllm_dummy_inputs
 
 pytestmark = [
     pytest.mark.vllm,

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gemma_explore.encoder_batching import encoder_chunk, encoder_graph_budgets, pack_encoder_items
-from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.serving.encoder import encoder_chunk, encoder_graph_budgets, pack_encoder_items
 from tests.conftest import examples
 
 pytestmark = [
@@ -137,7 +137,7 @@ def _stub(model=None, patch_size=16):
 def test_gather_indices_equal_vllms(patches, as_list):
     import torch
 
-    from gemma_explore.encoder_batching import replay_gather_indices
+    from gemma_explore.serving.encoder import replay_gather_indices
 
     width = max(patches) if not as_list else None
     pv = ([torch.zeros(p, 768) for p in patches] if as_list
@@ -157,7 +157,7 @@ def test_gather_indices_equal_vllms(patches, as_list):
 def test_frame_rows_equal_vllms_selection(frames, data):
     import torch
 
-    from gemma_explore.encoder_batching import frame_rows
+    from gemma_explore.serving.encoder import frame_rows
 
     indices = data.draw(st.lists(st.integers(0, len(frames) - 1), min_size=1, unique=True))
     rows = torch.arange(sum(frames))
@@ -178,7 +178,7 @@ def test_captured_row_width_is_vllms(budget):
     assert capture.values["pixel_values"].shape[1] // 9 == graphs.rows_0_32(budget)[1]
     assert capture.values["gather_indices"].shape == (budget,)
     # 0.32's Gemma 4 declares no capture axis (the seed adds the row width as one)
-    from gemma_explore.encoder_batching import SEED_ONLY, plan_encoder_replay
+    from gemma_explore.serving.encoder import SEED_ONLY, plan_encoder_replay
 
     stub = _stub()
     stub.config.text_config.hidden_size = 8
@@ -210,7 +210,7 @@ def test_replay_on_cpu_does_what_the_plan_says(tiny4, budgets, expected):
     from vllm.v1.worker.encoder_cudagraph import EncoderCudaGraphManager as M
 
     import gemma_explore as ge
-    from gemma_explore.encoder_batching import plan_encoder_replay
+    from gemma_explore.serving.encoder import plan_encoder_replay
 
     model = tiny4.model
     images = [Image.fromarray(np.random.RandomState(i).randint(0, 255, (240, 320, 3), np.uint8))

@@ -7,8 +7,8 @@ import inspect
 
 import pytest
 
-from gemma_explore.engine_interfaces import vllm_interfaces
-from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.serving.interfaces import vllm_interfaces
 
 pytestmark = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not vllm_available(), reason="vllm is not instal
     "arch", ["Gemma3nForConditionalGeneration", "Gemma4ForConditionalGeneration"]
 )
 def test_interfaces_are_the_declared_bases(arch):
-    from gemma_explore.weight_names import vllm_model_class
+    from gemma_explore.serving.weights import vllm_model_class
 
     cls = vllm_model_class(arch)
     declared = inspect.getsource(cls).split(":", 1)[0]  # the class line with its bases
@@ -42,9 +42,9 @@ def test_raw_prompt_placeholders_against_vllms_processor(name, request, photo):
     say a raw prompt must hold is expanded into the plan's soft tokens; vLLM's placeholder
     string, where it differs (Gemma 4), is not found by vLLM's own processor."""
     import gemma_explore as ge
-    from gemma_explore.engine_interfaces import raw_prompt_placeholders
-    from gemma_explore.inference.vllm_processor import vllm_process
-    from gemma_explore.weight_names import vllm_model_class
+    from gemma_explore.engines.vllm_processor import vllm_process
+    from gemma_explore.serving.interfaces import raw_prompt_placeholders
+    from gemma_explore.serving.weights import vllm_model_class
 
     bundle = request.getfixturevalue(name)
     spec = bundle.spec

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.exercises import EXERCISES, grade_against, grade_exercise
+from gemma_explore.course.exercises import EXERCISES, grade_against, grade_exercise
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = json.loads((ROOT / "tests" / "notebook_answers.json").read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemma_explore.families import (
+from gemma_explore.facts.families import (
     DEFAULT_FAMILY,
     FAMILIES,
     GEMMA3N,

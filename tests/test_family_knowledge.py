@@ -1,6 +1,6 @@
 """Family knowledge lives in families.py: no other module names a family in its code.
 
-Code outside ``gemma_explore/families.py`` reads what a family decides from its
+Code outside ``gemma_explore/facts/families.py`` reads what a family decides from its
 ``FamilySpec`` (``spec.encoder_free``, ``spec.classes``, ``spec.transcription_max_s``, …)
 and takes its default from ``families.DEFAULT_FAMILY``. So a family's name, as a string,
 appears nowhere else: not in a comparison (``spec.name == "gemma3n"``), not as a default
@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from gemma_explore.families import FAMILIES
+from gemma_explore.facts.families import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gemma_explore"

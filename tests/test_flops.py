@@ -1,4 +1,4 @@
-"""Encoder and prefill FLOPs (gemma_explore/flops.py).
+"""Encoder and prefill FLOPs (gemma_explore/serving/flops.py).
 
 The meta-device counts equal FlopCounterMode running the tiny models' own
 get_image_features / get_audio_features on CPU with the real processors' outputs, and
@@ -12,9 +12,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from gemma_explore.flops import encoder_flops, flops_report, flops_table, prefill_flops
+from gemma_explore.facts.released import released_config
 from gemma_explore.models.tiny import build_tiny_model, build_tiny_processor, tiny_config
-from gemma_explore.released import released_config
+from gemma_explore.serving.flops import encoder_flops, flops_report, flops_table, prefill_flops
 
 
 def _counted(fn) -> int:
@@ -42,7 +42,7 @@ def eager_tiny():
 def test_image_flops_equal_the_tiny_models_own_forward(eager_tiny, photo, family, budget):
     """At the worst case the budget prices: an image whose 48 px cells fill the budget
     (the tower always runs on budget × 9 patches; the projection on the real tokens)."""
-    from gemma_explore.flops import _grid
+    from gemma_explore.serving.flops import _grid
 
     inner, processor = eager_tiny[family]
     kwargs = {} if budget is None else {"max_soft_tokens": budget}

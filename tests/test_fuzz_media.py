@@ -31,9 +31,11 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from gemma_explore.errors import MediaError
-from gemma_explore.headers import audio_header, image_header, video_header
-from gemma_explore.media import image_size, load_audio, load_image, load_video
-from gemma_explore.plans import plan_audio, plan_image, plan_video
+from gemma_explore.media.headers import audio_header, image_header, video_header
+from gemma_explore.media.loaders import image_size, load_audio, load_image, load_video
+from gemma_explore.plans.audio import plan_audio
+from gemma_explore.plans.image import plan_image
+from gemma_explore.plans.video import plan_video
 from gemma_explore.samples import SAMPLES_DIR
 from tests.conftest import examples
 
@@ -208,7 +210,7 @@ def baseline_rss() -> int:
 
 
 def test_mutated_samples_plan_or_say_why(baseline_rss, tmp_path_factory):
-    from gemma_explore.headers import kind_of
+    from gemma_explore.media.headers import kind_of
 
     folder = tmp_path_factory.mktemp("fuzz")
     wanted = examples(1.0, at_least=300 if os.environ.get("CI") else 10)
@@ -252,7 +254,7 @@ def test_mutated_samples_plan_or_say_why(baseline_rss, tmp_path_factory):
 
 def test_a_truncated_jpeg_is_refused_by_plan_as_by_the_demo(tmp_path):
     """One policy: the command line's ``plan`` decodes, as the demo does."""
-    from gemma_explore.app.handlers import image_tab
+    from tests.app.handlers import image_tab
 
     path = tmp_path / "cut.jpg"
     path.write_bytes(SAMPLES["image"][: len(SAMPLES["image"]) // 3])

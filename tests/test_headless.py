@@ -5,7 +5,7 @@ tests) plays the front end of every ``Output`` widget a cell *captures* into, an
 each captured output back to the kernel on the shell socket, the socket on which it is
 waiting for the cell's reply. The reply can then go unnoticed until the cell timeout runs
 out (nbclient issue #312). The explorers now set the widget's ``outputs`` state instead of
-capturing (``gemma_explore.widgets._draw_into``), so the client has nothing to write back.
+capturing (``gemma_explore.course.widgets._draw_into``), so the client has nothing to write back.
 
 What is checked, with one kernel for the whole module: every explorer cell of the course
 (found by glob and pattern, so renamed notebooks are still covered) runs 20 times with a

@@ -8,8 +8,8 @@ import types
 import pytest
 import torch
 
-from gemma_explore.image_batches import plan_image_batches
-from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.serving.batches import plan_image_batches
 
 pytestmark = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 

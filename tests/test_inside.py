@@ -7,10 +7,10 @@ import pytest
 import torch
 
 import gemma_explore as ge
-from gemma_explore.embedders import embedder_of, trace_embedder
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.inspection import encode_audio, encode_images
-from gemma_explore.per_layer import per_layer_ids, vllm_per_layer_buffer
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.inside.embedders import embedder_of, trace_embedder
+from gemma_explore.inside.per_layer import per_layer_ids, vllm_per_layer_buffer
+from gemma_explore.inside.towers import encode_audio, encode_images
 from gemma_explore.samples import sample_photo, sample_speech
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.engines.vllm_processor import vllm_available
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.kv_capacity import capacity, kv_memory_estimate
-from gemma_explore.released import RELEASED_IDS
-from gemma_explore.serving import ServingModel, kv_layers, plan_serving
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.facts.released import RELEASED_IDS
+from gemma_explore.serving.kv import capacity, kv_memory_estimate
+from gemma_explore.serving.plan import ServingModel, kv_layers, plan_serving
 
 CHECKPOINTS = list(RELEASED_IDS)  # the seven instruction-tuned checkpoints
 GiB = 1 << 30
@@ -29,8 +29,8 @@ _TEXT_KEYS = (
 
 def released_text_config(model_id: str):
     """The released checkpoint's text config, from the package's cited facts
-    (``gemma_explore.released``: built offline, no hub)."""
-    from gemma_explore.released import released_config
+    (``gemma_explore.facts.released``: built offline, no hub)."""
+    from gemma_explore.facts.released import released_config
 
     return released_config(model_id).text_config
 
@@ -108,8 +108,8 @@ def vllm_config(tmp_path_factory):
 def config_only_folder(root: Path, model_id: str) -> Path:
     """config.json of a released Gemma 4 checkpoint (text from the facts, the tiny vision
     settings, no audio when the checkpoint has none) and the tiny processor files."""
+    from gemma_explore.facts.released import released_config
     from gemma_explore.models.tiny import build_tiny_processor, tiny_config
-    from gemma_explore.released import released_config
 
     real = released_config(model_id)
     config = tiny_config("gemma4")

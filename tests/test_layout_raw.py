@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.vllm_rules import vllm_search_parts
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.plans.vllm import vllm_search_parts
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 IMG = np.random.RandomState(0).randint(0, 255, (48, 64, 3), np.uint8)
@@ -117,8 +117,8 @@ def test_one_bos_through_vllms_own_tokenization(family, tiny3n, tiny4, photo):
     from vllm.renderers import renderer_from_config
     from vllm.renderers.inputs.preprocess import parse_model_prompt
 
-    from gemma_explore.inference.vllm_backend import vllm_request
-    from gemma_explore.inference.vllm_processor import VLLM_PROCESSORS
+    from gemma_explore.engines.vllm import vllm_request
+    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
 
     bundle = {"gemma3n": tiny3n, "gemma4": tiny4}[family]
     folder = VLLM_PROCESSORS.folder_of(bundle)
@@ -149,7 +149,7 @@ def test_one_bos_through_vllms_own_tokenization(family, tiny3n, tiny4, photo):
 
 @needs_vllm
 def test_several_videos_and_per_request_budgets_equal_vllm(tiny4):
-    from gemma_explore.inference.vllm_processor import vllm_mm_data
+    from gemma_explore.engines.vllm_processor import vllm_mm_data
     from tests.inference.test_vllm_raw_prompts import vllm_raw
 
     rng = np.random.RandomState(1)
@@ -179,7 +179,7 @@ def test_a_checkpoint_without_audio_tower(tmp_path, tiny4):
     message before vLLM's 'does not have an audio tower'."""
     from transformers import Gemma4ForConditionalGeneration
 
-    from gemma_explore.inference.vllm_backend import engine_args
+    from gemma_explore.engines.vllm import engine_args
     from gemma_explore.models.tiny import tiny_config
 
     config = tiny_config("gemma4")
@@ -235,7 +235,7 @@ def test_vllm_refusals_come_back_with_the_way_out(tiny4, monkeypatch):
     import sys
     from types import SimpleNamespace
 
-    from gemma_explore.inference.vllm_backend import VllmEngine
+    from gemma_explore.engines.vllm import VllmEngine
 
     class RefusingLLM:
         def generate(self, requests, params, use_tqdm=False):

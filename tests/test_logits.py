@@ -10,8 +10,8 @@ import types
 import pytest
 import torch
 
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.logits import suppressed_tokens, vllm_applies_suppress_tokens
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.inside.logits import suppressed_tokens, vllm_applies_suppress_tokens
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 

@@ -71,7 +71,7 @@ def test_bad_images(bad, message):
 
 
 def test_decompression_bombs_are_refused(monkeypatch):
-    from gemma_explore import media
+    from gemma_explore.media.loaders import loaders as media
 
     monkeypatch.setattr(media, "MAX_IMAGE_PIXELS", 100)
     with pytest.raises(ge.MediaError, match="MP"):
@@ -182,7 +182,7 @@ def test_a_long_video_file_keeps_only_its_sampled_frames(tmp_path):
     would give at the sampled indices (seeking lands exactly)."""
     import cv2
 
-    from gemma_explore.media import sample_frame_indices
+    from gemma_explore.media.loaders import sample_frame_indices
 
     path = tmp_path / "long.mp4"
     _write_clip(path, 1500)
@@ -215,7 +215,7 @@ def test_an_over_counted_container_is_sampled_over_the_frames_that_decode(tmp_pa
     over the frames that really decode, exactly as a full decode would sample them."""
     import cv2
 
-    from gemma_explore.media import sample_frame_indices
+    from gemma_explore.media.loaders import sample_frame_indices
 
     whole = tmp_path / "whole.avi"
     writer = cv2.VideoWriter(str(whole), cv2.VideoWriter_fourcc(*"MJPG"), 10, (64, 48))
@@ -264,9 +264,9 @@ def _png_bytes() -> bytes:
 def test_a_damaged_png_is_a_media_error_for_every_reader(tmp_path, damage):
     """PIL raises OSError, SyntaxError, ValueError or DecompressionBombError for these;
     every reader turns them into one MediaError line with the file's own name."""
-    from gemma_explore.headers import image_header
-    from gemma_explore.media import image_size, load_image
-    from gemma_explore.plans import plan_image
+    from gemma_explore.media.headers import image_header
+    from gemma_explore.media.loaders import image_size, load_image
+    from gemma_explore.plans.image import plan_image
 
     path = tmp_path / "damaged.png"
     path.write_bytes(damage(_png_bytes()))
@@ -282,8 +282,8 @@ def test_a_damaged_png_is_a_media_error_for_every_reader(tmp_path, damage):
 
 
 def test_a_damaged_video_writes_nothing_to_stderr(tmp_path, capfd):
-    from gemma_explore.headers import video_header
-    from gemma_explore.media import load_video
+    from gemma_explore.media.headers import video_header
+    from gemma_explore.media.loaders import load_video
     from gemma_explore.samples import SAMPLES_DIR
 
     path = tmp_path / "cut.mp4"

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.vllm_rules import vllm_audio_tokens, vllm_image_tokens
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.plans.vllm import vllm_audio_tokens, vllm_image_tokens
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
@@ -84,7 +84,7 @@ def test_vllms_data_parser_resamples_44k_audio(tiny4):
     """44.1 kHz audio handed straight to vLLM's processor: its data parser resamples to
     the extractor's 16 kHz (get_data_parser's target_sr) before counting, so the count is
     the one of our resampled clip, not of the raw samples."""
-    from gemma_explore.inference.vllm_processor import vllm_process
+    from gemma_explore.engines.vllm_processor import vllm_process
 
     n44 = 44_100 * 2 + 123
     wave = (np.sin(np.arange(n44) / 7) * 0.1).astype(np.float32)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import gemma_explore as ge
-from gemma_explore.plans import gemma4_resized_size
+from gemma_explore.plans.image import gemma4_resized_size
 from tests.conftest import examples
 
 BUDGETS = (70, 140, 280, 560, 1120)
@@ -312,8 +312,8 @@ def test_reprs_show_the_steps():
 
 
 def test_check_budget_is_the_old_name_of_require_budget():
-    from gemma_explore.families import get_family
-    from gemma_explore.plans import check_budget, require_budget
+    from gemma_explore.facts.families import get_family
+    from gemma_explore.plans.rules import check_budget, require_budget
 
     spec = get_family("gemma4")
     with pytest.warns(DeprecationWarning, match="renamed require_budget"):
@@ -323,8 +323,8 @@ def test_check_budget_is_the_old_name_of_require_budget():
 
 
 def test_require_budget_reads_the_family_it_is_given(tiny3n):
-    from gemma_explore.families import DEFAULT_FAMILY
-    from gemma_explore.plans import require_budget
+    from gemma_explore.facts.families import DEFAULT_FAMILY
+    from gemma_explore.plans.rules import require_budget
 
     assert require_budget(None) == DEFAULT_FAMILY.image.default_budget
     with pytest.raises(ValueError, match="Drop max_soft_tokens"):
@@ -332,7 +332,7 @@ def test_require_budget_reads_the_family_it_is_given(tiny3n):
 
 
 def test_plans_default_to_the_default_family():
-    from gemma_explore.families import DEFAULT_FAMILY
+    from gemma_explore.facts.families import DEFAULT_FAMILY
 
     assert ge.plan_image((480, 640)) == ge.plan_image((480, 640), family=DEFAULT_FAMILY.name)
     assert ge.plan_audio(48_000) == ge.plan_audio(48_000, family=DEFAULT_FAMILY.name)

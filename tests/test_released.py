@@ -1,4 +1,4 @@
-"""The released checkpoints as cited facts (gemma_explore/released.py).
+"""The released checkpoints as cited facts (gemma_explore/facts/released.py).
 
 Every field carries a source; the config built from the facts is the transformers class
 the converters use, with the values the facts state, and audio presence comes from it.
@@ -10,8 +10,8 @@ import dataclasses
 
 import pytest
 
-from gemma_explore.families import get_family
-from gemma_explore.released import (
+from gemma_explore.facts.families import get_family
+from gemma_explore.facts.released import (
     BASE_IDS,
     RELEASED,
     RELEASED_IDS,

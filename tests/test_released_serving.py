@@ -10,11 +10,11 @@ import json
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.facts.released import BASE_IDS, RELEASED_IDS, released_config
 from gemma_explore.models.checkpoints import BUILT_IN
-from gemma_explore.released import BASE_IDS, RELEASED_IDS, released_config
-from gemma_explore.serving import plan_serving, serving_model
-from gemma_explore.serving_caches import SERVING_MODELS
+from gemma_explore.serving.caches import SERVING_MODELS
+from gemma_explore.serving.plan import plan_serving, serving_model
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_e_models_report_the_per_layer_embeddings_apart(model_id, layers, hidden
 def test_load_without_weights_gives_a_meta_bundle_that_plans_and_lays_out(
     empty_hub_cache, model_id
 ):
-    from gemma_explore.attention import attention_mask
+    from gemma_explore.inside.attention import attention_mask
 
     bundle = ge.load(model_id, weights=False)
     assert bundle.device == "meta" and bundle.model.device.type == "meta"
@@ -241,7 +241,7 @@ def test_encoder_sizes_of_a_released_id_are_its_own_towers(model_id):
 def test_production_advice_splits_the_31b_when_it_does_not_fit():
     """Tensor parallelism from the plan's own bytes: the 31B's 58 GiB of bf16 weights fit
     one 80 GB GPU (with KV room for a request) but not one 40 GB GPU."""
-    from gemma_explore.inference.vllm_recipe import production_advice
+    from gemma_explore.serving.recipe import production_advice
 
     plan = plan_serving("google/gemma-4-31B-it", max_model_len=8192)
     big = production_advice(plan, gpu_memory_gib=80)
@@ -257,7 +257,7 @@ def test_production_advice_splits_the_31b_when_it_does_not_fit():
 
 
 def test_the_recipe_says_larger_per_request_budgets_are_honoured():
-    from gemma_explore.inference.vllm_recipe import Workload, engine_recipe
+    from gemma_explore.serving.recipe import Workload, engine_recipe
 
     r = engine_recipe("google/gemma-4-31B-it", workload=Workload(images=2, max_soft_tokens=280))
     why = r.reasons["mm_processor_kwargs"]

@@ -10,7 +10,10 @@ import sys
 import pytest
 
 import gemma_explore as ge
-from gemma_explore import bill_results, bill_writers, dataset_bill, inspection
+from gemma_explore.bill import totals as bill_results
+from gemma_explore.bill import walk as dataset_bill
+from gemma_explore.bill import writers as bill_writers
+from gemma_explore.inside import towers as inspection
 
 
 def _fresh_import(name: str):

@@ -16,17 +16,17 @@ import pytest
 import torch
 
 import gemma_explore as ge
-from gemma_explore.inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
-from gemma_explore.parity import vllm_merge_error, vllm_replay
-from gemma_explore.plans import conv_out
-from gemma_explore.samples import sample_photo
-from gemma_explore.vllm_rules import (
+from gemma_explore.engines.vllm_processor import vllm_available, vllm_mm_data, vllm_process
+from gemma_explore.parity.checks import vllm_merge_error, vllm_replay
+from gemma_explore.plans.audio import conv_out
+from gemma_explore.plans.vllm import (
     VLLM_MERGE_ERROR,
     vllm_audio_frames,
     vllm_audio_tokens,
     vllm_image_size,
     vllm_image_tokens,
 )
+from gemma_explore.samples import sample_photo
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
@@ -152,7 +152,7 @@ def test_4_vllm_accepts_the_hand_edited_prompt(tiny4, edited):
 
 def test_4_the_merge_error_is_vllms_own_words(monkeypatch):
     """Without vLLM we print the same words its function raises with."""
-    import gemma_explore.parity as parity
+    import gemma_explore.parity.checks as parity
 
     if vllm_available():
         from_vllm = vllm_merge_error([270, 3], 525)
@@ -183,7 +183,7 @@ def mismatched_engine(tmp_path_factory, tiny4):
         mp.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in-process: one engine, no spawn
         from vllm import LLM
 
-        from gemma_explore.inference.vllm_backend import _let_vllm_scan_llvmlite
+        from gemma_explore.engines.vllm import _let_vllm_scan_llvmlite
 
         _let_vllm_scan_llvmlite()  # librosa's numba may have loaded llvmlite already
 
@@ -247,7 +247,7 @@ def test_5_the_two_resizes_side_by_side(tiny4, monkeypatch):
     13872×48 px (289 tokens before its clamp); only the clamped counts agree."""
     import vllm.model_executor.models.gemma4_mm as vmod
 
-    from gemma_explore.inference.vllm_processor import VLLM_PROCESSORS
+    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
 
     info = VLLM_PROCESSORS.get(tiny4).info
     plan = ge.plan_image((3, 900), family="gemma4", max_soft_tokens=280)
@@ -307,7 +307,7 @@ def test_the_loading_plan_is_what_the_engine_loaded(mismatched_engine, tiny4):
     plan marks ignored is not, and loading did not fail on it."""
     from safetensors import safe_open
 
-    from gemma_explore.weight_names import loading_plan
+    from gemma_explore.serving.weights import loading_plan
 
     llm, folder = mismatched_engine
     with safe_open(str(folder / "model.safetensors"), "pt") as f:

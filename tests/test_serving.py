@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.serving import plan_serving, serving_model
-from gemma_explore.vllm_rules import vllm_audio_tokens, vllm_image_tokens
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.plans.vllm import vllm_audio_tokens, vllm_image_tokens
+from gemma_explore.serving.plan import plan_serving, serving_model
 
 # (max_model_len, limit_mm_per_prompt, max_num_batched_tokens, max_soft_tokens, extra).
 # Two budgets only: each new mm_processor_kwargs makes vLLM build its processor again (~6 s).
@@ -75,7 +75,7 @@ def test_plan_equals_vllms_multimodal_budget(saved_dirs, family):
 def test_disabled_chunked_mm_input_refuses_like_vllm(saved_dirs):
     from vllm.config import SchedulerConfig
 
-    from gemma_explore.serving import serving_model
+    from gemma_explore.serving.plan import serving_model
 
     model = serving_model(saved_dirs["gemma4"])
     with pytest.raises(ValueError, match=r"max_tokens_per_mm_item \(2496\)") as ours:
@@ -109,7 +109,7 @@ def test_dummy_inputs_are_what_vllms_builder_makes(name, request):
     own get_dummy_text / get_dummy_mm_data for one item of each modality served."""
     import numpy as np
 
-    from gemma_explore.inference.vllm_processor import VLLM_PROCESSORS
+    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
 
     bundle = request.getfixturevalue(name)
     plan = plan_serving(bundle, max_model_len=4096)
@@ -238,7 +238,7 @@ def test_kv_arithmetic_scales_to_real_configs(name, full, sliding, at_8192):
     import torch
     from transformers import DynamicCache
 
-    from gemma_explore.serving import kv_layers
+    from gemma_explore.serving.plan import kv_layers
 
     text = _real_text_config(name)
     layers = kv_layers(text)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.families import AUDIO_SAMPLING_RATE, GEMMA3N, GEMMA4, GEMMA4_UNIFIED
+from gemma_explore.facts.families import AUDIO_SAMPLING_RATE, GEMMA3N, GEMMA4, GEMMA4_UNIFIED
 from gemma_explore.samples import sample_photo, sample_speech
 
 ROOT = Path(__file__).resolve().parents[1]

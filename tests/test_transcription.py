@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gemma_explore.errors import MediaError
-from gemma_explore.transcription import (
+from gemma_explore.processing.transcription import (
     LANGUAGES,
     MAX_CLIP_S,
     require_language,
@@ -90,7 +90,7 @@ def test_unknown_codes_list_the_supported_ones():
 
 
 def test_check_language_is_the_old_name_of_require_language():
-    from gemma_explore.transcription import check_language
+    from gemma_explore.processing.transcription import check_language
 
     with pytest.warns(DeprecationWarning, match="require_language"):
         assert check_language("EN") == "en"

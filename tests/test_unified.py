@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import gemma_explore as ge
-from gemma_explore.families import GEMMA4_UNIFIED
-from gemma_explore.inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
-from gemma_explore.plans import gemma4_resized_size
-from gemma_explore.vllm_rules import vllm_audio_tokens
+from gemma_explore.engines.vllm_processor import vllm_available, vllm_mm_data, vllm_process
+from gemma_explore.facts.families import GEMMA4_UNIFIED
+from gemma_explore.plans.image import gemma4_resized_size
+from gemma_explore.plans.vllm import vllm_audio_tokens
 from tests.conftest import examples
 from tests.test_plans import BUDGETS, _run_gemma4, image_sizes
 
@@ -282,7 +282,7 @@ def _frames(n=6, h=96, w=128, seed=4):
 
 def test_video_forward_quirk_is_real_and_handled(tinyu):
     """transformers 5.19's forward drops num_frames_per_video; we go around it."""
-    from gemma_explore.inference.hf import encoder_free_video_inputs
+    from gemma_explore.engines.hf import encoder_free_video_inputs
 
     video = ge.load_video(_frames(), fps=3.0)
     prepared = ge.prepare_inputs("What happens?", bundle=tinyu, videos=[video])

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.vllm_rules import vllm_video_timestamps
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.plans.vllm import vllm_video_timestamps
 
 pytestmark = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
@@ -21,7 +21,7 @@ def _frames(n: int, seed: int = 0) -> np.ndarray:
 
 
 def _vllm_stamps(bundle, videos: list) -> tuple[list[str], list]:
-    from gemma_explore.inference.vllm_processor import VLLM_PROCESSORS, vllm_process
+    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_process
 
     token = bundle.spec.video_token
     out = vllm_process(bundle, " ".join([token] * len(videos)), {"video": videos})

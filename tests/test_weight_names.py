@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from gemma_explore.inference.vllm_processor import vllm_available
-from gemma_explore.weight_names import (
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.serving.weights import (
     ANY_SIZE_METHODS,
     _run_loader_setup,
     loading_plan,

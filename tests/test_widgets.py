@@ -43,7 +43,7 @@ def test_explore_prompt(tiny4):
 def test_the_budget_slider_follows_the_family():
     """The slider holds the chosen family's budgets (the default family's at first), is
     disabled for a family without budgets, and comes back when one has them again."""
-    from gemma_explore.families import DEFAULT_FAMILY
+    from gemma_explore.facts.families import DEFAULT_FAMILY
 
     w = ge.explore_image((1080, 1920))
     assert w.family.value == DEFAULT_FAMILY.name

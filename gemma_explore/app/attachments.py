@@ -1,5 +1,5 @@
 """What the chat box hands over: its text, and each attached file read as an image, a
-clip or a video (by suffix: :mod:`gemma_explore.headers` holds the one list).
+clip or a video (by suffix: :mod:`gemma_explore.media.headers` holds the one list).
 
 >>> split_message({"text": " Hi ", "files": [{"path": "/tmp/x/photo.jpg"}]})
 ('Hi', ['/tmp/x/photo.jpg'])
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import MediaError
-from ..families import AUDIO_SAMPLING_RATE
-from ..headers import AUDIO_SUFFIXES, IMAGE_SUFFIXES, VIDEO_SUFFIXES, kind_of
-from ..media import load_audio, load_image, load_video
+from gemma_explore.errors import MediaError
+from gemma_explore.facts.families import AUDIO_SAMPLING_RATE
+from gemma_explore.media.headers import AUDIO_SUFFIXES, IMAGE_SUFFIXES, VIDEO_SUFFIXES, kind_of
+from gemma_explore.media.loaders import load_audio, load_image, load_video
 
 __all__ = ["attachment", "file_name", "split_message"]
 

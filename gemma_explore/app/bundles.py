@@ -13,10 +13,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..families import get_family
-from ..loading import load
-from ..models.bundle import Bundle
-from .results import error_text
+from gemma_explore.app.outputs import error_text
+from gemma_explore.engines.load import load
+from gemma_explore.facts.families import get_family
+from gemma_explore.models.bundle import Bundle
 
 __all__ = [
     "RANDOM_WEIGHTS_NOTICE",
@@ -94,7 +94,7 @@ def analysis_bundle(name: str) -> Bundle:
     bundle = get_bundle(name)
     if bundle.model is not None and bundle.processor is not None:
         return bundle
-    from ..models.tiny import tiny_name
+    from gemma_explore.models.tiny import tiny_name
 
     return get_bundle(tiny_name(bundle.family))
 

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import MediaError
-from ..models.bundle import Bundle
-from ..prompting import prepare_inputs
-from .attachments import attachment, file_name, split_message
-from .bundles import get_bundle
-from .results import error_text, md
-from .tabs import budget_of
+from gemma_explore.app.attachments import attachment, file_name, split_message
+from gemma_explore.app.bundles import get_bundle
+from gemma_explore.app.outputs import error_text, md
+from gemma_explore.app.tabs import budget_of
+from gemma_explore.errors import MediaError
+from gemma_explore.models.bundle import Bundle
+from gemma_explore.processing.inputs import prepare_inputs
 
 __all__ = ["chat_preview", "chat_stream", "turn_counts"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..loading import BACKEND_TABLE, BACKENDS, backend_help
+from gemma_explore.engines.load import BACKEND_TABLE, BACKENDS, backend_help
 
 __all__ = ["main", "parse_args"]
 
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args = parse_args(argv)
     require_gradio()
-    from .ui import launch  # gradio: only once the flags are good
+    from gemma_explore.app.ui import launch  # gradio: only once the flags are good
 
     launch(args.model, backend=args.backend, base_url=args.base_url, host=args.host, port=args.port)
 

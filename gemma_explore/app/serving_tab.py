@@ -1,7 +1,7 @@
 """The demo's Serving tab: engine arguments in, what vLLM reserves out (pure handler).
 
 The handler takes plain values (as sliders give them) and returns a
-:class:`~gemma_explore.app.results.ServingResult` (figure, table, plan, error); it never
+:class:`~gemma_explore.app.outputs.ServingResult` (figure, table, plan, error); it never
 raises, so a bad combination shows a one-line reason instead of breaking the demo.
 
 >>> out = serving_tab("tiny-gemma4", max_model_len=4096, image_limit=2)  # doctest: +SKIP
@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..released import RELEASED_IDS
-from ..serving import ServingPlan, plan_serving
-from ..viz.serving import show_serving
-from .results import ServingResult
+from gemma_explore.app.outputs import ServingResult
+from gemma_explore.facts.released import RELEASED_IDS
+from gemma_explore.serving.plan import ServingPlan, plan_serving
+from gemma_explore.viz.serving import show_serving
 
 __all__ = ["LOADED_MODEL", "SERVING_CHOICES", "SERVING_DEFAULT", "SERVING_KEYS", "serving_tab"]
 

@@ -14,25 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import MediaError
-from ..families import AUDIO_SAMPLING_RATE, FAMILIES, FamilySpec
-from ..features import audio_features
-from ..inspection import vision_pooling
-from ..layout import PromptLayout, layout_prompt
-from ..media import load_audio, load_image, load_video
-from ..models.bundle import Bundle
-from ..parity import check_audio_parity, check_image_parity, check_video_parity
-from ..plans import plan_audio, plan_image, plan_video
-from ..prompting import prepare_inputs
-from ..sizes import size_label
-from ..viz.audio import show_mel
-from ..viz.embedder import show_embedder_grid
-from ..viz.layout import show_layout
-from ..viz.patches import show_patch_grid
-from ..viz.pooling import show_pooled_mask
-from ..viz.video import show_video_frames
-from .bundles import analysis_bundle, loaded_notice, notice_of
-from .results import (
+from gemma_explore.app.bundles import analysis_bundle, loaded_notice, notice_of
+from gemma_explore.app.outputs import (
     AudioResult,
     ImageResult,
     LayoutResult,
@@ -43,6 +26,25 @@ from .results import (
     md,
     parity_badge,
 )
+from gemma_explore.errors import MediaError
+from gemma_explore.facts.families import AUDIO_SAMPLING_RATE, FAMILIES, FamilySpec
+from gemma_explore.inside.towers import vision_pooling
+from gemma_explore.media.loaders import load_audio, load_image, load_video
+from gemma_explore.models.bundle import Bundle
+from gemma_explore.parity.checks import check_audio_parity, check_image_parity, check_video_parity
+from gemma_explore.plans.audio import plan_audio
+from gemma_explore.plans.image import plan_image
+from gemma_explore.plans.video import plan_video
+from gemma_explore.processing.features import audio_features
+from gemma_explore.processing.inputs import prepare_inputs
+from gemma_explore.processing.layout import PromptLayout, layout_prompt
+from gemma_explore.sizes import size_label
+from gemma_explore.viz.audio import show_mel
+from gemma_explore.viz.embedder import show_embedder_grid
+from gemma_explore.viz.layout import show_layout
+from gemma_explore.viz.patches import show_patch_grid
+from gemma_explore.viz.pooling import show_pooled_mask
+from gemma_explore.viz.video import show_video_frames
 
 __all__ = ["audio_tab", "budget_of", "image_tab", "layout_tab", "video_tab"]
 

@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..families import SPEECH_TO_TEXT_FAMILY
-from ..models.bundle import Bundle
-from ..transcription import LANGUAGES, _supported
-from .results import TranscribeResult
+from gemma_explore.app.outputs import TranscribeResult
+from gemma_explore.facts.families import SPEECH_TO_TEXT_FAMILY
+from gemma_explore.models.bundle import Bundle
+from gemma_explore.processing.transcription import LANGUAGES, _supported
 
 __all__ = ["transcribe_tab"]
 
 
 def _bundles() -> Callable[[str], Bundle]:
-    from .bundles import get_bundle  # the demo's one bundle cache
+    from gemma_explore.app.bundles import get_bundle  # the demo's one bundle cache
 
     return get_bundle
 
@@ -38,7 +38,7 @@ def transcribe_tab(
     get_bundle: Callable[[str], Bundle] | None = None,
 ) -> TranscribeResult:
     """Transcribe (or, with ``translate_to``, translate) the uploaded clip: a
-    :class:`~gemma_explore.app.results.TranscribeResult` (``text`` in Markdown, the fixed
+    :class:`~gemma_explore.app.outputs.TranscribeResult` (``text`` in Markdown, the fixed
     ``prompt``, ``error`` or None, ``noise`` when the model's weights are random).
     """
     try:

@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import renamed
-from ..families import DEFAULT_FAMILY, SPEECH_TO_TEXT_FAMILY, FamilySpec
-from . import bundles
-from .results import AudioResult, ImageResult, VideoResult
+from gemma_explore.app import bundles
+from gemma_explore.app.outputs import AudioResult, ImageResult, VideoResult
+from gemma_explore.errors import renamed
+from gemma_explore.facts.families import DEFAULT_FAMILY, SPEECH_TO_TEXT_FAMILY, FamilySpec
 
 __all__ = [
     "CONCURRENCY",
@@ -105,7 +105,7 @@ def budget_choices(spec: FamilySpec, current: Any = None) -> tuple[list[Any], An
     ``current`` shown but disabled (changing it would re-run the model for an
     identical result).
 
-    >>> from gemma_explore.families import get_family
+    >>> from gemma_explore.facts.families import get_family
     >>> budget_choices(get_family("gemma4"), 70)
     ([70, 140, 280, 560, 1120], 70, True)
     >>> budget_choices(get_family("gemma3n"), 70)[2]
@@ -145,7 +145,7 @@ def _plot(elem_id: str) -> Any:
 def build_image_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from .tabs import image_tab
+    from gemma_explore.app.tabs import image_tab
 
     with gr.Tab("Image", id="image"):
         with gr.Row():
@@ -180,7 +180,7 @@ def build_image_tab(ctx: Context) -> None:
 def build_audio_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from .tabs import audio_tab
+    from gemma_explore.app.tabs import audio_tab
 
     with gr.Tab("Audio", id="audio"):
         with gr.Row():
@@ -228,7 +228,7 @@ def transcribe_row(ctx: Context, audio_in: Any) -> None:
     sends (a button: generation is not a live re-render)."""
     import gradio as gr
 
-    from .transcribe_tab import transcribe_tab
+    from gemma_explore.app.transcribe_tab import transcribe_tab
 
     with gr.Row():
         language = gr.Textbox(label="Language (ISO 639-1, optional)", elem_id="stt_lang")
@@ -251,7 +251,12 @@ def build_serving_tab(ctx: Context) -> None:
     """What vLLM reserves at start-up for these engine arguments, re-planned live."""
     import gradio as gr
 
-    from .serving_tab import LOADED_MODEL, SERVING_CHOICES, SERVING_DEFAULT, serving_tab
+    from gemma_explore.app.serving_tab import (
+        LOADED_MODEL,
+        SERVING_CHOICES,
+        SERVING_DEFAULT,
+        serving_tab,
+    )
 
     with gr.Tab("Serving", id="serving"):
         with gr.Row():
@@ -296,7 +301,7 @@ def build_serving_tab(ctx: Context) -> None:
 def build_video_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from .tabs import video_tab
+    from gemma_explore.app.tabs import video_tab
 
     with gr.Tab("Video", id="video"):
         with gr.Row():
@@ -330,7 +335,7 @@ def build_video_tab(ctx: Context) -> None:
 def build_layout_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from .tabs import layout_tab
+    from gemma_explore.app.tabs import layout_tab
 
     with gr.Tab("Prompt layout", id="layout"):
         with gr.Row():
@@ -409,7 +414,7 @@ _STOPS = _StopEvents()
 def build_chat_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from .chat import chat_preview, chat_stream
+    from gemma_explore.app.chat import chat_preview, chat_stream
 
     with gr.Tab("Chat", id="chat"):
         chatbot = gr.Chatbot(label="Conversation", height=380, elem_id="chatbot")
@@ -487,14 +492,14 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
     """The demo's ``gr.Blocks``, queued; ``tabs`` defaults to :data:`TABS`."""
     import gradio as gr
 
-    from ..samples import SAMPLES_DIR
+    from gemma_explore.samples import SAMPLES_DIR
 
     samples = {
         "photo": str(SAMPLES_DIR / "photo.jpg"),
         "speech": str(SAMPLES_DIR / "speech.wav"),
         "video": str(SAMPLES_DIR / "video.mp4"),
     }
-    from ..models.tiny import TINY_NAMES
+    from gemma_explore.models.tiny import TINY_NAMES
 
     choices = list(dict.fromkeys([model, *TINY_NAMES]))  # the three offline families
     with gr.Blocks(title="gemma_explore", analytics_enabled=False) as demo:
@@ -582,8 +587,8 @@ def launch(
 ):
     """Serve the demo: on 127.0.0.1 unless told otherwise, never a share link, uploads
     capped at :data:`MAX_UPLOAD`. The model loads in the background. ``backend``: a name
-    from :data:`~gemma_explore.loading.BACKENDS` (None: the first, transformers)."""
-    from ..loading import BACKENDS, backend_options
+    from :data:`~gemma_explore.engines.load.BACKENDS` (None: the first, transformers)."""
+    from gemma_explore.engines.load import BACKENDS, backend_options
 
     name = backend or BACKENDS[0]
     bundles.configure(model, **backend_options(name, base_url=base_url))

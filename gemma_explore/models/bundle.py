@@ -3,7 +3,7 @@
 A bundle is what :func:`gemma_explore.load` returns. Analysis (plans, layouts, parity,
 encoder reports) reads ``processor`` and ``model``; answering goes through ``engine``,
 which is one of transformers (``hf``), ``vllm.LLM`` or an OpenAI-compatible server.
-Each engine takes the same :class:`~gemma_explore.prompting.PreparedInputs`, so the
+Each engine takes the same :class:`~gemma_explore.processing.inputs.PreparedInputs`, so the
 bundle never needs to know which one it holds.
 
 >>> import gemma_explore as ge
@@ -16,22 +16,40 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..families import FamilySpec, get_family
-from ..prompting import PreparedInputs, prepare_inputs
-from ..results import Generation
-from ..transcription import Transcription, transcription_request
+from gemma_explore.facts.families import FamilySpec, get_family
+from gemma_explore.processing.inputs import PreparedInputs, prepare_inputs
+from gemma_explore.processing.transcription import Transcription, transcription_request
 
 if TYPE_CHECKING:
     import torch
     from transformers import ProcessorMixin
 
-__all__ = ["Bundle", "Engine", "MARKER_FILE"]
+__all__ = ["MARKER_FILE", "Bundle", "Engine", "Generation"]
 
 MARKER_FILE = "gemma_explore.json"  # written beside a saved bundle: family, random weights
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One answer with its token counts and timings. ``str(gen)`` is the text."""
+
+    text: str
+    prompt_tokens: int | None  # tokens in the expanded prompt (None: not reported)
+    multimodal_tokens: int | None  # of which are soft-token placeholders (None: not reported)
+    generated_tokens: int | None  # (None: not reported)
+    preprocess_s: float = 0.0  # processor: resize, patches, mel, tokenisation
+    encoder_s: float | None = None  # vision + audio towers (None: not separable, e.g. vLLM)
+    prefill_s: float | None = None  # first forward pass, encoders included
+    decode_tokens_per_s: float | None = None  # tokens after the first, per second
+    is_random_weights: bool = False  # the text is noise when True
+    timings: dict[str, float] = field(default_factory=dict)  # anything else measured
+
+    def __str__(self) -> str:
+        return self.text
 
 
 class Engine(Protocol):
@@ -137,7 +155,7 @@ class Bundle:
 
         Messages hold images, audio and (Gemma 4) video items; ``max_soft_tokens``
         sets Gemma 4's per-request image budget. ``template=False`` (a processor option,
-        see :func:`~gemma_explore.prompting.prepare_inputs`) sends a raw prompt, as
+        see :func:`~gemma_explore.processing.inputs.prepare_inputs`) sends a raw prompt, as
         vLLM's ``LLM.generate`` takes it; transformers and vLLM engines take it, an
         OpenAI-compatible server's chat API refuses it. Bad input raises here, before any
         generation starts.
@@ -166,7 +184,7 @@ class Bundle:
 
         ``language`` / ``to_language`` are ISO 639-1 codes; ``task`` is ``"transcribe"`` or
         ``"translate"``. Clips are at most 30 s and resampled to 16 kHz. transformers and
-        vLLM engines generate from :func:`~gemma_explore.transcription.transcription_prompt`;
+        vLLM engines generate from :func:`~gemma_explore.processing.transcription.transcription_prompt`;
         an OpenAI-compatible server is asked through ``/v1/audio/transcriptions`` (or
         ``/translations``), where it builds the same prompt itself.
 

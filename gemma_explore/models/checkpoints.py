@@ -19,12 +19,17 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelLoadError, renamed
-from ..families import FAMILIES, family_from_name, get_family
-from ..released import is_released, released, released_config
-from .bundle import MARKER_FILE
-from .memory import require_fits
-from .tiny import TINY_NAMES, build_tiny_model, build_tiny_processor, register_tiny_mobilenet
+from gemma_explore.errors import ModelLoadError, renamed
+from gemma_explore.facts.families import FAMILIES, family_from_name, get_family
+from gemma_explore.facts.released import is_released, released, released_config
+from gemma_explore.models.bundle import MARKER_FILE
+from gemma_explore.models.memory import require_fits
+from gemma_explore.models.tiny import (
+    TINY_NAMES,
+    build_tiny_model,
+    build_tiny_processor,
+    register_tiny_mobilenet,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -123,7 +128,7 @@ def family_from_config(config: Any, where: str) -> str:
 def modalities_of(family: str, config: Any = None, name: str = "") -> tuple[str, ...]:
     """What a checkpoint takes: images always; audio when its config has an
     ``audio_config``; video for families that have it. Without a config, a released
-    checkpoint's config is the built-in one (:mod:`gemma_explore.released`), never its
+    checkpoint's config is the built-in one (:mod:`gemma_explore.facts.released`), never its
     name; an unknown checkpoint is assumed to take what its family can.
 
     >>> modalities_of("gemma4", name="google/gemma-4-31B")
@@ -139,7 +144,7 @@ def modalities_of(family: str, config: Any = None, name: str = "") -> tuple[str,
     return ("image",) + (("audio",) if audio else ()) + (("video",) if spec.has_video else ())
 
 
-BUILT_IN = "built-in facts (gemma_explore/released.py)"  # where an offline config comes from
+BUILT_IN = "built-in facts (gemma_explore/facts/released.py)"  # where an offline config comes from
 
 
 def cached_file_of(model_id: str, filename: str) -> str | None:
@@ -162,7 +167,7 @@ def config_for(model_id: str) -> tuple[Any, str]:
     ``config.json`` in the local Hugging Face cache wins over the built-in facts.
 
     >>> config_for("google/gemma-4-31B-it")[1]
-    'built-in facts (gemma_explore/released.py)'
+    'built-in facts (gemma_explore/facts/released.py)'
     """
     released(model_id)  # a clear refusal for an id we hold no facts for
     cached = cached_file_of(model_id, "config.json")
@@ -193,7 +198,7 @@ def offline_processor(model_id: str, family: str) -> tuple[Any, str]:
 
 def guess_family(name: str) -> str:
     """Family of a model we cannot open (a remote server's): a released checkpoint's from
-    its built-in config, any other from its name (:func:`~gemma_explore.families.family_from_name`).
+    its built-in config, any other from its name (:func:`~gemma_explore.facts.families.family_from_name`).
 
     >>> guess_family("my-org/gemma-3n-finetune")
     'gemma3n'
@@ -344,7 +349,7 @@ def config_only_parts(model: str | os.PathLike, *, dtype: Any = None) -> Parts:
     name = os.fspath(model)
     dt = pick_dtype(dtype if dtype is not None else "bfloat16", "meta")
     if name in TINY_NAMES:
-        from .tiny import tiny_config
+        from gemma_explore.models.tiny import tiny_config
 
         family = TINY_NAMES[name]
         config, processor = tiny_config(family), build_tiny_processor(family)
@@ -372,7 +377,7 @@ def config_only_parts(model: str | os.PathLike, *, dtype: Any = None) -> Parts:
 
 def released_ids() -> tuple[str, ...]:
     """The released instruction-tuned ids (for messages and pickers)."""
-    from ..released import RELEASED_IDS
+    from gemma_explore.facts.released import RELEASED_IDS
 
     return RELEASED_IDS
 

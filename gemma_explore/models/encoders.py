@@ -4,7 +4,7 @@ Each family's towers, or Unified's embedders, are built on PyTorch's ``meta`` de
 way the family's model builds them (:func:`build_part`: ``AutoModel.from_config`` for a
 tower, the family's embedder class for the projection), so their parameters are counted
 without allocating a byte or downloading a checkpoint. A released id counts that
-checkpoint's own towers from its built-in config (:mod:`gemma_explore.released`): the
+checkpoint's own towers from its built-in config (:mod:`gemma_explore.facts.released`): the
 26B-A4B and 31B carry a 1152-wide, 27-layer vision tower (0.57 B) and no audio tower. A
 family counts the towers of its first released checkpoint (the E2B for Gemma 3n and
 Gemma 4, whose E-models share their towers).
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ..families import get_family
-from ..released import is_released, released_config
-from .tiny import register_tiny_mobilenet
+from gemma_explore.facts.families import get_family
+from gemma_explore.facts.released import is_released, released_config
+from gemma_explore.models.tiny import register_tiny_mobilenet
 
 __all__ = ["PARTS", "EncoderSizes", "build_part", "encoder_sizes"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import ModelLoadError, renamed
-from ..families import FAMILIES, family_from_name
+from gemma_explore.errors import ModelLoadError, renamed
+from gemma_explore.facts.families import FAMILIES, family_from_name
 
 __all__ = ["CHECKPOINT_PARAMS_B", "check_fits", "require_fits", "weights_gib"]
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..families import FAMILIES, FamilySpec, get_family
-from .tokenizer import build_stand_in_tokenizer
+from gemma_explore.facts.families import FAMILIES, FamilySpec, get_family
+from gemma_explore.models.tokenizer import build_stand_in_tokenizer
 
 __all__ = [
     "TINY_NAMES",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import string
 
-from ..families import FAMILIES, MAX_NEWLINE_RUN, FamilySpec, get_family
+from gemma_explore.facts.families import FAMILIES, MAX_NEWLINE_RUN, FamilySpec, get_family
 
 __all__ = ["build_stand_in_tokenizer", "CHAT_TEMPLATES", "chat_template"]
 

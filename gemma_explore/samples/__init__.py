@@ -21,21 +21,21 @@ SPEECH_TEXT = "Gemma turns sound into tokens. One token every forty milliseconds
 
 def sample_photo():
     """The bundled photograph as an RGB PIL image."""
-    from ..media import load_image
+    from gemma_explore.media.loaders import load_image
 
     return load_image(SAMPLES_DIR / "photo.jpg")
 
 
 def sample_speech():
     """``(waveform, 16000)``: the bundled speech clip."""
-    from ..media import load_audio
+    from gemma_explore.media.loaders import load_audio
 
     wave, _ = load_audio(SAMPLES_DIR / "speech.wav")
     return wave, 16_000
 
 
 def sample_video():
-    """The bundled video as a :class:`gemma_explore.media.Video` (frames and fps)."""
-    from ..media import load_video
+    """The bundled video as a :class:`gemma_explore.media.loaders.Video` (frames and fps)."""
+    from gemma_explore.media.loaders import load_video
 
     return load_video(SAMPLES_DIR / "video.mp4")

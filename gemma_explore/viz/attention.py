@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..attention import AttentionMasks
-from ..colors import OKABE_ITO, kind_color
-from ..families import get_family
-from .palette import panels
-from .style import current_style
+from gemma_explore.colors import OKABE_ITO, kind_color
+from gemma_explore.facts.families import get_family
+from gemma_explore.inside.attention import AttentionMasks
+from gemma_explore.viz.palette import panels
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

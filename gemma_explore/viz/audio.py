@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..families import AudioSpec, FamilySpec, get_family
-from ..features import AudioFeatures, audio_features
-from .palette import PADDING, padding_cells, real_cells, rect, waveshow
-from .style import current_style
+from gemma_explore.facts.families import AudioSpec, FamilySpec, get_family
+from gemma_explore.processing.features import AudioFeatures, audio_features
+from gemma_explore.viz.palette import PADDING, padding_cells, real_cells, rect, waveshow
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -135,7 +135,7 @@ def show_mel(
 ) -> Figure:
     """Waveform, log-mel spectrogram, frame mask and token boundaries of a clip.
 
-    ``features`` is an :class:`~gemma_explore.features.AudioFeatures` (drawn as is), or
+    ``features`` is an :class:`~gemma_explore.processing.features.AudioFeatures` (drawn as is), or
     any audio input, whose features are computed first with ``family=``. With ``ax=`` the
     panels are drawn in a sub-grid at that axes' place.
 
@@ -152,7 +152,7 @@ def show_mel(
         features = audio_features(features, family=family, sampling_rate=sampling_rate)
     spec = get_family(features.family)
     if not spec.audio.has_mel:  # no mel: the raw-frame view (viz/embedder.py)
-        from .embedder import show_audio_frames
+        from gemma_explore.viz.embedder import show_audio_frames
 
         return show_audio_frames(features.plan, ax=ax)
     a, plan = spec.audio, features.plan

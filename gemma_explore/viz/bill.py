@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .style import current_style
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..bill_results import Bill
+    from gemma_explore.bill.totals import Bill
 
 __all__ = ["show_bill"]
 

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..colors import PADDING, VALID
-from ..families import FAMILIES, FamilySpec, get_family
-from ..media import load_image
-from ..plans import AudioPlan, ImagePlan, plan_audio, plan_image
-from ..sizes import size_label
-from ..vllm_rules import vllm_audio_tokens
-from .palette import (
+from gemma_explore.colors import PADDING, VALID
+from gemma_explore.facts.families import FAMILIES, FamilySpec, get_family
+from gemma_explore.media.loaders import load_image
+from gemma_explore.plans.audio import AudioPlan, plan_audio
+from gemma_explore.plans.image import ImagePlan, plan_image
+from gemma_explore.plans.vllm import vllm_audio_tokens
+from gemma_explore.sizes import size_label
+from gemma_explore.viz.palette import (
     cell_axes,
     grid_lines,
     padding_cells,
@@ -36,7 +37,7 @@ from .palette import (
     slot_strip,
     waveshow,
 )
-from .style import current_style
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -283,7 +284,7 @@ def _family_notes(row: Any, width: int) -> str:
 
 
 def show_three_way(comparison: Any, *, ax: Any = None) -> Figure:
-    """One figure for :func:`~gemma_explore.comparison.compare_families`: for each
+    """One figure for :func:`~gemma_explore.parity.comparison.compare_families`: for each
     family, its token cells over the image, its audio token count (and vLLM's), and the
     tower or embedder it has, with its released parameter count.
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..colors import OKABE_ITO
-from ..flops import FlopsReport
-from .style import current_style
+from gemma_explore.colors import OKABE_ITO
+from gemma_explore.serving.flops import FlopsReport
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -25,7 +25,7 @@ def show_flops(reports: list[FlopsReport] | tuple[FlopsReport, ...], *, ax: Any 
     with the ratio written above. The label under each pair gives the prefill cost of one
     prompt token, so the bars read as "this image costs N prompt tokens".
 
-    >>> from gemma_explore.flops import flops_report
+    >>> from gemma_explore.serving.flops import flops_report
     >>> fig = show_flops([flops_report("google/gemma-4-E2B-it")])    # doctest: +SKIP
     """
     from matplotlib.figure import Figure

@@ -19,10 +19,10 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..colors import PADDING, kind_color
-from ..families import get_family
-from ..layout import PromptLayout
-from .style import current_style
+from gemma_explore.colors import PADDING, kind_color
+from gemma_explore.facts.families import get_family
+from gemma_explore.processing.layout import PromptLayout
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

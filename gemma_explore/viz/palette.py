@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..colors import KIND_COLORS, PADDING, VALID, kind_color
-from .style import current_style
+from gemma_explore.colors import KIND_COLORS, PADDING, VALID, kind_color
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -134,8 +134,8 @@ def panels(
 def pixels(plan: Any, size: tuple[int, int] | None = None):
     """The plan's image as RGB PIL (None when it was planned from a size), resized to
     ``size`` = (height, width) as the family's processor resamples, when given."""
-    from ..families import get_family
-    from ..media import load_image
+    from gemma_explore.facts.families import get_family
+    from gemma_explore.media.loaders import load_image
 
     if plan.image is None:
         return None

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..families import DEFAULT_FAMILY, FamilySpec, get_family
-from ..media import load_image
-from ..plans import ImagePlan, plan_image
-from ..sizes import size_label
-from .palette import (
+from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
+from gemma_explore.media.loaders import load_image
+from gemma_explore.plans.image import ImagePlan, plan_image
+from gemma_explore.sizes import size_label
+from gemma_explore.viz.palette import (
     PADDING,
     VALID,
     cell_axes,
@@ -27,7 +27,7 @@ from .palette import (
     rect,
     slot_strip,
 )
-from .style import current_style
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -288,7 +288,7 @@ def show_patch_grid(
 ) -> Figure:
     """Draw how an image is resized and cut into patches and soft tokens.
 
-    ``plan`` is an :class:`~gemma_explore.plans.ImagePlan` (drawn as is, with the pixels
+    ``plan`` is an :class:`~gemma_explore.plans.image.ImagePlan` (drawn as is, with the pixels
     it holds), or any image input, which is planned first with ``family=`` and
     ``max_soft_tokens=`` (``"all"`` draws every budget side by side: :func:`show_budgets`).
 
@@ -308,7 +308,7 @@ def show_patch_grid(
         plan = plan_image(load_image(plan), family=family, max_soft_tokens=max_soft_tokens)
     spec = get_family(plan.family)
     if spec.encoder_free:  # no tower: raw blocks (viz/embedder.py)
-        from .embedder import show_embedder_grid
+        from gemma_explore.viz.embedder import show_embedder_grid
 
         return show_embedder_grid(plan, ax=ax)
     if spec.image.fixed_size is None:

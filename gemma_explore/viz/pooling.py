@@ -10,11 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..families import get_family
-from ..inspection import PooledTokens
-from ..sizes import size_label
-from .palette import PADDING, VALID, cell_axes, padding_cells, panels, real_cells, rect
-from .style import current_style
+from gemma_explore.facts.families import get_family
+from gemma_explore.inside.towers import PooledTokens
+from gemma_explore.sizes import size_label
+from gemma_explore.viz.palette import (
+    PADDING,
+    VALID,
+    cell_axes,
+    padding_cells,
+    panels,
+    real_cells,
+    rect,
+)
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..colors import KIND_COLORS, OKABE_ITO
-from ..serving import ServingPlan
-from .palette import panels
-from .style import current_style
+from gemma_explore.colors import KIND_COLORS, OKABE_ITO
+from gemma_explore.serving.plan import ServingPlan
+from gemma_explore.viz.palette import panels
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -31,7 +31,7 @@ _MODALITY_COLOR = {
 def _is_tiny(plan: ServingPlan) -> bool:
     """A tiny random-weight build (by name or loaded): its bytes say nothing about a real
     checkpoint. (ServingModel has no field for it yet; its name and source say it.)"""
-    from ..models.tiny import TINY_NAMES
+    from gemma_explore.models.tiny import TINY_NAMES
 
     return plan.model.name in TINY_NAMES or plan.model.config_source == "tiny build"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..plans import VideoPlan, plan_video
-from .palette import panels
-from .style import current_style
+from gemma_explore.plans.video import VideoPlan, plan_video
+from gemma_explore.viz.palette import panels
+from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -37,7 +37,7 @@ def show_video_frames(
 ) -> Figure:
     """Thumbnails of the frames Gemma 4 samples, each with its timestamp and tokens.
 
-    ``plan`` is a :class:`~gemma_explore.plans.VideoPlan` that holds its sampled frames,
+    ``plan`` is a :class:`~gemma_explore.plans.video.VideoPlan` that holds its sampled frames,
     or any video input (planned first, with ``fps=`` for a frame array). With ``ax=`` the
     thumbnails go in a sub-grid at that axes' place.
 

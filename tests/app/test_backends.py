@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gemma_explore.loading import BACKEND_TABLE, BACKENDS, backend_options, require_backend
+from gemma_explore.engines.load import BACKEND_TABLE, BACKENDS, backend_options, require_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 FRONT_ENDS = [

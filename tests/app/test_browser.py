@@ -113,8 +113,8 @@ def _row(text: str, name: str) -> str:
 
 def _photo_tokens(budget: int) -> int:
     """Soft tokens of the bundled photo at ``budget`` for the page's model (tiny-gemma4)."""
-    from gemma_explore.media import load_image
-    from gemma_explore.plans import plan_image
+    from gemma_explore.media.loaders import load_image
+    from gemma_explore.plans.image import plan_image
     from gemma_explore.samples import SAMPLES_DIR
 
     photo = load_image(SAMPLES_DIR / "photo.jpg")

@@ -203,7 +203,7 @@ def test_an_abandoned_stream_stops_generating():
 
 
 def test_turn_counts_split_text_from_placeholders():
-    from gemma_explore.prompting import prepare_inputs
+    from gemma_explore.processing.inputs import prepare_inputs
 
     bundle = h.get_bundle("tiny-gemma4")
     turn = [
@@ -256,7 +256,7 @@ def test_each_tab_result_is_frozen_and_the_old_mapping_reads_warn():
     one release, with a DeprecationWarning that names the attribute."""
     import dataclasses
 
-    from gemma_explore.app import results
+    from gemma_explore.app import outputs as results
 
     r = h.image_tab("tiny-gemma4", None)
     assert isinstance(r, results.ImageResult) and isinstance(r, h.TabResult)
@@ -275,7 +275,7 @@ def test_the_chat_reads_the_suffixes_headers_knows(tmp_path):
     """One suffix list (headers.py): the chat box takes every suffix the command line's
     plan takes, and its refusal lists them."""
     from gemma_explore.app.attachments import attachment
-    from gemma_explore.headers import AUDIO_SUFFIXES, IMAGE_SUFFIXES, VIDEO_SUFFIXES
+    from gemma_explore.media.headers import AUDIO_SUFFIXES, IMAGE_SUFFIXES, VIDEO_SUFFIXES
 
     other = tmp_path / "photo.ppm"  # in headers' list, not in the chat's old one
     from PIL import Image

@@ -1,7 +1,7 @@
 """The Serving tab's handler: the plan's numbers for the sliders' values, never a crash."""
 
 from gemma_explore.app.serving_tab import serving_tab
-from gemma_explore.serving import plan_serving
+from gemma_explore.serving.plan import plan_serving
 
 
 def test_serving_tab_shows_the_plan():
@@ -35,7 +35,7 @@ def test_demo_has_a_serving_endpoint(tmp_path):
     assert fig is not None and "encoder_cache_size" in table
     # The default: a released checkpoint, planned offline from the built-in facts.
     from gemma_explore.app.serving_tab import SERVING_CHOICES, SERVING_DEFAULT
-    from gemma_explore.released import RELEASED_IDS
+    from gemma_explore.facts.released import RELEASED_IDS
 
     assert SERVING_DEFAULT in RELEASED_IDS and set(RELEASED_IDS) <= set(SERVING_CHOICES)
     _, released = fn.fn("tiny-gemma4", SERVING_DEFAULT, 280, 4096, 2, 1, 0, 2048)

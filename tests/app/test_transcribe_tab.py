@@ -5,8 +5,8 @@ import pytest
 import soundfile as sf
 
 from gemma_explore.app.transcribe_tab import transcribe_tab
+from gemma_explore.processing.transcription import transcription_prompt
 from gemma_explore.samples import SAMPLES_DIR
-from gemma_explore.transcription import transcription_prompt
 
 SPEECH = str(SAMPLES_DIR / "speech.wav")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gemma_explore.inference.vllm_processor import vllm_available
+from gemma_explore.engines.vllm_processor import vllm_available
 
 from .facts import EngineStartupFacts, KVLineLog, engine_startup_facts
 

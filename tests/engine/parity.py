@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 import gemma_explore as ge
-from gemma_explore.inference.hf import encoder_free_video_inputs
-from gemma_explore.inference.vllm_backend import vllm_request
+from gemma_explore.engines.hf import encoder_free_video_inputs
+from gemma_explore.engines.vllm import vllm_request
 
 from .facts import capture_mm_embeddings, fresh
 

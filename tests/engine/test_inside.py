@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.inference.vllm_backend import vllm_request
-from gemma_explore.per_layer import per_layer_ids
+from gemma_explore.engines.vllm import vllm_request
+from gemma_explore.inside.per_layer import per_layer_ids
 
 from .conftest import ENGINE_OF, HF_OF
 from .facts import capture_mm_embeddings, fresh

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
+from gemma_explore.engines.vllm import vllm_request
 from gemma_explore.errors import BackendError
-from gemma_explore.inference.vllm_backend import vllm_request
 
 from .conftest import LIMITS, MAX_MODEL_LEN
 
@@ -142,7 +142,7 @@ def test_suppressed_ids_are_never_generated(no_audio_engine, engine4, tiny4):
     of the engine without the list (engine4) and never out of the one with it."""
     from vllm import SamplingParams
 
-    from gemma_explore.logits import suppressed_tokens
+    from gemma_explore.inside.logits import suppressed_tokens
 
     soft = [tiny4.spec.id_of(t) for t in tiny4.spec.placeholder_tokens.values()]
     llm = no_audio_engine.engine.llm

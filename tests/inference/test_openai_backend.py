@@ -10,8 +10,8 @@ import soundfile as sf
 from PIL import Image
 
 import gemma_explore as ge
+from gemma_explore.engines.openai import chat_request
 from gemma_explore.errors import BackendError
-from gemma_explore.inference.openai_backend import chat_request
 from tests.fake_server import fake_server, json_answer
 
 

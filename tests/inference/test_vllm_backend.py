@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.inference import vllm_backend as vb
-from gemma_explore.inference.vllm_processor import vllm_available, vllm_process
+from gemma_explore.engines import vllm as vb
+from gemma_explore.engines.vllm_processor import vllm_available, vllm_process
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
@@ -122,7 +122,7 @@ def test_in_process_engines_survive_numbas_llvmlite():
     from llvmlite.binding import ffi
     from vllm.triton_utils.dispatcher import _rebind_kernels  # vLLM's walk over sys.modules
 
-    from gemma_explore.inference.vllm_backend import _let_vllm_scan_llvmlite
+    from gemma_explore.engines.vllm import _let_vllm_scan_llvmlite
 
     if not isinstance(getattr(ffi.lib, "__dict__", None), dict):  # not yet guarded here
         with pytest.raises(AttributeError, match="_lib_fn_wrapper"):

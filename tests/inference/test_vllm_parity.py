@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.inference.vllm_processor import vllm_available, vllm_mm_data, vllm_process
+from gemma_explore.engines.vllm_processor import vllm_available, vllm_mm_data, vllm_process
 
 pytestmark = [
     pytest.mark.vllm,
@@ -85,7 +85,7 @@ def test_prompt_ids_equal_vllms(tiny3n, tiny4, tinyu, photo, case, budget):
 def test_the_processor_cache_deletes_its_temporary_folders(tiny4):
     import os
 
-    from gemma_explore.inference.vllm_processor import VllmProcessors
+    from gemma_explore.engines.vllm_processor import VllmProcessors
 
     cache = VllmProcessors()
     assert cache.get(tiny4) is cache.get(tiny4)  # made once

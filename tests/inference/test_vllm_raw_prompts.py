@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gemma_explore as ge
-from gemma_explore.inference.vllm_processor import VLLM_PROCESSORS, vllm_available
+from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_available
 from tests.conftest import examples
 
 pytestmark = [

@@ -2,9 +2,9 @@
 
 import pytest
 
-from gemma_explore.inference.vllm_backend import engine_args
-from gemma_explore.inference.vllm_recipe import Workload, engine_recipe
-from gemma_explore.serving import plan_serving
+from gemma_explore.engines.vllm import engine_args
+from gemma_explore.serving.plan import plan_serving
+from gemma_explore.serving.recipe import Workload, engine_recipe
 
 
 def test_four_images_at_560_and_one_clip():

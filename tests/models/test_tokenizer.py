@@ -2,7 +2,7 @@
 
 import pytest
 
-from gemma_explore.families import FAMILIES
+from gemma_explore.facts.families import FAMILIES
 from gemma_explore.models.tokenizer import build_stand_in_tokenizer
 
 

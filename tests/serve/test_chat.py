@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
+from gemma_explore.engines.openai import chat_request
 from gemma_explore.errors import BackendError
-from gemma_explore.inference.openai_backend import chat_request
-from gemma_explore.layout import layout_prompt
+from gemma_explore.processing.layout import layout_prompt
 
 from .conftest import printed_setting
 

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 import gemma_explore as ge
 from gemma_explore import cli
-from gemma_explore.layout import layout_prompt
-from gemma_explore.transcription import transcription_prompt
+from gemma_explore.processing.layout import layout_prompt
+from gemma_explore.processing.transcription import transcription_prompt
 
 pytestmark = pytest.mark.vllm
 

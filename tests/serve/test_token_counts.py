@@ -17,8 +17,8 @@ import urllib.request
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.inference.openai_backend import chat_request
-from gemma_explore.layout import layout_prompt
+from gemma_explore.engines.openai import chat_request
+from gemma_explore.processing.layout import layout_prompt
 
 pytestmark = pytest.mark.vllm
 

@@ -21,7 +21,7 @@ import pytest
 
 import gemma_explore as ge
 from gemma_explore.errors import BackendError
-from gemma_explore.layout import layout_prompt
+from gemma_explore.processing.layout import layout_prompt
 
 from .conftest import on_cpu
 

@@ -110,7 +110,7 @@ def test_a_dropped_unified_frame_is_enlarged(tiny4):
     # 38 560 samples: 61 frames of 640; vLLM's mel-based count gives the prompt 60.
     clip = (np.full(38_560, 0.05, np.float32), 16_000)
     plan = ge.plan_audio(clip, family=ge.get_family("gemma4_unified"))
-    from gemma_explore.vllm_rules import vllm_audio_tokens
+    from gemma_explore.plans.vllm import vllm_audio_tokens
 
     lost = plan.num_encoder_tokens - vllm_audio_tokens(plan.num_samples, family=plan.family)
     assert lost == 1

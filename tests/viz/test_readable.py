@@ -18,8 +18,8 @@ from matplotlib.text import Text
 
 import gemma_explore as ge
 from gemma_explore import gallery as gallery_module
-from gemma_explore.gallery import figures, gallery_inputs
 from gemma_explore.viz.style import STYLES, style
+from scripts.gallery import figures, gallery_inputs
 from tests.size_rule import unlabelled_pairs
 
 MIN_PT = {"screen": 9, "projector": 14}

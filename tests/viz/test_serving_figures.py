@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.attention import attention_mask
-from gemma_explore.serving import plan_serving
+from gemma_explore.inside.attention import attention_mask
+from gemma_explore.serving.plan import plan_serving
 from gemma_explore.viz.attention import show_attention
 from gemma_explore.viz.serving import show_serving
 

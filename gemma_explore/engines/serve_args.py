@@ -1,0 +1,144 @@
+"""What ``vllm serve`` needs for a checkpoint: its engine arguments, the command line, and
+production advice (library logic behind ``gemma-explore serve-args``; no printing here).
+
+>>> serve_command({"model": "m", "max_model_len": 8192})
+'vllm serve m --max-model-len 8192'
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from gemma_explore.facts.families import get_family
+
+__all__ = ["serve_command", "serving_advice", "serving_recipe"]
+
+
+def serving_recipe(
+    model: str,
+    *,
+    family: str | None = None,
+    budget: int | None = None,
+    max_model_len: int | None = None,
+    images: int | None = None,
+    audios: int | None = None,
+    videos: int | None = None,
+    reasons: dict[str, str] | None = None,
+    workshop: bool = False,
+) -> dict[str, Any]:
+    """The ``vllm serve`` arguments for a model, as a dict of engine arguments.
+
+    Production by default; ``workshop=True`` adds the workshop flags (``enforce_eager``:
+    no CUDA-graph capture, a faster start; ``gpu_memory_utilization`` 0.85: room for a
+    notebook beside the server). A released id's config is the local HF cache copy or the
+    built-in facts (no network), and audio follows its ``audio_config``.
+
+    With a stated workload (``images``, ``audios`` or ``videos``), the serving plan's
+    recipe (``engine_args(for_workload=Workload(…))``) proposes ``limit_mm_per_prompt``,
+    ``mm_processor_kwargs``, ``max_model_len`` and ``max_num_batched_tokens``, and fills
+    ``reasons`` (argument → why); without one, the engine defaults of ``engine_args``.
+
+    >>> serving_recipe("google/gemma-4-E4B-it", budget=560)["mm_processor_kwargs"]
+    {'max_soft_tokens': 560}
+    """
+    from gemma_explore.engines.vllm import engine_args
+    from gemma_explore.facts.released import is_released
+    from gemma_explore.models.checkpoints import (
+        config_for,
+        family_from_config,
+        guess_family,
+        modalities_of,
+    )
+    from gemma_explore.models.tiny import TINY_NAMES
+    from gemma_explore.serving.recipe import Workload, engine_recipe
+
+    config = None
+    if Path(model).is_dir():  # a local checkpoint: its config says the family and towers
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(model)
+    elif is_released(model):  # the local HF cache copy, else the built-in facts
+        config = config_for(model)[0]
+    if family is None:
+        family = TINY_NAMES.get(model) or (
+            family_from_config(config, model) if config is not None else guess_family(model)
+        )
+    fam = get_family(family).name
+    has_audio = "audio" in modalities_of(fam, config, model)  # Gemma 4 26B/31B: none
+    if audios and not has_audio:
+        raise ValueError(
+            f"{model} has no audio tower (its config has no audio_config): drop --audios, or "
+            "use an E2B/E4B or 12B checkpoint."
+        )
+    mode: dict[str, Any] = {"enforce_eager": workshop}
+    if not workshop:  # vLLM's own default utilisation (0.9)
+        mode["gpu_memory_utilization"] = None
+    if images is None and audios is None and videos is None:
+        args = engine_args(
+            model, family=fam, max_soft_tokens=budget, max_model_len=max_model_len,
+            has_audio=has_audio, **mode,
+        )  # fmt: skip
+        return {k: v for k, v in args.items() if v is not None}
+    work = Workload(
+        images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
+    )
+    if reasons is not None:
+        recipe = engine_recipe(model, workload=work, family=fam, has_audio=has_audio)
+        reasons.update(recipe.reasons)
+    args = engine_args(
+        model, family=fam, max_model_len=max_model_len, has_audio=has_audio, for_workload=work,
+        **mode,
+    )  # fmt: skip
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def serve_command(args: dict[str, Any]) -> str:
+    """Engine arguments as a ``vllm serve`` command line (vLLM's flags: dashes, JSON dicts).
+
+    >>> serve_command({"model": "m", "max_model_len": 8192, "enforce_eager": True,
+    ...                "trust_remote_code": False, "limit_mm_per_prompt": {"image": 4}})
+    'vllm serve m --max-model-len 8192 --enforce-eager --limit-mm-per-prompt \\'{"image": 4}\\''
+    """
+    parts = ["vllm", "serve", shlex.quote(str(args["model"]))]
+    for key, value in args.items():
+        if key == "model" or value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, dict | list):
+            parts += [flag, shlex.quote(json.dumps(value))]
+        else:
+            parts += [flag, shlex.quote(str(value))]
+    return " ".join(parts)
+
+
+def serving_advice(args: dict[str, Any], *, gpu_memory_gib: float = 80.0) -> dict[str, str]:
+    """Production advice for :func:`serving_recipe`'s arguments, on a checkpoint whose
+    config is on this machine (else none): flag → why.
+
+    >>> args = serving_recipe("google/gemma-4-31B-it")             # doctest: +SKIP
+    >>> "--tensor-parallel-size" in serving_advice(args, gpu_memory_gib=40)  # doctest: +SKIP
+    True
+    """
+    from gemma_explore.serving.plan import plan_serving
+    from gemma_explore.serving.recipe import _model_for, production_advice
+
+    try:
+        model = _model_for(str(args["model"]))
+    except (OSError, ValueError):  # a folder with a config but no processor files
+        return {}
+    if model is None:
+        return {}
+    plan = plan_serving(
+        model,
+        max_model_len=args.get("max_model_len") or 8192,
+        limit_mm_per_prompt=args.get("limit_mm_per_prompt"),
+        max_soft_tokens=(args.get("mm_processor_kwargs") or {}).get("max_soft_tokens"),
+        max_num_batched_tokens=args.get("max_num_batched_tokens"),
+    )
+    util = args.get("gpu_memory_utilization") or 0.9
+    return production_advice(plan, gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=util)

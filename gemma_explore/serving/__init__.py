@@ -1,0 +1,1 @@
+"""Serving: what vLLM reserves at start-up and what a request costs: budgets, KV capacity, encoder batches, FLOPs, weights."""

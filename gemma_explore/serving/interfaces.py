@@ -1,0 +1,125 @@
+"""The engine interfaces vLLM's Gemma classes declare, and why each exists.
+
+vLLM's model classes opt into engine features by inheriting interfaces (seeds
+``gemma3n_mm.py``, ``gemma4_mm.py``). :func:`vllm_interfaces` asks vLLM's own checkers
+(``vllm/model_executor/models/interfaces.py``) which ones a class has, and says what
+each is for:
+
+* **pipeline parallelism** (``SupportsPP``, Gemma 4): the layers are split over GPUs;
+  only the first rank embeds tokens (Gemma 3n's ``forward`` even refuses to run without
+  ``inputs_embeds`` on the first rank), later ranks receive intermediate tensors.
+* **LoRA** (``SupportsLoRA``, Gemma 4): adapters on the language model, and with
+  ``supports_tower_connector_lora`` on the towers and embedders too.
+* **Eagle3** (``SupportsEagle3``, Gemma 4): speculative decoding with a small draft
+  head that reads hidden states of chosen layers.
+* **quantization** (``SupportsQuant``, Gemma 4): the class takes a quantization config
+  (and applies the tower rule of :mod:`gemma_explore.serving.weights`).
+* **transcription** (``SupportsTranscription``, Gemma 3n only): the ``/v1/audio/``
+  endpoints, with the fixed prompt of :mod:`gemma_explore.processing.transcription`.
+* Gemma 4's 26B-A4B is a mixture of experts: the class delegates its expert counts to
+  the language model (``moe_layers``, ``num_logical_experts`` …) for expert-parallel
+  load balancing.
+
+One more multimodal method says what a prompt written by hand must hold:
+:func:`raw_prompt_placeholders` compares the family's placeholder token (what vLLM's
+processor looks for in a raw prompt and expands, once per item, in item order) with
+vLLM's ``get_placeholder_str`` (what vLLM's chat API would type into the text with
+``--chat-template-content-format string``).
+
+>>> [i.name for i in vllm_interfaces("Gemma3nForConditionalGeneration") if i.supported]  # doctest: +SKIP
+['multimodal', 'transcription']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
+from gemma_explore.facts.released import RELEASED
+
+__all__ = ["EngineInterface", "RawPromptPlaceholder", "raw_prompt_placeholders", "vllm_interfaces"]
+
+# (name, vLLM's checker in interfaces.py, why it exists)
+_INTERFACES = (
+    ("multimodal", "supports_multimodal", "images, audio and video reach the model"),
+    ("pipeline parallelism", "supports_pp",
+     "layers split over GPUs; the first rank embeds, later ranks take intermediate tensors"),
+    ("LoRA", "supports_lora", "adapters on the language model (and towers, if declared)"),
+    ("Eagle3", "supports_eagle3", "speculative decoding from hidden states of chosen layers"),
+    ("transcription", "supports_transcription", "the /v1/audio/ speech-to-text endpoints"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EngineInterface:
+    """One engine feature and whether vLLM's class declares it."""
+
+    name: str  # the feature, in words
+    checker: str  # vLLM's function that answers (interfaces.py)
+    supported: bool  # what vLLM's checker says for the class
+    why: str  # what the feature is for
+
+
+def vllm_interfaces(architecture: str) -> tuple[EngineInterface, ...]:
+    """Which engine interfaces vLLM's class for ``architecture`` declares, asked of vLLM's
+    own checkers (vLLM must be installed)."""
+    from vllm.model_executor.models import interfaces
+
+    from gemma_explore.serving.weights import vllm_model_class
+
+    cls = vllm_model_class(architecture)
+    return tuple(
+        EngineInterface(name, checker, bool(getattr(interfaces, checker)(cls)), why)
+        for name, checker, why in _INTERFACES
+    )
+
+
+@dataclass(frozen=True)
+class RawPromptPlaceholder:
+    """What a hand-written prompt must hold for one item of one modality."""
+
+    family: str
+    modality: str
+    must_contain: str  # the family's placeholder token, once per item, in item order
+    vllm_placeholder_str: str | None  # vLLM's get_placeholder_str (None: vLLM not installed)
+    agrees: bool | None  # the two are the same string (None: vLLM not installed)
+    steps: tuple[str, ...]  # what to write, and what vLLM's string format would write
+
+
+def raw_prompt_placeholders(
+    *, family: str | FamilySpec = DEFAULT_FAMILY, architecture: str | None = None
+) -> tuple[RawPromptPlaceholder, ...]:
+    """Per modality of ``family``: the string a raw prompt (``template=False``, or vLLM's
+    ``LLM.generate`` with a text prompt) must contain once per item, next to what vLLM's
+    ``get_placeholder_str`` returns for the model class (``architecture``: the released
+    checkpoints' class by default).
+
+    >>> [p.must_contain for p in raw_prompt_placeholders(family="gemma4")]
+    ['<|image|>', '<|audio|>', '<|video|>']
+    """
+    spec = get_family(getattr(family, "spec", family))
+    if architecture is None:
+        architecture = next(r.architecture for r in RELEASED.values() if r.model_type == spec.name)
+    try:
+        from gemma_explore.serving.weights import vllm_model_class
+
+        cls = vllm_model_class(architecture)
+    except Exception:  # noqa: BLE001 - vLLM absent: say what a prompt needs, without vLLM's string
+        cls = None
+    out = []
+    for modality, token in spec.placeholder_tokens.items():
+        theirs = cls.get_placeholder_str(modality, 0) if cls is not None else None
+        agrees = None if theirs is None else theirs == token
+        steps = [f"A raw {spec.display_name} prompt holds {token} once per {modality}, in the "
+                 f"order of the {modality} items; vLLM's processor expands each one."]  # fmt: skip
+        if agrees is False:
+            steps.append(
+                f"vLLM's {architecture}.get_placeholder_str gives {theirs!r}: only the "
+                "'string' chat-template content format types it into the text, and vLLM's "
+                f"processor then finds no {token} to expand. Send {modality} as content "
+                "parts and let the chat template write the placeholder."
+            )
+        elif agrees:
+            steps.append(f"vLLM's get_placeholder_str gives the same string, {theirs!r}.")
+        out.append(RawPromptPlaceholder(spec.name, modality, token, theirs, agrees, tuple(steps)))
+    return tuple(out)

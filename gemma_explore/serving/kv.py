@@ -1,0 +1,888 @@
+"""vLLM's start-up KV arithmetic and its admission of one request, re-derived.
+
+When vLLM starts it sizes the KV cache once and logs one line::
+
+    GPU KV cache size: 41,495 tokens, Maximum concurrency for 32,768 tokens per request: 1.27x
+
+That line is not ``memory / (bytes per token)``. vLLM 0.32 (``v1/core/kv_cache_utils.py``,
+``get_kv_cache_configs`` then ``get_kv_cache_capacity``) does this, and :func:`capacity`
+follows it step by step, with no vLLM import:
+
+1. **One spec per layer that stores KV** (``Attention.get_kv_cache_spec``). A KV-shared
+   layer reads an earlier layer's cache and has no spec. Each tensor-parallel rank holds
+   ``max(1, kv_heads // tp)`` KV heads, so TP shrinks every page.
+2. **Groups.** With the hybrid KV cache manager (on by default on CUDA and on vLLM's CPU
+   build), sliding and full layers keep their own block tables. Pages must be the same
+   size in every group, so a smaller page gets a bigger block (``block_size × ratio``,
+   ``unify_kv_cache_spec_page_size``). Layers of one kind are then split into groups of
+   equal size (the rarer kind's count), ``layers[i::n]``. With the manager off, every
+   sliding layer is allocated as a full layer and all layers form one group.
+3. **The pool.** One block of the pool holds one page for every layer of the widest group:
+   ``num_blocks = memory // bytes_per_block``.
+4. **One request** at ``max_model_len`` takes, per group, ``cdiv(max_model_len, block)``
+   blocks on full layers and ``cdiv(min(window − 1 + in-flight, max_model_len), block) + 1``
+   on sliding layers (``max_memory_usage_bytes``). In-flight tokens are
+   ``max_num_batched_tokens`` times the batches in flight: 2 with async scheduling (on by
+   default on GPUs), 1 without.
+5. ``max_concurrency = num_blocks / blocks per request`` and
+   ``num_tokens = int(max_concurrency × max_model_len)``. If one request does not fit in
+   the memory minus the null block, vLLM refuses to start and names the longest
+   ``max_model_len`` that would fit.
+
+:func:`admit` answers the other question: does vLLM accept this request
+(``v1/engine/input_processor.py``)? :func:`start_settings` applies what vLLM decides
+before all this: the ``max_num_batched_tokens`` default of each entry point and GPU, and
+the ``disable_chunked_mm_input`` CUDA forces on Gemma 4's bidirectional-vision
+checkpoints. :func:`kv_memory_estimate` guesses the KV memory from a GPU's size.
+
+>>> import gemma_explore as ge
+>>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096)    # doctest: +SKIP
+>>> plan.capacity(kv_cache_memory_bytes=2**30).num_tokens          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gemma_explore.facts.families import get_family
+from gemma_explore.plans.rules import Rule, require_budget
+from gemma_explore.plans.vllm import vllm_audio_tokens, vllm_image_tokens, vllm_video_tokens
+from gemma_explore.sizes import size_label
+
+__all__ = [
+    "AdmitResult",
+    "KVCapacity",
+    "KVGroup",
+    "KVMemoryEstimate",
+    "Request",
+    "StartSettings",
+    "admit",
+    "capacity",
+    "kv_memory_estimate",
+    "start_settings",
+]
+
+GIB = 1 << 30  # vLLM's GiB_bytes
+GPU_BLOCK_SIZE = (
+    16  # CacheConfig.DEFAULT_BLOCK_SIZE (CUDA backends keep it; vLLM's CPU build uses 128)
+)
+ENTRY_POINTS = ("serve", "LLM")  # UsageContext.OPENAI_API_SERVER, UsageContext.LLM_CLASS
+# A guess for what vLLM's profiling run finds besides weights and the encoder outputs
+# (activation peak, CUDA graphs, NCCL and allocator overhead): measure yours, vLLM logs
+# "Available KV cache memory: N GiB".
+ACTIVATION_ALLOWANCE_BYTES = 2 * GIB
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _gib(n: int) -> str:
+    """vLLM's ``format_gib``: GiB rounded to 2 decimals, as Python prints a float."""
+    return f"{round(n / GIB, 2)}"
+
+
+# ----------------------------------------------------------------------- capacity
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """One layer's KV spec on one rank, as vLLM's ``FullAttentionSpec`` / ``SlidingWindowSpec``."""
+
+    sliding: bool  # SlidingWindowSpec (else FullAttentionSpec)
+    window: int | None  # sliding_window (a promoted sliding layer keeps it)
+    block_size: int  # tokens per block
+    kv_heads: int  # KV heads on this rank
+    head_dim: int
+    dtype_bytes: int
+    padded_page: int | None = None  # page_size_padded
+
+    @property
+    def per_token(self) -> int:
+        return 2 * self.kv_heads * self.head_dim * self.dtype_bytes  # K and V
+
+    @property
+    def page(self) -> int:
+        return self.padded_page or self.block_size * self.per_token
+
+    def blocks_per_request(self, max_model_len: int, in_flight: int) -> int:
+        if not self.sliding:
+            return _cdiv(max_model_len, self.block_size)
+        held = min(self.window - 1 + in_flight, max_model_len)
+        return _cdiv(held, self.block_size) + 1  # the window may start mid-block
+
+
+def _merge_full(specs: Sequence[_Spec]) -> _Spec | None:
+    """``FullAttentionSpec.merge``: the same page layout, at most one window size."""
+    first = specs[0]
+    if any(s.sliding for s in specs):
+        return None
+    base = [(s.block_size, s.kv_heads, s.head_dim, s.dtype_bytes, s.padded_page) for s in specs]
+    windows = {s.window for s in specs if s.window is not None}
+    if len(set(base)) > 1 or len(windows) > 1:
+        return None
+    return _Spec(False, next(iter(windows), None), *base[0][:4], first.padded_page)
+
+
+def _merge(specs: Sequence[_Spec]) -> _Spec | None:
+    """The spec a group of layers shares, or None when vLLM's ``merge`` would refuse."""
+    if specs[0].sliding:
+        return specs[0] if all(s == specs[0] for s in specs) else None
+    return _merge_full(specs)
+
+
+@dataclass(frozen=True)
+class KVGroup:
+    """One KV cache group: layers that share one block table."""
+
+    kind: str  # "full_attention" or "sliding_attention"
+    layers: tuple[int, ...]  # decoder layer indices
+    block_size: int  # tokens per block (full layers' block grows to unify page sizes)
+    page_bytes: int  # bytes of one block of one layer of this group
+    blocks_per_request: int  # blocks one request at max_model_len takes in this group
+
+    @property
+    def window(self) -> str:
+        return "sliding" if self.kind == "sliding_attention" else "full"
+
+
+@dataclass(frozen=True)
+class KVCapacity:
+    """What vLLM's start-up logs about the KV cache, and why."""
+
+    num_tokens: int  # "KV cache size: N tokens" (0 when vLLM refuses)
+    max_concurrency: float  # "Maximum concurrency for M tokens per request: X x"
+    num_blocks: int  # blocks in the pool (each holds one page per layer of a group)
+    bytes_per_block: int  # the widest group's pages side by side
+    blocks_per_request: int  # summed over groups, at max_model_len
+    groups: tuple[KVGroup, ...]
+    kv_cache_memory_bytes: int  # what the pool was given
+    max_model_len: int
+    refusal: str | None = None  # vLLM's ValueError when one request does not fit
+    estimated_max_model_len: int | None = None  # the longest that fits, when refused
+    device: str = "GPU"  # how vLLM names the pool in its log line
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def fits(self) -> bool:
+        return self.refusal is None
+
+    def log_line(self) -> str:
+        """The start-up line as vLLM 0.32 writes it (``update_kv_cache_capacity``)."""
+        return (
+            f"{self.device} KV cache size: {self.num_tokens:,} tokens, Maximum concurrency for "
+            f"{self.max_model_len:,} tokens per request: {self.max_concurrency:.2f}x"
+        )
+
+
+def _layer_specs(
+    layers: Sequence[Any], *, tp: int, block_size: int, dtype_bytes: int
+) -> tuple[dict[int, _Spec], list[str]]:
+    specs: dict[int, _Spec] = {}
+    shared = [la.index for la in layers if not la.stores_kv]
+    for la in layers:
+        if not la.stores_kv:
+            continue
+        if la.kv_heads >= tp and la.kv_heads % tp:
+            raise ValueError(
+                f"tensor_parallel_size={tp} does not divide layer {la.index}'s "
+                f"{la.kv_heads} KV heads: use a divisor of {la.kv_heads}."
+            )
+        heads = max(1, la.kv_heads // tp)
+        specs[la.index] = _Spec(la.window is not None, la.window, block_size, heads,
+                                la.head_dim, dtype_bytes)  # fmt: skip
+    kinds = sorted({(s.sliding, s.kv_heads, s.head_dim, s.per_token) for s in specs.values()})
+    steps = [
+        f"{len(specs)} of {len(layers)} layers store KV"
+        + (
+            f" (layers {shared[0]}–{shared[-1]} read an earlier layer's cache: no spec)"
+            if shared
+            else ""
+        )  # fmt: skip
+    ]
+    for sliding, heads, dim, per_token in kinds:
+        n = sum(1 for s in specs.values() if (s.sliding, s.kv_heads) == (sliding, heads)
+                and s.head_dim == dim)  # fmt: skip
+        split = f" ({heads * tp} ÷ TP {tp})" if tp > 1 else ""
+        steps.append(
+            f"{n} {'sliding' if sliding else 'full'} layers: {heads} KV heads{split} × head dim "
+            f"{dim} × 2 (K, V) × {dtype_bytes} B = {per_token:,} B per token"
+        )
+    return specs, steps
+
+
+_Group = tuple[_Spec, list[int], list[_Spec]]  # (group spec, layer indices, per-layer specs)
+
+
+def _promote_sliding(specs: dict[int, _Spec]) -> Rule[dict[int, _Spec]]:
+    """Hybrid manager off: every sliding layer is allocated as a full layer (keeping its
+    window for compute), with the full layers' block size when they agree on one."""
+    values = list(specs.values())
+    full_blocks = {s.block_size for s in values if not s.sliding}
+    bs = next(iter(full_blocks)) if len(full_blocks) == 1 else None
+    promoted = {
+        i: _Spec(False, s.window, bs or s.block_size, s.kv_heads, s.head_dim, s.dtype_bytes)
+        if s.sliding else s
+        for i, s in specs.items()
+    }  # fmt: skip
+    return Rule(
+        promoted,
+        "hybrid KV cache manager off: every sliding layer is allocated as a full layer "
+        "(blocks for every token; its window still saves compute)",
+    )
+
+
+def _one_group(specs: dict[int, _Spec]) -> Rule[list[_Group] | None]:
+    """One group when every layer shares one spec, or needs the same blocks per request
+    (one kind, one block size) with pages side by side; else None."""
+    names, values = list(specs), list(specs.values())
+    merged = _merge(values)
+    if merged is not None:
+        return Rule([(merged, names, values)], f"all {len(names)} layers share one spec: one group")
+    same_block = len({s.block_size for s in values}) == 1
+    one_kind = all(not s.sliding for s in values) or (
+        all(s.sliding for s in values) and len({s.window for s in values}) == 1
+    )
+    if same_block and one_kind:
+        return Rule(
+            [(values[0], names, values)],
+            f"all {len(names)} layers need the same blocks per request (one kind, one block "
+            "size) but differ in page size: one group, pages of every layer side by side",
+        )
+    return Rule(None, "")
+
+
+def _unify_pages(specs: dict[int, _Spec]) -> tuple[dict[int, _Spec], list[str]]:
+    """``unify_kv_cache_spec_page_size``: a smaller page takes a bigger block (or, when the
+    sizes do not divide, is padded) so every page is the biggest one."""
+    biggest = max(s.page for s in specs.values())
+    unified: dict[int, _Spec] = {}
+    for i, s in specs.items():
+        if s.page == biggest:
+            unified[i] = s
+        elif biggest % s.page == 0:
+            unified[i] = _Spec(s.sliding, s.window, s.block_size * (biggest // s.page),
+                               s.kv_heads, s.head_dim, s.dtype_bytes)  # fmt: skip
+        else:
+            unified[i] = _Spec(s.sliding, s.window, s.block_size, s.kv_heads, s.head_dim,
+                               s.dtype_bytes, padded_page=biggest)  # fmt: skip
+    changed = {(specs[i].sliding, specs[i].page, u.block_size, u.padded_page)
+               for i, u in unified.items() if u != specs[i]}  # fmt: skip
+    steps = []
+    for sliding, page, bs, padded in sorted(changed):
+        kind = "sliding" if sliding else "full"
+        steps.append(
+            f"page sizes differ: {kind} layers' {page:,} B page is padded to {biggest:,} B"
+            if padded else
+            f"page sizes differ ({page:,} B vs {biggest:,} B per block): {kind} layers take "
+            f"{bs}-token blocks so every page is {biggest:,} B"
+        )  # fmt: skip
+    return unified, steps
+
+
+def _buckets(unified: dict[int, _Spec]) -> list[tuple[list[int], list[_Spec]]]:
+    """Layers bucketed by spec (in order of first appearance); full specs that differ in
+    window only merge into one bucket."""
+    buckets: list[tuple[list[int], list[_Spec]]] = []
+    by_spec: dict[_Spec, list[int]] = {}
+    for i, s in unified.items():
+        by_spec.setdefault(s, []).append(i)
+    for s, idx in by_spec.items():
+        for names_b, specs_b in buckets:
+            if _merge([*specs_b, s]) is not None:
+                names_b.extend(idx)
+                specs_b.append(s)
+                break
+        else:
+            buckets.append((list(idx), [s]))
+    return buckets
+
+
+def _group_size_rule(buckets: list[tuple[list[int], list[_Spec]]]) -> Rule[int]:
+    """Groups hold equally many layers: the rarer kind's count, or the larger count when
+    the two are within 1.5×."""
+    counts = [len(b[0]) for b in buckets]
+    size = min(counts)
+    if max(counts) < size * 1.5:
+        size = max(counts)
+    return Rule(
+        size,
+        f"groups hold equally many layers: the rarer kind's count, {size} "
+        "(or the larger count when the two are within 1.5×)",
+    )
+
+
+def _split_bucket(
+    idx: list[int], bspecs: list[_Spec], size: int, unified: dict[int, _Spec]
+) -> Rule[list[_Group]]:
+    """One bucket cut into ``cdiv(len, size)`` groups, layer i in group i mod n."""
+    n = _cdiv(len(idx), size)
+    spec = _merge(bspecs)
+    groups = [(spec, idx[k::n], [unified[i] for i in idx[k::n]]) for k in range(n)]
+    kind = "sliding" if bspecs[0].sliding else "full"
+    pad = n * size - len(idx)
+    return Rule(
+        groups,
+        f"{len(idx)} {kind} layers → {n} group(s) of {size}"
+        + (f" ({pad} padding slot(s): memory a layer could have used)" if pad else "")
+        + (f", each layer i in group i mod {n}" if n > 1 else ""),
+    )
+
+
+def _groups(specs: dict[int, _Spec], *, hybrid: bool) -> tuple[list[_Group], list[str]]:
+    """vLLM's ``get_kv_cache_groups`` for attention layers in a layer-outer layout:
+    (group spec, layer indices, per-layer specs) per group."""
+    steps: list[str] = []
+    values = list(specs.values())
+    if not hybrid and any(not s.sliding for s in values) and any(s.sliding for s in values):
+        promoted = _promote_sliding(specs)
+        specs = promoted.value
+        steps.append(promoted.step)
+    one = _one_group(specs)
+    if one.value is not None:
+        return one.value, [*steps, one.step]
+    unified, why = _unify_pages(specs)
+    buckets = _buckets(unified)
+    size = _group_size_rule(buckets)
+    splits = [_split_bucket(idx, bspecs, size.value, unified) for idx, bspecs in buckets]
+    groups = [g for split in splits for g in split.value]
+    return groups, [*steps, *why, size.step, *(split.step for split in splits)]
+
+
+def _in_flight_rule(async_scheduling: bool, mnbt: int) -> Rule[int]:
+    """Tokens in flight: one batch, or two with async scheduling."""
+    batches = 2 if async_scheduling else 1
+    return Rule(
+        batches * mnbt,
+        f"in-flight tokens: {batches} batch(es) × max_num_batched_tokens {mnbt} = "
+        f"{batches * mnbt}"
+        + (" (async scheduling keeps two batches in flight)" if async_scheduling else ""),
+    )
+
+
+def _blocks_steps(
+    kv_groups: tuple[KVGroup, ...], groups: list[_Group], in_flight: int, mml: int
+) -> list[str]:
+    """Blocks per request of each kind of group, with the formula that gives them."""
+    seen: dict[tuple[str, int, int], int] = {}
+    for g in kv_groups:
+        key = (g.window, len(g.layers), g.blocks_per_request)
+        seen[key] = seen.get(key, 0) + 1
+    steps = []
+    for (window, n_layers, n_blocks), n_groups in seen.items():
+        g = next(g for g in kv_groups if (g.window, len(g.layers)) == (window, n_layers))
+        if window == "sliding":
+            spec = next(s for s, idx, _ in groups if tuple(idx) == g.layers)
+            held = min(spec.window - 1 + in_flight, mml)
+            how = (f"cdiv(min({spec.window} − 1 + {in_flight}, {mml}) = {held}, "
+                   f"{g.block_size}) + 1")  # fmt: skip
+        else:
+            how = f"cdiv({mml}, {g.block_size})"
+        steps.append(
+            f"{n_groups} group(s) of {n_layers} {window} layers: {how} = {n_blocks} blocks each"
+        )
+    return steps
+
+
+_NO_MEMORY = (
+    "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+    "when initializing the engine (this flag also controls CPU memory reservation on "
+    "the CPU backend, despite its name). See "
+    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+)
+
+
+def _longest_that_fits(blocks: Any, bytes_per_block: int, usable: int, mml: int) -> int:
+    """The longest max_model_len whose request fits ``usable`` bytes (vLLM's binary search);
+    0 when not even one token fits."""
+    if bytes_per_block * sum(blocks(1)) > usable:
+        return 0
+    lo, hi, best = 1, mml, 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if bytes_per_block * sum(blocks(mid)) <= usable:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _refusal_rule(
+    blocks: Any, bytes_per_block: int, need: int, memory: int, mml: int
+) -> Rule[tuple[str, int | None] | None]:
+    """vLLM's refusal to start, (its message, the longest length that fits), or None when
+    one request at max_model_len fits the memory less the null block."""
+    usable = memory - bytes_per_block  # BlockPool keeps one null block
+    if usable <= 0:
+        return Rule(
+            (_NO_MEMORY, None),
+            "vLLM refuses to start: the memory does not hold one block beyond the null block",
+        )
+    needed = bytes_per_block * need
+    if needed <= usable:
+        return Rule(None, "")
+    best = _longest_that_fits(blocks, bytes_per_block, usable, mml)
+    estimate = (
+        f"Based on the available memory, the estimated maximum model length is {best}. "
+        if best > 0 else ""
+    )  # fmt: skip
+    msg = (
+        f"To serve at least one request with the model's max seq len ({mml}), "
+        f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV "
+        f"cache memory ({_gib(usable)} GiB). {estimate}Try increasing "
+        "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+        "decreasing `max_model_len` when initializing the engine. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+    )
+    return Rule(
+        (msg, best),
+        f"vLLM refuses to start: {needed:,} B needed > {usable:,} B (memory less the null "
+        f"block); the longest max_model_len that fits is {best} (binary search)",
+    )
+
+
+def _pool_rule(
+    memory: int, bytes_per_block: int, need: int, mml: int
+) -> Rule[tuple[int, float, int]]:
+    """(blocks in the pool, max concurrency, KV cache size in tokens)."""
+    num_blocks = memory // bytes_per_block
+    conc = num_blocks / need
+    tokens = int(conc * mml)
+    return Rule(
+        (num_blocks, conc, tokens),
+        f"pool: {memory:,} B // {bytes_per_block:,} B = {num_blocks:,} blocks; "
+        f"{num_blocks:,} / {need} = {conc:.2f} requests of {mml} tokens = {tokens:,} tokens "
+        "(pages are handed out on demand: this is the worst case, every request at full length)",
+    )
+
+
+def capacity(
+    plan: Any,
+    *,
+    kv_cache_memory_bytes: int,
+    tensor_parallel_size: int = 1,
+    hybrid_kv_cache_manager: bool = True,
+    async_scheduling: bool = True,
+    max_num_batched_tokens: int | None = None,
+    block_size: int | None = None,
+    max_model_len: int | None = None,
+    device: str = "GPU",
+) -> KVCapacity:
+    """vLLM's start-up KV cache size and maximum concurrency for a serving plan.
+
+    ``kv_cache_memory_bytes`` is the memory the pool gets on each rank (vLLM's
+    "Available KV cache memory", or ``--kv-cache-memory-bytes``). The defaults are a CUDA
+    GPU's: hybrid manager on, async scheduling on, 16-token blocks. vLLM's CPU engine
+    keeps the manager on but turns async scheduling off and uses 128-token blocks
+    (``async_scheduling=False, block_size=128, device="CPU"``).
+    ``hybrid_kv_cache_manager=False`` is ``--disable-hybrid-kv-cache-manager``.
+    ``max_num_batched_tokens``, ``block_size`` and ``max_model_len`` default to the plan's.
+
+    >>> plan = plan_serving("tiny-gemma4", max_model_len=4096)          # doctest: +SKIP
+    >>> capacity(plan, kv_cache_memory_bytes=256 * 2**20).log_line()    # doctest: +SKIP
+    """
+    mml = int(max_model_len or plan.max_model_len)
+    mnbt = int(max_num_batched_tokens or plan.max_num_batched_tokens)
+    bs = int(block_size or plan.block_size)
+    tp = int(tensor_parallel_size)
+    if tp < 1 or bs < 1 or mml < 1 or mnbt < 1:
+        raise ValueError(
+            "tensor_parallel_size, block_size, max_model_len and max_num_batched_tokens "
+            "must be ≥ 1."
+        )
+    specs, steps = _layer_specs(plan.layers, tp=tp, block_size=bs, dtype_bytes=plan.kv_dtype_bytes)
+    groups, why = _groups(specs, hybrid=hybrid_kv_cache_manager)
+    in_flight = _in_flight_rule(async_scheduling, mnbt)
+    steps += [*why, in_flight.step]
+
+    def blocks(length: int) -> list[int]:
+        return [g[0].blocks_per_request(length, in_flight.value) for g in groups]
+
+    bytes_per_block = max(sum(s.page for s in layer_specs) for _, _, layer_specs in groups)
+    per_group = blocks(mml)
+    kv_groups = tuple(
+        KVGroup("sliding_attention" if spec.sliding else "full_attention", tuple(idx),
+                spec.block_size, layer_specs[0].page, n)
+        for (spec, idx, layer_specs), n in zip(groups, per_group, strict=True)
+    )  # fmt: skip
+    need = sum(per_group)
+    steps += _blocks_steps(kv_groups, groups, in_flight.value, mml)
+    steps.append(
+        f"one block = the widest group's pages side by side = {bytes_per_block:,} B; one request "
+        f"at {mml} tokens takes {need} blocks = {_gib(need * bytes_per_block)} GiB"
+    )
+    common = dict(bytes_per_block=bytes_per_block, blocks_per_request=need, groups=kv_groups,
+                  kv_cache_memory_bytes=kv_cache_memory_bytes, max_model_len=mml,
+                  device=device)  # fmt: skip
+    refusal = _refusal_rule(blocks, bytes_per_block, need, kv_cache_memory_bytes, mml)
+    if refusal.value is not None:
+        msg, best = refusal.value
+        return KVCapacity(0, 0.0, 0, refusal=msg, estimated_max_model_len=best,
+                          steps=(*steps, refusal.step), **common)  # fmt: skip
+    pool = _pool_rule(kv_cache_memory_bytes, bytes_per_block, need, mml)
+    num_blocks, conc, tokens = pool.value
+    return KVCapacity(tokens, conc, num_blocks, steps=(*steps, pool.step), **common)
+
+
+# ----------------------------------------------------------------------- memory estimate
+
+
+@dataclass(frozen=True)
+class KVMemoryEstimate:
+    """An estimate of vLLM's "Available KV cache memory" on one GPU. vLLM measures the
+    activation peak by profiling on the device; this only guesses it."""
+
+    gpu_memory_bytes: int
+    gpu_memory_utilization: float
+    requested_bytes: int  # gpu_memory_bytes × gpu_memory_utilization
+    weights_bytes: int  # this rank's share of the weights
+    encoder_cache_bytes: int  # encoder outputs the profiling run keeps
+    activation_bytes: int  # the guessed activation peak, CUDA graphs and overhead
+    kv_cache_memory_bytes: int  # what is left for the KV cache (0 if nothing)
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+
+def kv_memory_estimate(
+    plan: Any,
+    *,
+    gpu_memory_bytes: int,
+    gpu_memory_utilization: float = 0.9,
+    tensor_parallel_size: int = 1,
+    activation_bytes: int = ACTIVATION_ALLOWANCE_BYTES,
+) -> KVMemoryEstimate:
+    """Estimate the KV memory vLLM will find on each GPU: the requested share of the GPU
+    less this rank's weights, the encoder outputs and ``activation_bytes`` (a guess: vLLM
+    profiles the real peak on the device and logs "Available KV cache memory").
+
+    >>> kv_memory_estimate(plan, gpu_memory_bytes=80 * 2**30).kv_cache_memory_bytes  # doctest: +SKIP
+    """
+    if not 0 < gpu_memory_utilization <= 1:
+        raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}.")
+    tp = int(tensor_parallel_size)
+    requested = int(gpu_memory_bytes * gpu_memory_utilization)
+    weights = _cdiv(plan.weights_bytes, tp)
+    enc = plan.encoder_cache_bytes
+    left = max(requested - weights - enc - activation_bytes, 0)
+    steps = (
+        f"requested: {_gib(gpu_memory_bytes)} GiB × gpu_memory_utilization "
+        f"{gpu_memory_utilization} = {_gib(requested)} GiB",
+        f"weights: {_gib(plan.weights_bytes)} GiB / TP {tp} = {_gib(weights)} GiB per GPU",
+        f"encoder outputs ({plan.encoder_cache_size} tokens at the text width): {_gib(enc)} GiB",
+        f"activation peak, CUDA graphs, overhead: {_gib(activation_bytes)} GiB (a guess: vLLM "
+        "profiles it on the device)",
+        f"KV cache ≈ {_gib(left)} GiB (an estimate; read vLLM's 'Available KV cache memory')",
+    )
+    return KVMemoryEstimate(gpu_memory_bytes, gpu_memory_utilization, requested, weights, enc,
+                            activation_bytes, left, steps)  # fmt: skip
+
+
+# ----------------------------------------------------------------------- start-up settings
+
+
+@dataclass(frozen=True)
+class StartSettings:
+    """The scheduler settings a vLLM engine starts with, and why."""
+
+    entry_point: str  # "serve" (vllm serve) or "LLM" (LLM(...))
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    disable_chunked_mm_input: bool  # forced on CUDA for bidirectional-vision checkpoints
+    largest_item: int  # the largest multimodal item vLLM plans for (tokens)
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+
+def _batch_defaults(
+    gpu_memory_bytes: int, gpu_name: str, platform: str, world: int
+) -> tuple[dict[str, int], dict[str, int], str]:
+    """``EngineArgs.get_batch_defaults``: (max_num_batched_tokens, max_num_seqs) per entry
+    point, and why."""
+    if platform == "cpu":
+        return ({"LLM": 4096 * world, "serve": 2048 * world},
+                {"LLM": 256 * world, "serve": 128 * world},
+                f"vLLM's CPU platform scales its defaults by the {world} rank(s)")  # fmt: skip
+    if gpu_memory_bytes >= 160 * GIB:
+        return ({"LLM": 16384, "serve": 16384}, {"LLM": 1024, "serve": 1024},
+                "a GPU with ≥ 160 GiB (B200-class) gets the largest defaults")  # fmt: skip
+    if gpu_memory_bytes >= 70 * GIB and "a100" not in gpu_name.lower():
+        return ({"LLM": 16384, "serve": 8192}, {"LLM": 1024, "serve": 1024},
+                "a GPU with ≥ 70 GiB that is not an A100 (H100/H200-class)")  # fmt: skip
+    return ({"LLM": 8192, "serve": 2048}, {"LLM": 256, "serve": 256},
+            "a GPU under 70 GiB, or an A100")  # fmt: skip
+
+
+def _supported_item_tokens(plan: Any) -> dict[str, int]:
+    """The worst case per item of every modality the model serves, whatever its limit
+    (``get_mm_max_tokens_per_item`` with one item of each)."""
+    model = plan.model
+    spec = get_family(model.family)
+    out: dict[str, int] = {}
+    for m in model.modalities:
+        if m in plan.max_tokens_per_item:
+            out[m] = plan.max_tokens_per_item[m]
+        elif m == "image":
+            out[m] = (model.image_seq_length if spec.image.fixed_soft_tokens is not None
+                      else plan.max_soft_tokens or model.default_budget)  # fmt: skip
+        elif m == "audio":
+            out[m] = model.audio_seq_length
+        elif m == "video":
+            out[m] = vllm_video_tokens(plan.num_frames, family=spec)
+    return out
+
+
+def start_settings(
+    plan: Any,
+    *,
+    entry_point: str = "serve",
+    gpu_memory_bytes: int = 80 * GIB,
+    gpu_name: str = "",
+    platform: str = "cuda",
+    tensor_parallel_size: int = 1,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    enable_chunked_prefill: bool = True,
+) -> StartSettings:
+    """What vLLM sets before it sizes anything: the defaults of ``vllm serve`` or
+    ``LLM(...)`` on this GPU (``engine/arg_utils.py``) for the values you leave out, and,
+    on CUDA, ``disable_chunked_mm_input`` for checkpoints whose images attend both ways
+    (``platforms/cuda.py``). With it forced, an explicit ``max_num_batched_tokens`` below
+    the largest item stops the engine at start-up (raised here with vLLM's words).
+
+    >>> start_settings(plan, entry_point="serve", gpu_memory_bytes=80 * 2**30)  # doctest: +SKIP
+    """
+    if entry_point not in ENTRY_POINTS:
+        raise ValueError(f"entry_point must be one of {list(ENTRY_POINTS)}, got {entry_point!r}.")
+    if platform not in ("cuda", "cpu"):
+        raise ValueError(f"platform must be 'cuda' or 'cpu', got {platform!r}.")
+    model = plan.model
+    items = _supported_item_tokens(plan)
+    largest_any = max(items.values(), default=0)
+    active = [t for m, t in plan.max_tokens_per_item.items() if plan.limits.get(m, 0) > 0]
+    largest = max(active, default=0)
+    world = int(tensor_parallel_size)
+    defaults, seqs_defaults, why = _batch_defaults(gpu_memory_bytes, gpu_name, platform, world)
+    name = "vllm serve" if entry_point == "serve" else "LLM(...)"
+    steps: list[str] = []
+    prefix_lm = model.use_bidirectional_attention == "vision" and bool(items)
+    mnbt, seqs = max_num_batched_tokens, max_num_seqs
+    if mnbt is None:
+        mnbt = defaults[entry_point]
+        steps.append(f"max_num_batched_tokens: {name} defaults to {mnbt} on {why}")
+        if not enable_chunked_prefill:
+            mnbt = max(plan.max_model_len, mnbt)
+            steps.append(f"chunked prefill off: raised to max_model_len → {mnbt}")
+        if prefix_lm and largest_any > mnbt:
+            top = max(items, key=items.__getitem__)
+            steps.append(
+                f"raised to {largest_any}: images attend both ways (use_bidirectional_attention="
+                f"'vision'), so one {top} item must fit one batch (vLLM counts every modality "
+                "the model supports, even one limited to 0)"
+            )
+            mnbt = largest_any
+        seq_default = max_num_seqs if max_num_seqs is not None else seqs_defaults[entry_point]
+        if seq_default * plan.max_model_len < mnbt:
+            steps.append(
+                f"capped at max_num_seqs × max_model_len = {seq_default * plan.max_model_len}"
+            )
+        mnbt = min(seq_default * plan.max_model_len, mnbt)
+    else:
+        steps.append(f"max_num_batched_tokens={mnbt}: yours (no default applied)")
+    if seqs is None:
+        seqs = min(seqs_defaults[entry_point], mnbt)
+        steps.append(f"max_num_seqs: {name} defaults to {seqs_defaults[entry_point]} ({why})"
+                     + (f", capped at max_num_batched_tokens → {seqs}" if seqs < seqs_defaults[entry_point] else ""))  # fmt: skip
+    forced = platform == "cuda" and prefix_lm
+    if forced:
+        steps.append(
+            "disable_chunked_mm_input forced on: on CUDA vLLM never splits an image across two "
+            "steps for a model whose image tokens attend each other (use_bidirectional_attention="
+            "'vision'; 'Forcing --disable_chunked_mm_input for models with multimodal-"
+            "bidirectional attention.')"
+        )
+        if largest > mnbt:
+            raise ValueError(
+                f"Chunked MM input disabled but max_tokens_per_mm_item ({largest}) is larger than "
+                f"max_num_batched_tokens ({mnbt}). Please increase max_num_batched_tokens."
+            )
+        if largest:
+            steps.append(
+                f"the largest item ({largest} tokens) fits one batch of {mnbt}: the engine starts"
+            )
+    return StartSettings(entry_point, int(mnbt), int(seqs), forced, largest, tuple(steps))
+
+
+# ----------------------------------------------------------------------- admission
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as admission sees it. ``images`` are (height, width) sizes, ``audio_seconds``
+    clip lengths; ``text_tokens`` are the prompt's other tokens (chat template, text, BOS);
+    ``max_soft_tokens`` is this request's ``mm_processor_kwargs`` image budget (vLLM takes
+    it per request: every image of the request gets it). Items are counted as separated by
+    text: two Gemma 3n items side by side share one merged ``"\\n\\n\\n\\n"`` token, one
+    fewer than counted here."""
+
+    images: tuple[tuple[int, int], ...] = ()
+    audio_seconds: tuple[float, ...] = ()
+    text_tokens: int = 32
+    max_soft_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class AdmitResult:
+    """vLLM's verdict on one request."""
+
+    accepted: bool
+    message: str | None  # vLLM's exact error when refused
+    reason: (
+        str | None
+    )  # "limit_mm_per_prompt", "max_model_len", "encoder_cache_size", "budget", "audio"
+    prompt_tokens: int  # text + every item's placeholders and markers
+    item_tokens: tuple[tuple[str, int], ...]  # (modality, embeddings) per item, in order
+    encoder_cache_size: int
+    max_model_len: int
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+
+_Refusal = tuple[str, str] | None  # (vLLM's message, reason) or None: the check passes
+
+
+def _budget_check(req: Request, plan: Any, spec: Any) -> Rule[tuple[int | None, _Refusal]]:
+    """(the images' budget, a refusal): a per-request ``max_soft_tokens`` must be one the
+    processor knows; a family without budgets takes none (our error, before vLLM)."""
+    if req.images and spec.image.budgets:
+        budget = req.max_soft_tokens or plan.max_soft_tokens or plan.model.default_budget
+        if req.max_soft_tokens is not None and req.max_soft_tokens not in spec.image.budgets:
+            msg = (f"Unsupported max_soft_tokens value: {req.max_soft_tokens}. Valid values are "
+                   f"{tuple(spec.image.budgets)}.")  # fmt: skip
+            return Rule((budget, (msg, "budget")), "")
+        return Rule((budget, None), "")
+    if req.max_soft_tokens is not None and not spec.image.budgets:
+        require_budget(req.max_soft_tokens, family=spec)  # raises: this family has no budget
+    return Rule((None, None), "")
+
+
+def _count_check(req: Request, plan: Any, spec: Any) -> tuple[_Refusal, list[str]]:
+    """Items per modality against ``limit_mm_per_prompt`` (audio on a checkpoint with no
+    audio tower fails earlier, while vLLM parses the clip)."""
+    steps = []
+    for modality, n in (("image", len(req.images)), ("audio", len(req.audio_seconds))):
+        if not n:
+            continue
+        if modality == "audio" and "audio" not in plan.model.modalities and spec.image.budgets:
+            # Gemma 4's processing info builds its audio parser with no sampling rate when
+            # there is no audio tower, so a clip that comes with its rate (as every served
+            # request's does) fails while it is parsed, before the count check.
+            steps.append(
+                "audio on a Gemma 4 checkpoint without an audio tower: vLLM's parser has no "
+                "target rate and cannot resample the clip (a bare array with no rate gets "
+                "'… does not have an audio tower' instead)"
+            )
+            msg = "Audio resampling is not supported when `target_sr` is not provided"
+            return (msg, "audio"), steps
+        limit = plan.limits.get(modality, 0)
+        if n > limit:
+            msg = f"At most {limit} {modality}(s) may be provided in one prompt."
+            return (msg, "limit_mm_per_prompt"), steps
+        steps.append(f"{n} {modality}(s) ≤ limit_mm_per_prompt {limit}")
+    return None, steps
+
+
+def _item_tokens(
+    req: Request, plan: Any, spec: Any, budget: int | None
+) -> tuple[list[tuple[str, int]], int, list[str]]:
+    """(modality, embeddings) per item as vLLM counts them, the prompt length, and why."""
+    per: list[tuple[str, int]] = []
+    steps = []
+    prompt = req.text_tokens
+    for h, w in req.images:
+        if spec.image.fixed_soft_tokens is not None:
+            n = plan.model.image_seq_length
+            steps.append(f"image {size_label((h, w))}: {n} (fixed)")
+        else:
+            n = vllm_image_tokens(h, w, max_soft_tokens=budget, family=spec)
+            steps.append(f"image {size_label((h, w))} at budget {budget}: {n} embeddings")
+        per.append(("image", n))
+        prompt += n + spec.markers_per_item
+    for s in req.audio_seconds:
+        n = vllm_audio_tokens(int(round(s * spec.audio.sampling_rate)), family=spec)
+        steps.append(f"audio {s:g} s: {n} embeddings")
+        per.append(("audio", n))
+        prompt += n + spec.markers_per_item
+    steps.append(f"prompt: {req.text_tokens} text + items with {spec.markers_per_item} markers "
+                 f"each = {prompt} tokens (max_model_len {plan.max_model_len})")  # fmt: skip
+    return per, prompt, steps
+
+
+def _length_check(prompt: int, mml: int) -> _Refusal:
+    """The prompt must leave room for one output token (``_validate_model_input``)."""
+    if prompt == 0:
+        return "The decoder prompt cannot be empty", "max_model_len"
+    if prompt > mml:
+        return (
+            f"The decoder prompt (length {prompt}) is longer than the maximum model length of "
+            f"{mml}. Make sure that `max_model_len` is no smaller than the number of text tokens "
+            "plus multimodal tokens. For image inputs, the number of image tokens depends on the "
+            "number of images, and possibly their aspect ratios as well.",
+            "max_model_len",
+        )
+    if prompt == mml:
+        return (
+            f"The decoder prompt (length {prompt}) plus the number of requested output tokens "
+            f"(at least 1) is longer than the maximum model length of {mml}. Make sure that "
+            "`max_model_len` is no smaller than the number of text tokens (prompt + requested "
+            "output tokens).",
+            "max_model_len",
+        )
+    return None
+
+
+def _cache_check(per: list[tuple[str, int]], cache: int) -> _Refusal:
+    """Each item's embeddings must fit the encoder cache."""
+    for modality, n in per:
+        if n > cache:
+            return (
+                f"The decoder prompt contains a(n) {modality} item with {n} embedding tokens, "
+                f"which exceeds the pre-allocated encoder cache size {cache}. Please reduce the "
+                "input size or increase the encoder cache size by setting --limit-mm-per-prompt "
+                "at startup.",
+                "encoder_cache_size",
+            )
+    return None
+
+
+def admit(plan: Any, request: Request | None = None, **items: Any) -> AdmitResult:
+    """Whether vLLM's ``InputProcessor`` accepts a request on an engine started with this
+    plan, and if not its message. vLLM checks, in order: the counts per modality
+    (``limit_mm_per_prompt``), the prompt length (``max_model_len``, leaving room for one
+    output token), then each item's embeddings against the encoder cache. A per-request
+    ``max_soft_tokens`` above the start-up budget is honoured when the item fits the cache.
+
+    >>> admit(plan, images=[(1080, 1920)], max_soft_tokens=1120).accepted    # doctest: +SKIP
+    """
+    req = request if request is not None else Request(**{
+        k: tuple(tuple(v) if k == "images" else v for v in val)
+        if k in ("images", "audio_seconds") else val
+        for k, val in items.items()
+    })  # fmt: skip
+    spec = get_family(plan.model.family)
+    mml, cache = plan.max_model_len, plan.encoder_cache_size
+    common = dict(encoder_cache_size=cache, max_model_len=mml)
+    budget, refusal = _budget_check(req, plan, spec).value
+    steps: list[str] = []
+    per: list[tuple[str, int]] = []
+    prompt = 0
+    if refusal is None:
+        refusal, steps = _count_check(req, plan, spec)
+    if refusal is None:
+        per, prompt, counted = _item_tokens(req, plan, spec, budget)
+        steps += counted
+        refusal = _length_check(prompt, mml) or _cache_check(per, cache)
+    if refusal is not None:
+        msg, reason = refusal
+        steps.append(f"refused ({reason}): {msg}")
+        return AdmitResult(False, msg, reason, prompt, tuple(per), steps=tuple(steps), **common)
+    steps.append(f"every item ≤ encoder_cache_size {cache}: accepted")
+    return AdmitResult(True, None, None, prompt, tuple(per), steps=tuple(steps), **common)

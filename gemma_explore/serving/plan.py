@@ -1,0 +1,620 @@
+"""The serving view: what vLLM reserves for a checkpoint before the first request.
+
+At start-up vLLM asks three questions of a multimodal model, and this module answers
+them in plain arithmetic, named the way vLLM names them so a start-up log can be read
+line by line (``vllm/multimodal/encoder_budget.py``, ``MultiModalBudget``):
+
+1. **max_tokens_per_item**: the worst-case embeddings of one image, clip or video. Gemma
+   4's model file states them (``get_mm_max_tokens_per_item``); Gemma 3n's names its
+   method ``get_max_tokens_per_item``, which is not the hook, so vLLM builds dummy inputs
+   and counts their placeholders instead.
+2. **encoder_compute_budget / encoder_cache_size**: both
+   ``max(max_num_batched_tokens, largest item)`` (``compute_mm_encoder_budget``). This is
+   why the encoder cache reads 16384 on an H100: ``LLM(...)`` defaults
+   ``max_num_batched_tokens`` to 16384 there.
+3. **max_items_per_prompt / max_items_per_batch**: how many items the profiler runs.
+
+Then the memory: KV-cache bytes per token from the text config (full and sliding layers,
+KV heads, head dims, layers that share KV), the weights from the config's parameter
+shapes (a meta-device build, no weights read), and the encoder cache's bytes.
+
+:func:`~gemma_explore.serving.model.serving_model` reads a checkpoint's config once (the
+slow part, cached in :mod:`~gemma_explore.serving.caches`); :func:`plan_serving` is pure
+arithmetic on it.
+
+>>> import gemma_explore as ge
+>>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096,
+...                        limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0})  # doctest: +SKIP
+>>> plan.max_tokens_per_item, plan.encoder_cache_size                              # doctest: +SKIP
+({'image': 280, 'audio': 750}, 8192)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gemma_explore.plans.rules import Rule, require_budget
+from gemma_explore.plans.vllm import (
+    VIDEO_FRAME_EXTRA_TOKENS,
+    vllm_audio_tokens,
+    vllm_image_tokens,
+    vllm_video_tokens,
+)
+from gemma_explore.serving.caches import SERVING_MODELS
+from gemma_explore.serving.dummy_inputs import DummyInputs, vllm_dummy_inputs
+from gemma_explore.serving.model import KVLayer, ServingModel, kv_layers, serving_model
+from gemma_explore.sizes import size_label
+from gemma_explore.tables import Table
+
+if TYPE_CHECKING:
+    from gemma_explore.models.bundle import Bundle
+    from gemma_explore.serving.kv import AdmitResult, KVCapacity, Request
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "VIDEO_FRAME_EXTRA_TOKENS",
+    "ImagesFit",
+    "KVLayer",
+    "kv_layers",
+    "RequestMemory",
+    "ServingModel",
+    "ServingPlan",
+    "plan_serving",
+    "serving_model",
+]
+
+DEFAULT_LIMIT = 999  # vLLM's count for a modality limit_mm_per_prompt leaves out
+DEFAULT_MAX_NUM_BATCHED_TOKENS = (
+    8192  # vLLM's LLM(...) default on GPUs under 70 GiB (16384 on H100)
+)
+DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default on GPUs under 70 GiB (1024 on H100/H200)
+_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2,
+                "half": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}  # fmt: skip
+
+
+# ----------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class ImagesFit:
+    """How many images of one size fit in one prompt."""
+
+    image_size: tuple[int, int]  # (height, width)
+    max_soft_tokens: int | None
+    tokens_per_image: int  # soft tokens + markers, as vLLM counts this size
+    fits: int  # images that fit
+    limited_by: str  # "max_model_len" or "limit_mm_per_prompt"
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True)
+class RequestMemory:
+    """GPU memory one request holds while it is served."""
+
+    prompt_tokens: int  # text + every item's placeholders and markers
+    encoder_tokens: int  # embeddings the encoder cache holds for its items
+    kv_bytes: int  # K and V for the prompt (sliding layers keep their window only)
+    encoder_cache_bytes: int  # the items' embeddings at the text width
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def total_bytes(self) -> int:
+        return self.kv_bytes + self.encoder_cache_bytes
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """What vLLM reserves at start-up for one checkpoint and one set of engine arguments.
+
+    Field names follow vLLM's ``MultiModalBudget`` (``mm_max_toks_per_item`` →
+    ``max_tokens_per_item`` and so on) so each can be held against the start-up log.
+    """
+
+    model: ServingModel = field(repr=False)
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    limits: dict[str, int]  # items per prompt as vLLM reads limit_mm_per_prompt (999 if unset)
+    max_soft_tokens: int | None  # Gemma 4's start-up image budget (mm_processor_kwargs)
+    num_frames: int | None  # limit_mm_per_prompt["video"]["num_frames"]
+    max_tokens_per_item: dict[str, int]  # worst-case embeddings of one item, per modality
+    max_items_per_prompt: dict[str, int]
+    max_items_per_batch: dict[str, int]
+    encoder_compute_budget: int  # encoder tokens one engine step may run
+    encoder_cache_size: int  # encoder outputs (tokens) the cache holds
+    # The request vLLM's dummy builder makes to profile memory, one item per active
+    # modality (dummy_inputs.vllm_dummy_inputs); None when no processor could be read.
+    dummy_inputs: DummyInputs | None
+    dtype_bytes: int  # bytes per weight
+    kv_dtype_bytes: int  # bytes per KV element
+    block_size: int  # vLLM's KV block, tokens
+    kv_bytes_per_token_full: int  # all full-attention layers that store KV
+    kv_bytes_per_token_sliding: int  # all sliding layers that store KV (until the window fills)
+    weights_bytes: int
+    steps: tuple[str, ...] = field(default=(), compare=False)
+
+    # -- KV --------------------------------------------------------------------------
+    @property
+    def layers(self) -> tuple[KVLayer, ...]:
+        return self.model.layers
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """Bytes one more token adds while every window still grows (T < window)."""
+        return self.kv_bytes_per_token_full + self.kv_bytes_per_token_sliding
+
+    def kv_bytes(self, num_tokens: int, *, batch: int = 1) -> int:
+        """Bytes of K and V after ``num_tokens`` tokens, as transformers' ``DynamicCache``
+        holds them: full layers keep every token, sliding layers the last window − 1,
+        KV-shared layers nothing."""
+        total = 0
+        for layer in self.layers:
+            if not layer.stores_kv:
+                continue
+            kept = num_tokens if layer.window is None else min(num_tokens, layer.window - 1)
+            total += layer.bytes_per_token(self.kv_dtype_bytes) * kept
+        return total * batch
+
+    @property
+    def vllm_kv_bytes_per_request(self) -> int:
+        """What vLLM's KV pool needs to admit one request of ``max_model_len`` tokens on a
+        GPU: full layers ``cdiv(max_model_len, block)`` pages; sliding layers
+        ``cdiv(min(window − 1 + in_flight, max_model_len), block) + 1``
+        (``kv_cache_interface.py``, ``max_memory_usage_bytes``), where ``in_flight`` is
+        vLLM's ``max_in_flight_tokens``: 2 × ``max_num_batched_tokens``, since async
+        scheduling (on by default on CUDA) keeps two batches in flight. vLLM's CPU engine
+        schedules synchronously (one batch); ``capacity(..., async_scheduling=False)``
+        models that, with the hybrid manager's page unification on top."""
+        in_flight = 2 * self.max_num_batched_tokens  # config/vllm.py max_in_flight_tokens
+        total = 0
+        for layer in self.layers:
+            if not layer.stores_kv:
+                continue
+            page = layer.bytes_per_token(self.kv_dtype_bytes) * self.block_size
+            if layer.window is None:
+                blocks = math.ceil(self.max_model_len / self.block_size)
+            else:
+                held = min(layer.window - 1 + in_flight, self.max_model_len)
+                blocks = math.ceil(held / self.block_size) + 1
+            total += blocks * page
+        return total
+
+    @property
+    def encoder_cache_bytes(self) -> int:
+        """The encoder cache: ``encoder_cache_size`` embeddings at the text model's width."""
+        return self.encoder_cache_size * self.model.hidden_size * self.dtype_bytes
+
+    # -- vLLM's start-up KV arithmetic and admission (kv_capacity.py) ----------------
+    def capacity(self, *, kv_cache_memory_bytes: int, **kwargs: Any) -> KVCapacity:
+        """vLLM's start-up "KV cache size: N tokens, Maximum concurrency … X x" for this plan
+        (:func:`gemma_explore.serving.kv.capacity`: ``tensor_parallel_size``,
+        ``hybrid_kv_cache_manager``, ``async_scheduling``, ``block_size``, …).
+
+        >>> plan.capacity(kv_cache_memory_bytes=20 * 2**30).max_concurrency  # doctest: +SKIP
+        """
+        from gemma_explore.serving.kv import capacity
+
+        return capacity(self, kv_cache_memory_bytes=kv_cache_memory_bytes, **kwargs)
+
+    def admit(self, request: Request | None = None, **items: Any) -> AdmitResult:
+        """Whether vLLM accepts one request on this engine, with vLLM's message if not
+        (:func:`gemma_explore.serving.kv.admit`).
+
+        >>> plan.admit(images=[(1080, 1920)], max_soft_tokens=1120).accepted  # doctest: +SKIP
+        """
+        from gemma_explore.serving.kv import admit
+
+        return admit(self, request, **items)
+
+    # -- answers ---------------------------------------------------------------------
+    def _image_tokens(self, height: int, width: int) -> int:
+        spec = self.model.spec
+        if spec.image.fixed_soft_tokens is not None:
+            return self.model.image_seq_length + spec.markers_per_item
+        budget = self.max_soft_tokens or self.model.default_budget
+        budgeted = vllm_image_tokens(height, width, max_soft_tokens=budget, family=spec)
+        return budgeted + spec.markers_per_item
+
+    def images_that_fit(
+        self, image_size: tuple[int, int] = (1080, 1920), *, text_tokens: int = 32
+    ) -> ImagesFit:
+        """How many ``(height, width)`` images at this plan's budget fit in ``max_model_len``
+        next to ``text_tokens`` of text (and within ``limit_mm_per_prompt``).
+
+        >>> plan.images_that_fit((1080, 1920)).fits        # doctest: +SKIP
+        """
+        h, w = image_size
+        per = self._image_tokens(h, w)
+        room = max(self.max_model_len - text_tokens, 0)
+        by_len = room // per
+        limit = self.limits.get("image", 0)
+        fits, why = (by_len, "max_model_len") if by_len <= limit else (limit, "limit_mm_per_prompt")
+        steps = (
+            f"one {size_label((h, w))} image costs {per} tokens (soft tokens + markers, vLLM's count at "
+            f"budget {self.max_soft_tokens or self.model.default_budget})",
+            f"{self.max_model_len} − {text_tokens} text tokens = {room}; {room} // {per} = {by_len}",
+            f"limit_mm_per_prompt allows {limit} → {fits} fit (limited by {why})",
+        )
+        return ImagesFit((h, w), self.max_soft_tokens, per, fits, why, steps)
+
+    def request_memory(
+        self,
+        *,
+        images: tuple[tuple[int, int], ...] | list[tuple[int, int]] = (),
+        audio_seconds: tuple[float, ...] | list[float] = (),
+        video_frames: tuple[int, ...] | list[int] = (),
+        text_tokens: int = 32,
+    ) -> RequestMemory:
+        """GPU memory a request with these items holds: KV for its prompt and its items'
+        embeddings in the encoder cache. ``images`` are (height, width) sizes, ``audio_seconds``
+        clip lengths, ``video_frames`` sampled frames per video (worst case per frame).
+        """
+        spec = self.model.spec
+        enc = 0
+        prompt = text_tokens
+        steps = [f"text: {text_tokens} tokens"]
+        for h, w in images:
+            t = self._image_tokens(h, w)
+            enc += t - spec.markers_per_item
+            prompt += t
+            steps.append(
+                f"image {size_label((h, w))}: {t - spec.markers_per_item} soft + {spec.markers_per_item} markers"
+            )
+        for s in audio_seconds:
+            if "audio" not in self.model.modalities:
+                raise ValueError(f"{self.model.name} has no audio tower: drop audio_seconds.")
+            n = vllm_audio_tokens(int(round(s * spec.audio.sampling_rate)), family=spec)
+            enc += n
+            prompt += n + spec.markers_per_item
+            steps.append(f"audio {s:g} s: {n} soft + {spec.markers_per_item} markers")
+        for f in video_frames:
+            if "video" not in self.model.modalities:
+                raise ValueError(f"{spec.display_name} serves no video: drop video_frames.")
+            n = f * (spec.image.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
+            enc += f * spec.image.video_budget
+            prompt += n
+            steps.append(f"video of {f} frames: ≤ {n} tokens")
+        kv = self.kv_bytes(prompt)
+        cache = enc * self.model.hidden_size * self.dtype_bytes
+        steps.append(
+            f"KV for {prompt} tokens: {kv:,} B; encoder outputs {enc} × {self.model.hidden_size} × {self.dtype_bytes} B = {cache:,} B"
+        )
+        return RequestMemory(prompt, enc, kv, cache, tuple(steps))
+
+    # -- display ---------------------------------------------------------------------
+    def table(self) -> Table:
+        rows: list[tuple[str, Any]] = [
+            ("model", self.model.name),
+            ("max_model_len", self.max_model_len),
+            ("max_num_batched_tokens", self.max_num_batched_tokens),
+            ("limit_mm_per_prompt", self.limits),
+        ]
+        for key in ("max_tokens_per_item", "max_items_per_prompt", "max_items_per_batch"):
+            rows.append((key, getattr(self, key)))
+        rows += [
+            ("encoder_compute_budget", self.encoder_compute_budget),
+            ("encoder_cache_size", self.encoder_cache_size),
+            (
+                "KV bytes / token (full + sliding)",
+                f"{self.kv_bytes_per_token_full:,} + {self.kv_bytes_per_token_sliding:,}",
+            ),
+            ("KV per request (vLLM)", f"{self.vllm_kv_bytes_per_request / 2**20:,.1f} MiB"),
+            ("encoder cache", f"{self.encoder_cache_bytes / 2**20:,.1f} MiB"),
+            (
+                "weights",
+                f"{self.weights_bytes / 2**30:,.2f} GiB ({self.model.num_parameters:,} parameters)",
+            ),
+        ]
+        return Table(
+            ("quantity (vLLM's name)", "value"),
+            tuple(rows),
+            title="serving plan",
+            notes=self.steps,
+            notes_title="steps",
+        )
+
+    def _repr_html_(self) -> str:
+        return self.table().html()
+
+    def __str__(self) -> str:
+        return self.table().text()
+
+
+# ----------------------------------------------------------------------- the plan
+
+
+def _limits(
+    limit_mm_per_prompt: Mapping[str, Any] | None, num_frames: int | None
+) -> tuple[dict[str, int], int | None]:
+    """Counts per modality, as vLLM reads them (an int, or a dict with ``count``)."""
+    counts: dict[str, int] = {}
+    frames = num_frames
+    for modality, value in (limit_mm_per_prompt or {}).items():
+        if isinstance(value, Mapping):
+            counts[modality] = int(value.get("count", DEFAULT_LIMIT))
+            if modality == "video" and value.get("num_frames") is not None:
+                frames = int(value["num_frames"]) if num_frames is None else num_frames
+        else:
+            counts[modality] = int(value)
+        if counts[modality] < 0:
+            raise ValueError(
+                f"limit_mm_per_prompt[{modality!r}] must be ≥ 0, got {counts[modality]}."
+            )
+    return counts, frames
+
+
+def _require_engine_args(
+    spec: Any, max_model_len: int, max_soft_tokens: int | None, dtypes: Sequence[str]
+) -> None:
+    """What vLLM refuses at start-up: a non-positive length, a budget the processor does
+    not know (``require_budget``; a family without budgets ignores it), an unknown dtype."""
+    if max_model_len <= 0:
+        raise ValueError(f"max_model_len must be positive, got {max_model_len}.")
+    if max_soft_tokens is not None and spec.image.budgets:
+        require_budget(max_soft_tokens, family=spec)
+    for name in dtypes:
+        if str(name) not in _DTYPE_BYTES:
+            raise ValueError(f"Unknown dtype {name!r}; use one of {sorted(_DTYPE_BYTES)}.")
+
+
+def _active_rule(model: ServingModel, counts: dict[str, int]) -> Rule[dict[str, int]]:
+    """Limits of the modalities the model serves (999 when left out); others are ignored."""
+    limits = {m: counts.get(m, DEFAULT_LIMIT) for m in model.modalities}
+    ignored = sorted(set(counts) - set(model.modalities))
+    step = (
+        f"limit_mm_per_prompt {ignored}: {model.name} serves no such input, vLLM ignores it"
+        if ignored
+        else ""
+    )
+    return Rule(limits, step)
+
+
+def _dummy_counted_items(
+    model: ServingModel, active: list[str], max_soft_tokens: int | None
+) -> Rule[dict[str, int]]:
+    """A family whose model file has no ``get_mm_max_tokens_per_item`` hook (Gemma 3n):
+    vLLM builds one dummy item per modality and counts its placeholders."""
+    spec = model.spec
+    tokens: dict[str, int] = {}
+    why = [
+        f"{spec.display_name}'s model file names its method get_max_tokens_per_item, not "
+        "the hook get_mm_max_tokens_per_item, so vLLM builds one dummy item per modality "
+        "and counts its placeholders"
+    ]
+    if "image" in active:
+        tokens["image"] = model.image_seq_length
+        why.append(f"image: {tokens['image']} tokens, whatever the size (image_seq_length)")
+    if "audio" in active:
+        tokens["audio"] = model.audio_seq_length
+        why.append(
+            f"audio: {tokens['audio']} tokens, whatever the length (the replacement is fixed)"
+        )
+    if max_soft_tokens is not None:
+        why.append(
+            f"max_soft_tokens={max_soft_tokens} is ignored: {spec.display_name} has no image budget"
+        )
+    return Rule(tokens, "; ".join(why))
+
+
+def _stated_items(
+    model: ServingModel, active: list[str], max_soft_tokens: int | None, num_frames: int | None
+) -> Rule[dict[str, int]]:
+    """A family with budgets states its maxima (``get_mm_max_tokens_per_item``): the image
+    budget, the processor's audio length, and frames × (video budget + markers) per video."""
+    spec = model.spec
+    tokens: dict[str, int] = {}
+    why = []
+    if "image" in active:
+        asked = max_soft_tokens in spec.image.budgets
+        tokens["image"] = max_soft_tokens if asked else model.default_budget
+        source = ("mm_processor_kwargs max_soft_tokens" if asked
+                  else f"vision_config.{spec.budget_config_field}")  # fmt: skip
+        why.append(f"image: {tokens['image']} soft tokens ({source}; markers not counted)")
+    if "audio" in active:
+        tokens["audio"] = model.audio_seq_length
+        secs = model.audio_seq_length * spec.audio.ms_per_token / 1000
+        why.append(
+            f"audio: {model.audio_seq_length} (the processor's audio_seq_length, a {secs:g} s clip)"
+        )
+    if "video" in active:
+        img = spec.image
+        frames = min(img.max_video_frames, num_frames or img.max_video_frames)
+        tokens["video"] = vllm_video_tokens(frames, family=spec)
+        why.append(
+            f"video: {frames} frames × ({img.video_budget} soft + 2 markers + ~6 timestamp) "
+            f"= {tokens['video']} (num_frames from limit_mm_per_prompt['video'], capped at "
+            f"{img.max_video_frames})"
+        )
+    return Rule(tokens, "; ".join(why))
+
+
+def _per_item_rule(
+    model: ServingModel, active: list[str], max_soft_tokens: int | None, num_frames: int | None
+) -> Rule[dict[str, int]]:
+    """Worst-case embeddings of one item per active modality, as vLLM finds them."""
+    if model.spec.image.fixed_soft_tokens is not None:
+        return _dummy_counted_items(model, active, max_soft_tokens)
+    return _stated_items(model, active, max_soft_tokens, num_frames)
+
+
+def _dummy_inputs_rule(model: ServingModel, active: list[str]) -> Rule[DummyInputs | None]:
+    """The request vLLM's dummy builder makes (one item per active modality: the warm-up,
+    and Gemma 3n's count), read from the checkpoint's processor."""
+    if not active:
+        return Rule(None, "")
+    if model.processor is None:
+        return Rule(
+            None,
+            f"dummy inputs: no processor was read for {model.name} ({model.config_source}), "
+            "so the dummy request is not shown",
+        )
+    dummy = vllm_dummy_inputs(model, dict.fromkeys(active, 1))
+    return Rule(dummy, "dummy inputs (one item each): " + " ".join(dummy.steps))
+
+
+def _encoder_budget_rule(
+    tokens: dict[str, int], mnbt: int, disable_chunked_mm_input: bool
+) -> Rule[int]:
+    """``compute_mm_encoder_budget``: max(max_num_batched_tokens, largest item), for both the
+    compute budget and the cache; an item that cannot be chunked must fit one batch."""
+    if not tokens:
+        return Rule(0, "every modality has limit 0: no encoder cache (compute = cache = 0)")
+    big = max(tokens.values())
+    if disable_chunked_mm_input and big > mnbt:
+        raise ValueError(
+            f"Chunked MM input disabled but max_tokens_per_mm_item ({big}) is larger than "
+            f"max_num_batched_tokens ({mnbt}). Please increase max_num_batched_tokens."
+        )
+    budget = max(mnbt, big)
+    return Rule(
+        budget,
+        f"encoder_compute_budget = encoder_cache_size = max(max_num_batched_tokens {mnbt}, "
+        f"largest item {big}) = {budget}",
+    )
+
+
+def _items_rule(
+    modality: str,
+    tokens: int,
+    *,
+    limit: int,
+    max_model_len: int,
+    compute: int,
+    max_num_seqs: int,
+    mnbt: int,
+    enable_chunked_prefill: bool,
+) -> Rule[tuple[int, int]]:
+    """(items per prompt, items per batch) the profiler runs for one modality."""
+    if tokens == 0:
+        return Rule((0, 0), "")
+    per_prompt = max(1, min(limit, max_model_len // tokens))
+    reqs = max_num_seqs if enable_chunked_prefill else min(max_num_seqs, mnbt // tokens)
+    per_batch = max(1, min(compute // tokens, reqs * per_prompt))
+    return Rule(
+        (per_prompt, per_batch),
+        f"{modality}: per prompt max(1, min(limit {limit}, {max_model_len} // {tokens})) = "
+        f"{per_prompt}; per batch max(1, min({compute} // {tokens}, {reqs} requests × "
+        f"{per_prompt})) = {per_batch}",
+    )
+
+
+def _kv_rule(model: ServingModel, kv_bytes: int) -> Rule[tuple[int, int]]:
+    """(bytes per token on full layers, on sliding layers) of the layers that store KV."""
+    layers = model.layers
+    full = sum(la.bytes_per_token(kv_bytes) for la in layers if la.window is None)
+    sliding = sum(la.bytes_per_token(kv_bytes) for la in layers if la.window is not None)
+    stored = sum(1 for la in layers if la.stores_kv)
+    return Rule(
+        (full, sliding),
+        f"KV: {stored} of {len(layers)} layers store K and V ({len(layers) - stored} share an "
+        f"earlier layer's); per token {full:,} B on full layers + {sliding:,} B on sliding "
+        "layers (these stop growing at the window)",
+    )
+
+
+def _weights_rule(model: ServingModel, w_bytes: int) -> Rule[int]:
+    """The weights in bytes: every part built on the meta device, the routed experts and
+    the per-layer embeddings apart."""
+    parts = ", ".join(f"{k} {v:,}" for k, v in model.num_parameters_by_part.items())
+    text = (f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's "
+            f"shapes, meta device: {parts})")  # fmt: skip
+    if model.experts_per_token:
+        k, n = model.experts_per_token
+        text += (f"; {model.expert_parameters:,} in {n} routed experts, {k} per token, so "
+                 f"{model.active_parameters:,} run per token (all stay in memory)")  # fmt: skip
+    if model.per_layer_embedding_parameters:
+        ple = model.per_layer_embedding_parameters
+        text += (f"; {ple:,} of them are the per-layer embedding table (a lookup; "
+                 f"{model.num_parameters - ple:,} without it)")  # fmt: skip
+    return Rule(model.num_parameters * w_bytes, text)
+
+
+def plan_serving(
+    model_or_bundle: Bundle | ServingModel | str | os.PathLike | Any,
+    *,
+    max_model_len: int = 8192,
+    limit_mm_per_prompt: Mapping[str, Any] | None = None,
+    max_num_batched_tokens: int | None = None,
+    max_soft_tokens: int | None = None,
+    num_frames: int | None = None,
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    enable_chunked_prefill: bool = True,
+    disable_chunked_mm_input: bool = False,
+    dtype: str = "bfloat16",
+    kv_cache_dtype: str | None = None,
+    block_size: int = 16,
+) -> ServingPlan:
+    """What vLLM reserves at start-up for these engine arguments, and why.
+
+    ``limit_mm_per_prompt`` maps modality → count, or a dict with ``count`` (and, for
+    video, ``num_frames``); a modality left out counts as 999, as in vLLM.
+    ``max_num_batched_tokens`` defaults to 8192 (vLLM's ``LLM`` default below 70 GiB of
+    GPU memory; 16384 on an H100). ``dtype`` sizes the weights, ``kv_cache_dtype`` the KV
+    cache (default: ``dtype``).
+
+    >>> plan = plan_serving("tiny-gemma3n", max_model_len=2048)   # doctest: +SKIP
+    >>> plan.max_tokens_per_item                                  # doctest: +SKIP
+    {'image': 256, 'audio': 188}
+    """
+    model = (
+        model_or_bundle if isinstance(model_or_bundle, ServingModel) else _cached(model_or_bundle)
+    )
+    spec = model.spec
+    _require_engine_args(spec, max_model_len, max_soft_tokens, (dtype, kv_cache_dtype or dtype))
+    mnbt = max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS
+    counts, frames = _limits(limit_mm_per_prompt, num_frames)
+    limits = _active_rule(model, counts)
+    active = [m for m in model.modalities if limits.value[m] > 0]
+    tokens = _per_item_rule(model, active, max_soft_tokens, frames)
+    dummy = _dummy_inputs_rule(model, active)
+    compute = _encoder_budget_rule(tokens.value, mnbt, disable_chunked_mm_input)
+    items = {
+        m: _items_rule(m, t, limit=limits.value[m], max_model_len=max_model_len,
+                       compute=compute.value, max_num_seqs=max_num_seqs, mnbt=mnbt,
+                       enable_chunked_prefill=enable_chunked_prefill)
+        for m, t in (tokens.value.items() if compute.value else ())
+    }  # fmt: skip
+    w_bytes = _DTYPE_BYTES[str(dtype)]
+    kv_bytes = _DTYPE_BYTES[str(kv_cache_dtype or dtype)]
+    kv = _kv_rule(model, kv_bytes)
+    weights = _weights_rule(model, w_bytes)
+    rules = [limits, tokens, dummy, compute, *items.values(), kv, weights]
+    return ServingPlan(
+        model=model,
+        max_model_len=max_model_len,
+        max_num_batched_tokens=mnbt,
+        max_num_seqs=max_num_seqs,
+        limits=limits.value,
+        max_soft_tokens=max_soft_tokens if spec.image.budgets else None,
+        num_frames=frames if "video" in model.modalities else None,
+        max_tokens_per_item=tokens.value,
+        max_items_per_prompt={m: r.value[0] for m, r in items.items()},
+        max_items_per_batch={m: r.value[1] for m, r in items.items()},
+        encoder_compute_budget=compute.value,
+        encoder_cache_size=compute.value,
+        dummy_inputs=dummy.value,
+        dtype_bytes=w_bytes,
+        kv_dtype_bytes=kv_bytes,
+        block_size=block_size,
+        kv_bytes_per_token_full=kv.value[0],
+        kv_bytes_per_token_sliding=kv.value[1],
+        weights_bytes=weights.value,
+        steps=(f"config: {model.config_source or 'as given'}", *(r.step for r in rules if r.step)),
+    )
+
+
+def _cached(source: Any) -> ServingModel:
+    """serving_model once per bundle name / folder / tiny name (``SERVING_MODELS``); a
+    config passed in is read each time."""
+    from gemma_explore.models.bundle import Bundle
+
+    key = source.name if isinstance(source, Bundle) else (
+        os.fspath(source) if isinstance(source, str | os.PathLike) else None
+    )  # fmt: skip
+    if key is None:
+        return serving_model(source)
+    return SERVING_MODELS.get_or_make(key, lambda: serving_model(source))
