@@ -46,7 +46,7 @@ html: $(STAMP)
 
 # Every figure for the bundled samples: build/gallery/*.png
 gallery: $(STAMP)
-	$(PY) benchmarks/gallery.py build/gallery
+	$(PY) scripts/gallery.py build/gallery
 
 # The offline course site: the notebooks executed (HTML), the gallery, the slides and the
 # teacher's kit in one folder that opens over file:// with no server: build/site/index.html
@@ -57,7 +57,7 @@ site: $(STAMP)
 # The README's figures, redrawn from the current code: docs/images/*
 .PHONY: images
 images: $(STAMP)
-	$(PY) -m scripts.gallery --readme
+	$(PY) scripts/gallery.py --readme
 
 env: $(STAMP)
 

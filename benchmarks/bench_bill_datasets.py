@@ -1,12 +1,12 @@
 """Bills of parquet datasets, measured in one run: rows per second, the processor, Ray, memory.
 
 1. Rows per second for ``bill`` on parquet shards whose image column holds PNG and JPEG
-   bytes (a Hugging Face ``Image`` struct), header-only, local engine, 2 workers
+   bytes (a Hugging Face ``Image`` struct), header-only, local runner, 2 workers
    (target ≥ 5 000 rows/s on 2 cores), against running the real transformers Gemma 4
    image processor on a sample of the same rows (decode, resize, patchify; target ≥ 100×).
    The counts of both agree row by row.
-2. ``--engine ray`` on a local cluster: its start-up, and its rows per second with 1 and 2
-   workers, as ratios to the local engine on the same shards (both after a warm-up run in
+2. ``--runner ray`` on a local cluster: its start-up, and its rows per second with 1 and 2
+   workers, as ratios to the local runner on the same shards (both after a warm-up run in
    this process; the figure in 1. is a fresh process, pool start and imports included).
 3. Peak RSS of a fresh process billing 10 000 and then 100 000 rows (main process and its
    largest worker): flat, because rows stream through the tally and are never kept.
@@ -103,15 +103,15 @@ def ray_figures(folder: Path, rows: int) -> dict:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     startup = time.perf_counter() - start
     try:
-        bill(folder, budgets=[280], engine="ray", workers=2)  # warm: workers, imports
+        bill(folder, budgets=[280], runner="ray", workers=2)  # warm: workers, imports
         out = {"startup_s": startup}
-        bill(folder, budgets=[280], workers=2)  # the local engine, timed the same way
+        bill(folder, budgets=[280], workers=2)  # the local runner, timed the same way
         start = time.perf_counter()
         bill(folder, budgets=[280], workers=2)
         out["local_s"] = time.perf_counter() - start
         for workers in (1, 2):
             start = time.perf_counter()
-            result = bill(folder, budgets=[280], engine="ray", workers=workers)
+            result = bill(folder, budgets=[280], runner="ray", workers=workers)
             assert result.billed_files == rows
             out[f"ray{workers}_s"] = time.perf_counter() - start
     finally:
@@ -140,7 +140,7 @@ def main() -> None:
         per_row, ours, theirs = processor_rate(images, args.processor_rows)
         assert ours == theirs, "header counts differ from the processor's"
         print(
-            f"parquet bytes, header-only, local engine, 2 workers: {local['rows']:,} rows in "
+            f"parquet bytes, header-only, local runner, 2 workers: {local['rows']:,} rows in "
             f"{local['s']:.2f} s = {rate:,.0f} rows/s (target ≥ 5,000; {per_cpu:,.0f} rows per "
             f"CPU-second, so {2 * per_cpu:,.0f}/s on 2 idle cores)"
         )
@@ -154,10 +154,10 @@ def main() -> None:
             r = ray_figures(shards, args.rows)
             local_s = r["local_s"]
             print(
-                f"ray engine (local cluster, 2 CPUs): start-up {r['startup_s']:.1f} s; "
+                f"ray runner (local cluster, 2 CPUs): start-up {r['startup_s']:.1f} s; "
                 f"1 worker {args.rows / r['ray1_s']:,.0f} rows/s, 2 workers "
                 f"{args.rows / r['ray2_s']:,.0f} rows/s (×{r['ray1_s'] / r['ray2_s']:.2f} from 1→2); "
-                f"ray with 2 workers takes ×{r['ray2_s'] / local_s:.2f} the local engine's time "
+                f"ray with 2 workers takes ×{r['ray2_s'] / local_s:.2f} the local runner's time "
                 f"(both timed after a warm-up run in this process; Ray's start-up apart)"
             )
         small = run_probe(write_shards(tmp / "small", args.small, images))

@@ -1,4 +1,4 @@
-"""GPU check: both tiny bundles end to end on CUDA through the transformers backend.
+"""GPU check: both tiny bundles end to end on CUDA through the transformers engine.
 
     python benchmarks/gpu_check.py [--device cuda] [--real PATH_OR_HUB_ID ...] [--no-vllm]
 
@@ -103,7 +103,7 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
             ge.load(tiny_name(family), device="cpu").save_pretrained(folder)
             hf = ge.load(folder, device=device, dtype=torch.float32)
             start = time.perf_counter()
-            bundle = ge.load(folder, backend="vllm", dtype="float32", in_process=True,
+            bundle = ge.load(folder, engine="vllm", dtype="float32", in_process=True,
                              max_model_len=4096, limit_mm_per_prompt=LIMITS[family],
                              kv_cache_memory_bytes=CPU_KV_CACHE_BYTES)  # fmt: skip
             lines.append(f"  {family}: engine up in {time.perf_counter() - start:.1f} s "
@@ -158,7 +158,7 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
         ge.load("tiny-gemma4", device="cpu").save_pretrained(folder)
         hf = ge.load(folder, device=device, dtype=torch.float32)
         start = time.perf_counter()
-        bundle = ge.load(folder, backend="vllm", dtype="float32", in_process=True,
+        bundle = ge.load(folder, engine="vllm", dtype="float32", in_process=True,
                          max_model_len=4096, enforce_eager=False,
                          limit_mm_per_prompt={"image": 2, "audio": 0, "video": 0},
                          compilation_config={"cudagraph_mm_encoder": True})  # fmt: skip
@@ -290,7 +290,7 @@ def released_startup(
 
 
 def _num(value: float | None, scale: float = 1.0) -> str:
-    """A timing, or "—" where the backend could not measure it."""
+    """A timing, or "—" where the engine could not measure it."""
     return "      —" if value is None else f"{value * scale:7.1f}"
 
 

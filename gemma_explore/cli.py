@@ -6,7 +6,7 @@ second shows a progress bar on stderr (tqdm; hidden when stderr is not a termina
 
     gemma-explore plan photo.jpg talk.wav --family gemma4 --budget 280
     gemma-explore bill ./dataset --budget 70,280,1120 --recursive --out bill.csv --plot bill.png
-    gemma-explore bill ./shards --budget 280,1120 --text --checkpoint tiny-gemma4 --engine ray
+    gemma-explore bill ./shards --budget 280,1120 --text --checkpoint tiny-gemma4 --runner ray
     gemma-explore serve-args google/gemma-4-E4B-it --budget 560
     gemma-explore demo --model tiny-gemma3n --port 7861
     gemma-explore transcribe clip.wav --language fr --translate-to en
@@ -25,7 +25,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from gemma_explore.engines.load import BACKENDS, backend_help
+from gemma_explore.engines.load import ENGINES, engine_help
 from gemma_explore.engines.serve_args import serve_command, serving_advice, serving_recipe
 from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES
 
@@ -188,7 +188,7 @@ def _short(path: str, width: int) -> str:
 
 @app.command(
     epilog="Example: gemma-explore bill ./shards --budget 280,1120 --text --checkpoint "
-    "tiny-gemma4 --engine ray --out bill.parquet"
+    "tiny-gemma4 --runner ray --out bill.parquet"
 )
 def bill(
     folder: Annotated[
@@ -210,7 +210,7 @@ def bill(
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Walk sub-folders too.")
     ] = False,
-    engine: Annotated[
+    runner: Annotated[
         str,
         typer.Option(
             help="local (a process pool) or ray (Ray Data; joins a running "
@@ -256,11 +256,11 @@ def bill(
     """Total the tokens a dataset costs at each budget, reading headers only."""
     spec = _family(family, _budgets(budget))
     budgets = _bill_budgets(spec, budget, out)
-    _check_bill_flags(folder, engine, plot)
+    _check_bill_flags(folder, runner, plot)
     serving = _serving_for(checkpoint)
     counter = _text_counter(spec, text=text, tokenizer=tokenizer)
     settings = {"family": spec.name, "budgets": budgets, "recursive": recursive,
-                "workers": workers, "engine": engine, "column": column,
+                "workers": workers, "runner": runner, "column": column,
                 "text_column": text_column, "text": counter}  # fmt: skip
     result, shown = _run_bill(folder, settings, out=out, per_file=per_file)
     _print_rows(result, shown, budgets)
@@ -281,15 +281,15 @@ def _bill_budgets(spec: Any, budget: str | None, out: Path | None) -> list[int]:
     return budgets
 
 
-def _check_bill_flags(folder: Path, engine: str, plot: Path | None) -> None:
-    """--engine, the source and --plot, each refused in its own flag's words."""
-    from gemma_explore.bill.runners import ENGINES
+def _check_bill_flags(folder: Path, runner: str, plot: Path | None) -> None:
+    """--runner, the source and --plot, each refused in its own flag's words."""
+    from gemma_explore.bill.runners import RUNNERS
     from gemma_explore.bill.sources import hf_cache_folder
 
-    if engine not in ENGINES:
-        _fail(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
-    if engine == "ray" and importlib.util.find_spec("ray") is None:
-        _fail("--engine ray needs Ray Data: pip install gemma-explore[ray], or use --engine local.")
+    if runner not in RUNNERS:
+        _fail(f"--runner must be one of {', '.join(RUNNERS)}, got {runner!r}.")
+    if runner == "ray" and importlib.util.find_spec("ray") is None:
+        _fail("--runner ray needs Ray Data: pip install gemma-explore[ray], or use --runner local.")
     if not folder.exists() and hf_cache_folder(str(folder)) is None:
         _fail(f"No file or folder at {folder}, and no such dataset in the local Hugging Face "
               "cache. Check the path.")  # fmt: skip
@@ -552,9 +552,9 @@ def transcribe(
     model: Annotated[
         str, typer.Option(help="A Gemma 3n checkpoint, folder or hub id.")
     ] = "tiny-gemma3n",
-    backend: Annotated[str, typer.Option(help=f"Who answers: {backend_help()}.")] = BACKENDS[0],
+    engine: Annotated[str, typer.Option(help=f"Who answers: {engine_help()}.")] = ENGINES[0],
     base_url: Annotated[
-        str | None, typer.Option(help="For a server backend: its URL (…/v1).")
+        str | None, typer.Option(help="For a server engine: its URL (…/v1).")
     ] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Longest answer.")] = 128,
     show_prompt: Annotated[
@@ -562,14 +562,14 @@ def transcribe(
     ] = False,
 ) -> None:
     """Transcribe (or translate) a clip with Gemma 3n's fixed speech-to-text prompt."""
-    from gemma_explore.engines.load import backend_options, load
+    from gemma_explore.engines.load import engine_options, load
     from gemma_explore.models.checkpoints import guess_family
     from gemma_explore.models.tiny import TINY_NAMES
     from gemma_explore.processing.transcription import transcription_request
 
     task = "translate" if translate or translate_to else "transcribe"
     try:
-        options = backend_options(backend, base_url=base_url)
+        options = engine_options(engine, base_url=base_url)
     except ValueError as exc:
         _fail(str(exc))
     try:

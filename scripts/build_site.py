@@ -9,7 +9,7 @@ What lands in OUT (open OUT/index.html in any browser, over file://, offline):
   kernel, so its first figure is kept as a still image under it (the widget's own output).
   With ``--execute NAME`` only notebooks whose name contains NAME are executed; the others
   are exported as written (prose and code, no outputs), which is what the site test uses.
-- ``gallery/``: every figure ``benchmarks/gallery.py`` draws for the bundled samples.
+- ``gallery/``: every figure ``scripts/gallery.py`` draws for the bundled samples.
 - ``slides/index.html``: ``docs/teaching/slides.md`` as a slide deck (arrow keys, ``n``
   for the speaker notes, ``f`` for full screen, print to PDF: one slide a page). A slide's
   ``![caption](figure:NOTEBOOK/CODE)`` is the first image of the first cell of the
@@ -300,7 +300,7 @@ def build_slides(executed: dict[str, object], out: Path) -> int:
 
 
 def build_gallery(out: Path) -> list[str]:
-    from gemma_explore import gallery
+    import gallery  # scripts/gallery.py, beside this file
 
     folder = out / "gallery"
     paths = gallery.main([str(folder)])

@@ -2,7 +2,7 @@
 checks in both styles, what ``make gallery`` writes, and where the README's images come from.
 
 ``python -m scripts.gallery OUT_DIR [--style projector]`` writes every figure;
-``python -m scripts.gallery --readme`` rewrites the README's images in ``docs/images``.
+``python scripts/gallery.py --readme`` rewrites the README's images in ``docs/images``.
 Inputs (tiny models, plans, the FLOP count) are computed once by :func:`gallery_inputs`
 and drawn by :func:`figures` in the current style, so one set of inputs serves both styles.
 

@@ -1,18 +1,16 @@
-"""The package's imports flow one way: each module imports only from layers below it.
+"""The house rules import-linter cannot check (the layers themselves live once, in
+pyproject.toml, and `lint-imports` in `make test` holds them).
 
-The layer order lives once, in pyproject.toml's import-linter contract. This test reads
-it and walks every module's AST, imports inside functions included (``if TYPE_CHECKING``
-blocks excluded: type hints create no runtime edge), and fails on:
+* No cycle between modules, through imports inside functions and ``if TYPE_CHECKING:``
+  blocks too; no module imports the root package ``gemma_explore``.
+* The folders are the architecture: the package root holds at most 8 modules beside its
+  folders, no module repeats its folder's name as a prefix (``bill/bill_core.py``), and
+  none takes a standard-library module's name.
+* No compatibility layer: no module of the package raises a DeprecationWarning.
+* Every imported third-party package is declared; no function is over 80 lines.
 
-* an import of a higher layer, or of an independent sibling (``a | b``);
-* an import of the root package ``gemma_explore`` from inside it;
-* a cycle between modules.
-
-It also plants a back edge and a cycle to show the checks fail when they should, and
-runs import-linter itself on a copy of the package with a function-level back edge.
-
-docs/DESIGN.md draws the same layers in its ```layers block: the test holds the two
-lists equal (order and siblings), and every module of the package in some layer.
+It also plants a function-level back edge and a type-only back edge in a copy of the
+package and runs import-linter on it, to show the contract sees both.
 """
 
 from __future__ import annotations
@@ -31,39 +29,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gemma_explore"
 
 
-def _layers() -> list[list[str]]:
-    """Layers from top to bottom, each a list of sibling components."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (contract,) = config["contracts"]
-    return [[c.strip() for c in layer.split("|")] for layer in contract["layers"]]
-
-
-def _design_layers(text: str | None = None) -> list[list[str]]:
-    """The layers docs/DESIGN.md draws: the lines of its ```layers block, each a name, two
-    or more spaces, then the layer's modules joined by "|"."""
-    import re
-
-    text = (ROOT / "docs" / "DESIGN.md").read_text() if text is None else text
-    block = re.search(r"^```layers\n(.*?)^```", text, re.M | re.S)
-    assert block, "docs/DESIGN.md has no ```layers block"
-    layers = []
-    for line in block.group(1).splitlines():
-        if line.strip():
-            name_and_modules = re.split(r"\s{2,}", line.strip(), maxsplit=1)
-            assert len(name_and_modules) == 2, f"DESIGN.md layer line without modules: {line!r}"
-            layers.append([c.strip() for c in name_and_modules[1].split("|")])
-    return layers
-
-
-def _components() -> set[str]:
-    """The package's top-level modules and subpackages (what a layer lists)."""
-    return {
-        p.stem if p.is_file() else p.name
-        for p in PACKAGE.iterdir()
-        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
-    }
-
-
 def _module_name(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
     parts = list(rel.parts)
@@ -72,22 +37,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.AST, module: str, is_package: bool, known: set[str]):
-    """(target module, line) for every runtime import of a package module."""
+    """(target module, line) for every import of a package module: inside functions and
+    ``if TYPE_CHECKING:`` blocks too (a type hint that points up is a cycle all the same)."""
 
     def visit(node: ast.AST):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                for stmt in child.orelse:
-                    yield from visit(stmt)
-                continue
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     yield alias.name, child.lineno
@@ -117,35 +72,6 @@ def import_graph() -> dict[str, list[tuple[str, int]]]:
         tree = ast.parse(path.read_text(), filename=str(path))
         graph[name] = list(_imports(tree, name, path.name == "__init__.py", known))
     return graph
-
-
-def _component(module: str) -> str | None:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else None
-
-
-def layer_violations(graph: dict[str, list[tuple[str, int]]], layers: list[list[str]]):
-    rank = {c: i for i, layer in enumerate(layers) for c in layer}  # 0 = top
-    siblings = {c: set(layer) - {c} for layer in layers for c in layer}
-    out = []
-    for source, targets in graph.items():
-        src = _component(source)
-        if src is None:  # the root __init__ is the public face: it may import anything
-            continue
-        for target, line in targets:
-            dst = _component(target)
-            if dst is None:
-                out.append(f"{source}:{line} imports the root package gemma_explore")
-            elif dst == src:
-                continue
-            elif src not in rank or dst not in rank:
-                out.append(f"{source}:{line} → {target}: add {src if src not in rank else dst!r} "
-                           "to the layers in pyproject.toml")  # fmt: skip
-            elif dst in siblings[src]:
-                out.append(f"{source}:{line} imports its independent sibling {target}")
-            elif rank[dst] < rank[src]:
-                out.append(f"{source}:{line} imports {target}, a higher layer")
-    return out
 
 
 def cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
@@ -186,68 +112,34 @@ def cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
     return found
 
 
-def test_every_import_flows_downward():
-    assert layer_violations(import_graph(), _layers()) == []
-
-
-def layer_differences(design: list[list[str]], enforced: list[list[str]]) -> list[str]:
-    """How DESIGN.md's layers differ from pyproject's (a layer's modules in any order)."""
-    d = [" | ".join(sorted(x)) for x in design]
-    e = [" | ".join(sorted(x)) for x in enforced]
-    out = [f"only in DESIGN.md: {x}" for x in d if x not in e]
-    out += [f"only in pyproject.toml: {x}" for x in e if x not in d]
-    if not out and d != e:
-        out.append("the same layers in another order: " + " > ".join(d))
-    return out
-
-
-def test_design_md_draws_the_layers_pyproject_enforces():
-    """DESIGN.md's picture is the contract: the same layers, in the same order, with the
-    same siblings."""
-    assert layer_differences(_design_layers(), _layers()) == []
-
-
-def test_the_layer_comparison_fails_on_a_drifted_picture():
-    enforced = _layers()
-    lines = (f"x{i}  {' | '.join(layer)}" for i, layer in enumerate(enforced))
-    text = "```layers\n" + "\n".join(lines)
-    assert _design_layers(text + "\n```\n") == enforced  # the parser reads what it wrote
-    swapped = [enforced[1], enforced[0], *enforced[2:]]
-    assert layer_differences(swapped, enforced)[0].startswith("the same layers in another order")
-    missing = [[c for c in layer if c != "flops"] for layer in enforced]
-    assert any("flops" in d for d in layer_differences(missing, enforced))
-
-
-def test_every_module_is_in_a_layer():
-    """A module nobody imports would slip past the import walk: list it, or it is homeless."""
-    placed = {c for layer in _layers() for c in layer}
-    assert sorted(_components() - placed) == [], "add these to pyproject.toml and DESIGN.md"
-    assert sorted(placed - _components()) == [], "these layers name modules that do not exist"
-
-
-def test_no_cycles_even_through_function_level_imports():
+def test_no_cycles_through_any_import():
     assert cycles(import_graph()) == []
 
 
-def test_the_checks_fail_on_a_planted_back_edge_and_cycle():
-    graph = import_graph()
-    planted = {**graph, "gemma_explore.facts.families": [("tests.app.handlers", 1)]}
-    problems = layer_violations(planted, _layers())
-    assert problems == [
-        "gemma_explore.facts.families:1 imports tests.app.handlers, a higher layer"
+def test_no_module_imports_the_root_package():
+    """The root is the lesson's namespace; it imports the folders, never the reverse."""
+    rooted = [
+        f"{source}:{line}"
+        for source, targets in import_graph().items()
+        if source != "gemma_explore"
+        for target, line in targets
+        if target == "gemma_explore"
     ]
+    assert rooted == []
+
+
+def test_the_walk_sees_function_level_and_type_only_imports():
+    """The old knots were an import inside a function and a type hint pointing up."""
+    tree = ast.parse(
+        "def f():\n    from gemma_explore.app import ui\nif TYPE_CHECKING:\n    from gemma_explore.models import bundle\n"
+    )
+    known = {"gemma_explore.app.ui", "gemma_explore.models.bundle"}
+    assert list(_imports(tree, "gemma_explore.plans.image", False, known)) == [
+        ("gemma_explore.app.ui", 2),
+        ("gemma_explore.models.bundle", 4),
+    ]
+    planted = {**import_graph(), "gemma_explore.facts.families": [("gemma_explore.app.ui", 1)]}
     assert any("gemma_explore.facts.families" in c for c in cycles(planted))
-    rooted = {**graph, "gemma_explore.plans": [("gemma_explore", 3)]}
-    assert "imports the root package" in layer_violations(rooted, _layers())[0]
-
-
-def test_function_level_imports_are_seen():
-    """The old knot was made of imports inside functions: the walk must see them."""
-    tree = ast.parse("def f():\n    from .app import handlers\n")
-    known = {"gemma_explore.app", "tests.app.handlers"}
-    assert list(_imports(tree, "gemma_explore.plans", False, known)) == [
-        ("tests.app.handlers", 2)
-    ]
 
 
 @pytest.mark.skipif(
@@ -255,25 +147,78 @@ def test_function_level_imports_are_seen():
     and not (Path(sys.executable).parent / "lint-imports").exists(),
     reason="import-linter not installed",
 )
-def test_import_linter_fails_on_a_function_level_back_edge(tmp_path):
-    """import-linter's own contract, on a copy of the package with one planted import."""
+def test_import_linter_fails_on_a_function_level_and_a_type_only_back_edge(tmp_path):
+    """pyproject's contract, on a copy of the package with two planted imports."""
     copy = tmp_path / "gemma_explore"
     shutil.copytree(
         PACKAGE, copy, ignore=shutil.ignore_patterns("*.jpg", "*.wav", "*.mp4", "__pycache__")
     )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    families = copy / "families.py"
+    families = copy / "facts" / "families.py"
     families.write_text(
-        families.read_text() + "\n\ndef _planted():\n    from .app import handlers  # noqa\n"
+        families.read_text() + "\n\ndef _planted():\n    from gemma_explore.app import ui  # noqa\n"
+    )
+    sizes = copy / "sizes.py"
+    sizes.write_text(
+        sizes.read_text() + "\nfrom typing import TYPE_CHECKING  # noqa\n"
+        "if TYPE_CHECKING:\n    from gemma_explore.plans.image import ImagePlan  # noqa\n"
     )
     exe = Path(sys.executable).parent / "lint-imports"
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     run = subprocess.run(
         [str(exe) if exe.exists() else "lint-imports", "--no-cache"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode != 0, run.stdout
-    assert "gemma_explore.facts.families -> tests.app.handlers" in run.stdout
+    assert "gemma_explore.facts.families -> gemma_explore.app.ui" in run.stdout
+    assert "gemma_explore.sizes -> gemma_explore.plans.image" in run.stdout
+
+
+# ------------------------------------------------------------------ the folders
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_the_root_holds_at_most_8_modules_beside_its_folders():
+    root = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(root) <= 8, root
+
+
+def test_no_module_repeats_its_folders_name_as_a_prefix():
+    prefixed = [
+        str(p.relative_to(PACKAGE))
+        for p in _modules()
+        if p.parent != PACKAGE and p.stem.startswith(p.parent.name.rstrip("s") + "_")
+    ]
+    assert prefixed == []
+
+
+def test_no_module_takes_a_standard_library_name():
+    """``gemma_explore/inspect.py`` once hid the standard library's inspect from any script
+    run beside it."""
+    shadows = [
+        str(p.relative_to(PACKAGE))
+        for p in _modules()
+        if p.stem in sys.stdlib_module_names or p.parent.name in sys.stdlib_module_names
+    ]
+    assert shadows == []
+
+
+def test_no_module_raises_a_deprecation_warning():
+    """No compatibility layer before 1.0: a rename migrates every caller instead."""
+    found = [
+        f"{p.relative_to(PACKAGE)}:{node.lineno}"
+        for p in _modules()
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Name) and node.id in {"DeprecationWarning", "FutureWarning"}
+    ]
+    assert found == []
 
 
 # ------------------------------------------------------------- declared dependencies

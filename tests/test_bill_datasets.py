@@ -28,7 +28,7 @@ from PIL import Image
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from gemma_explore.bill import runners as bill_engines  # noqa: E402
+from gemma_explore.bill import runners as bill_runners  # noqa: E402
 from gemma_explore.bill.core import Item, Sample, bill_sample  # noqa: E402
 from gemma_explore.bill.cost import STAND_IN, summarize, text_counter  # noqa: E402
 from gemma_explore.bill.walk import Progress, bill  # noqa: E402
@@ -198,7 +198,7 @@ def check(result, expected: Expected) -> None:
         assert sum(t * n for t, n in hist.items()) == total
 
 
-# --------------------------------------------------------------------------- local engine
+# --------------------------------------------------------------------------- local runner
 
 
 def test_parquet_and_webdataset_totals_equal_the_plans(data):
@@ -403,7 +403,7 @@ def test_parquet_output_summary_and_progress(data, tmp_path):
     assert legend == drawn
 
 
-# --------------------------------------------------------------------------- ray engine
+# --------------------------------------------------------------------------- ray runner
 
 
 @pytest.fixture(scope="module")
@@ -416,8 +416,8 @@ def ray_cluster():
 
 
 def test_both_engines_map_the_same_per_sample_function():
-    local = inspect.signature(bill_engines.local_rows).parameters["per_sample"].default
-    remote = inspect.signature(bill_engines.ray_rows).parameters["per_sample"].default
+    local = inspect.signature(bill_runners.local_rows).parameters["per_sample"].default
+    remote = inspect.signature(bill_runners.ray_rows).parameters["per_sample"].default
     assert local is remote is bill_sample
 
 
@@ -429,9 +429,9 @@ def test_ray_engine_equals_the_plans_and_the_local_engine(data, ray_cluster, tmp
 
     for folder, expected in ((data["hf"], data["parquet"]), (data["wds"], data["wds_expected"])):
         rows = []
-        result = bill(folder, budgets=BUDGETS, engine="ray", workers=2, on_row=rows.append)
+        result = bill(folder, budgets=BUDGETS, runner="ray", workers=2, on_row=rows.append)
         check(result, expected)
-        assert result.engine == "ray"
+        assert result.runner == "ray"
         local = []
         bill(folder, budgets=BUDGETS, workers=1, on_row=local.append)
         same = sorted((r.path, r.tokens, r.parts, r.error) for r in rows)
@@ -439,7 +439,7 @@ def test_ray_engine_equals_the_plans_and_the_local_engine(data, ray_cluster, tmp
     # The README's command, on this local cluster.
     out = tmp_path / "bill.parquet"
     res = CliRunner().invoke(app, [
-        "bill", str(data["wds"]), "--engine", "ray", "--budget", "280,1120", "--text",
+        "bill", str(data["wds"]), "--runner", "ray", "--budget", "280,1120", "--text",
         "--checkpoint", "tiny-gemma4", "--out", str(out),
     ])  # fmt: skip
     assert res.exit_code == 0, res.output
@@ -472,8 +472,8 @@ def test_videos_and_binary_columns_from_bytes(tmp_path):
 
 
 def test_unknown_engine_is_one_clear_line(data):
-    with pytest.raises(ValueError, match="--engine must be one of local, ray"):
-        bill(data["hf"], engine="dask")
+    with pytest.raises(ValueError, match="--runner must be one of local, ray"):
+        bill(data["hf"], runner="dask")
 
 
 def test_progress_eta_from_tar_bytes():

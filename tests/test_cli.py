@@ -282,7 +282,7 @@ def test_demo_is_the_packaged_main_with_its_flags(monkeypatch):
 def test_demo_help_and_bad_flags_come_from_the_demos_parser():
     result = run("demo", "--help")
     assert result.exit_code == 0
-    assert "--port" in result.stdout and "--backend {hf,vllm,openai}" in result.stdout
+    assert "--port" in result.stdout and "--engine {hf,vllm,openai}" in result.stdout
     bad = run("demo", "--port", "abc")
     assert bad.exit_code == 2
     assert "argument --port: invalid int value: 'abc'" in bad.stderr
@@ -310,7 +310,7 @@ def test_transcribe_with_the_tiny_model_says_noise(clip):
         (("--language", "xx"), "Unknown language 'xx'"),
         (("--translate-to", "klingon"), "Unknown target language"),
         (("--model", "tiny-gemma4"), "Gemma 4 has no speech-to-text"),
-        (("--backend", "tpu"), "Unknown backend 'tpu'"),
+        (("--engine", "tpu"), "Unknown engine 'tpu'"),
     ],
 )
 def test_transcribe_bad_input_exits_2(clip, args, reason):
@@ -324,7 +324,7 @@ def test_transcribe_refuses_long_clips(tmp_path):
     assert "No audio file" in _one_line_error(run("transcribe", tmp_path / "missing.wav"))
 
 
-# The openai backend's success path (a real vllm serve): tests/serve/test_speech.py.
+# The openai engine's success path (a real vllm serve): tests/serve/test_speech.py.
 
 
 def test_transcribe_without_a_server_exits_2(clip):
@@ -332,7 +332,7 @@ def test_transcribe_without_a_server_exits_2(clip):
         run(
             "transcribe",
             clip,
-            "--backend",
+            "--engine",
             "openai",
             "--base-url",
             "http://127.0.0.1:9/v1",

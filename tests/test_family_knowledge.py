@@ -21,7 +21,7 @@ from gemma_explore.facts.families import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gemma_explore"
-FACTS = PACKAGE / "families.py"  # the one module that may name families
+FACTS = PACKAGE / "facts" / "families.py"  # the one module that may name families
 
 NAMES = frozenset(
     {*FAMILIES, *(s.name for s in FAMILIES.values()), *(s.display_name for s in FAMILIES.values())}

@@ -259,7 +259,7 @@ def test_a_truncated_jpeg_is_refused_by_plan_as_by_the_demo(tmp_path):
     path = tmp_path / "cut.jpg"
     path.write_bytes(SAMPLES["image"][: len(SAMPLES["image"]) // 3])
     code, _out, stderr = _cli_plan(path)
-    demo = image_tab("tiny-gemma4", str(path))["error"]
+    demo = image_tab("tiny-gemma4", str(path)).error
     assert code == 2 and "truncated or corrupt" in stderr
     assert demo is not None and "truncated or corrupt" in demo
 

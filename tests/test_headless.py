@@ -100,7 +100,7 @@ class _Run:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, monkeypatch_module):
     monkeypatch_module.setenv("MPLBACKEND", "Agg")
-    for key in ("GEMMA_EXPLORE_MODEL", "GEMMA_EXPLORE_MODEL_3N", "GEMMA_EXPLORE_BACKEND"):
+    for key in ("GEMMA_EXPLORE_MODEL", "GEMMA_EXPLORE_MODEL_3N", "GEMMA_EXPLORE_ENGINE"):
         monkeypatch_module.delenv(key, raising=False)
     cwd = tmp_path_factory.mktemp("headless")
     nb = nbformat.v4.new_notebook()

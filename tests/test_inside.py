@@ -30,7 +30,11 @@ def test_encode_results_carry_the_embedder_stage(any_bundle):
     """The trace, re-done from the module's weights, equals the module's forward, and its
     output is what the language model receives for the item."""
     prepared = _prepared(any_bundle)
-    for encoded in (encode_images(any_bundle, prepared), encode_audio(any_bundle, prepared)):
+    encoded_items = (
+        encode_images(prepared, bundle=any_bundle),
+        encode_audio(prepared, bundle=any_bundle),
+    )
+    for encoded in encoded_items:
         trace = encoded.embedder
         assert trace is not None and trace.agrees, trace
         text_width = any_bundle.model.config.get_text_config().hidden_size

@@ -33,8 +33,8 @@ def test_gemma4_every_item_matches_its_plan(tiny4, media):
     plans = [
         ge.plan_image(photo, family="gemma4", max_soft_tokens=140).num_soft_tokens,
         ge.plan_image((90, 1600), family="gemma4", max_soft_tokens=140).num_soft_tokens,
-        ge.plan_audio(speech, family="gemma4").num_placeholders,
-        ge.plan_video(vid).total_soft_tokens,
+        ge.plan_audio(speech, family="gemma4").num_soft_tokens,
+        ge.plan_video(vid).num_soft_tokens,
     ]
     assert [i.num_embeddings for i in report.items] == plans
     image = report.items[0]
@@ -56,7 +56,7 @@ def test_gemma3n_audio_padding_to_188(tiny3n, media):
     audio = [i for i in report.items if i.modality == "audio"][0]
     plan = ge.plan_audio(media[1], family="gemma3n")
     assert audio.num_embeddings == audio.num_placeholders == 188
-    assert audio.padding_slots == plan.padding_slots
+    assert audio.num_padding_soft_tokens == plan.num_padding_soft_tokens
     assert sum(audio.valid_mask) == plan.num_encoder_tokens
     assert [i.num_embeddings for i in report.items if i.modality == "image"] == [256, 256]
 

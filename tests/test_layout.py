@@ -41,7 +41,7 @@ def test_placeholders_agree_with_plans(tiny, photo, clip):
     image, audio = layout.placeholders
     assert (image.modality, audio.modality) == ("image", "audio")
     assert image.num_embeds == ge.plan_image(photo, family=tiny.family).num_soft_tokens
-    assert audio.num_embeds == ge.plan_audio(clip, family=tiny.family).num_placeholders
+    assert audio.num_embeds == ge.plan_audio(clip, family=tiny.family).num_soft_tokens
     assert layout.agrees
     spec = tiny.spec
     for pos in image.embed_positions:

@@ -224,10 +224,10 @@ def test_newlines_between_items_equal_vllm(tiny3n):
 
 
 def test_raw_prompts_are_refused_by_a_chat_api_server():
-    bundle = ge.load("google/gemma-4-E4B-it", backend="openai", base_url="http://127.0.0.1:9/v1")
+    bundle = ge.load("google/gemma-4-E4B-it", engine="openai", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="placeholder"):  # checked before any request
         bundle.generate("<bos>Look", images=[IMG], template=False)
-    with pytest.raises(ge.BackendError, match="backend='vllm' for raw prompts"):
+    with pytest.raises(ge.EngineError, match="engine='vllm' for raw prompts"):
         bundle.generate("<bos>Look<|image|>", images=[IMG], template=False)
 
 
@@ -247,7 +247,7 @@ def test_vllm_refusals_come_back_with_the_way_out(tiny4, monkeypatch):
         )
     engine = VllmEngine(RefusingLLM(), "gemma4", startup_budget=280)
     prepared = ge.prepare_inputs("Hi", images=[IMG], max_soft_tokens=1120, bundle=tiny4)
-    with pytest.raises(ge.BackendError, match="above the start-up budget 280"):
+    with pytest.raises(ge.EngineError, match="above the start-up budget 280"):
         engine.generate(prepared)
 
 

@@ -8,8 +8,8 @@ import soundfile as sf
 from PIL import Image
 
 import gemma_explore as ge
-from gemma_explore.app import handlers as h
 from gemma_explore.errors import MediaError
+from tests.app import handlers as h
 
 
 def _png(img: Image.Image, fmt="PNG") -> bytes:
@@ -71,7 +71,7 @@ def test_bad_images(bad, message):
 
 
 def test_decompression_bombs_are_refused(monkeypatch):
-    from gemma_explore.media.loaders import loaders as media
+    from gemma_explore.media import loaders as media
 
     monkeypatch.setattr(media, "MAX_IMAGE_PIXELS", 100)
     with pytest.raises(ge.MediaError, match="MP"):
@@ -134,9 +134,9 @@ def test_a_ten_minute_clip_in_the_demo_is_cut_to_30_s():
     )
     r = h.audio_tab("tiny-gemma4", long)
     assert (
-        r["error"] is None
-        and "(cut to 30 s)" in r["counts"]
-        and "| placeholders | 750 |" in r["counts"]
+        r.error is None
+        and "(cut to 30 s)" in r.counts
+        and "| placeholders | 750 |" in r.counts
     )
 
 
@@ -147,7 +147,7 @@ def test_odd_images_through_the_demo():
         Image.new("RGB", (1, 1)),
     ):
         r = h.image_tab("tiny-gemma4", _png(img, "TIFF" if img.mode == "CMYK" else "PNG"))
-        assert r["error"] is None, r["error"]
+        assert r.error is None, r.error
 
 
 @pytest.mark.parametrize(

@@ -66,8 +66,8 @@ def _cli(*args: str) -> str:
 
 
 def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
-    from gemma_explore.app import handlers as h
     from gemma_explore.app.transcribe_tab import transcribe_tab
+    from tests.app import handlers as h
 
     def chat(model: str, message) -> str:
         *_, (history, _) = h.chat_stream(model, message, [], 2)
@@ -75,7 +75,7 @@ def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
 
     def dead_server(_f) -> str:
         name = "google/gemma-3n-E2B-it"
-        h.configure(name, backend="openai", base_url="http://127.0.0.1:9/v1")
+        h.configure(name, engine="openai", base_url="http://127.0.0.1:9/v1")
         try:
             return chat(name, "Hi")
         finally:
@@ -142,8 +142,8 @@ def _cli_triggers() -> dict[tuple[str, str], Callable[[dict], str]]:
             "bill", f["short"], "--family", "gemma3n", "--budget", "280"
         ),
         ("CLI · bill", "a WAV cut short"): lambda f: _cli("bill", f["short"], "--workers", "1"),
-        ("CLI · transcribe", "an unknown --backend"): lambda f: _cli(
-            "transcribe", SPEECH, "--backend", "nope"
+        ("CLI · transcribe", "an unknown --engine"): lambda f: _cli(
+            "transcribe", SPEECH, "--engine", "nope"
         ),
         ("CLI · transcribe", "an unknown --language"): lambda f: _cli(
             "transcribe", SPEECH, "--language", "xx"
@@ -151,7 +151,7 @@ def _cli_triggers() -> dict[tuple[str, str], Callable[[dict], str]]:
         ("CLI · transcribe", "the --base-url server does not answer"): lambda f: _cli(
             "transcribe",
             SPEECH,
-            "--backend",
+            "--engine",
             "openai",
             "--base-url",
             "http://127.0.0.1:9/v1",

@@ -96,10 +96,6 @@ MEDIA = {
     "check_video_parity": {
         "video": lambda x: ge.check_video_parity(x, bundle=bundle(), use_vllm=False)
     },
-    "check_parity": {
-        kind: (lambda x, kind=kind: ge.check_parity(x, kind=kind, bundle=bundle(), use_vllm=False))
-        for kind in ("image", "audio", "video")
-    },
     "layout_prompt": {
         "image": lambda x: ge.layout_prompt("Describe.", bundle=bundle(), images=[x]),
         "audio": lambda x: ge.layout_prompt("Describe.", bundle=bundle(), audios=[x]),
@@ -127,7 +123,6 @@ NOT_MEDIA = {
     "save_figure": "takes a Figure",
     "style": "takes a style name: how later figures are drawn",
     "bill": "takes a folder or dataset of files (bill_file takes one file)",
-    "grade_against": "takes a guess at a teacher's own exercise",
     "grade_exercise": "takes a learner's answer to an exercise",
     "show_layout": "takes a PromptLayout (layout_prompt takes the media)",
     "show_pooled_mask": "takes PooledTokens (vision_pooling takes the image)",
@@ -137,12 +132,16 @@ NOT_MEDIA = {
     "show_serving": "takes a ServingPlan",
     "attention_mask": "takes a PromptLayout (layout_prompt takes the media)",
     "show_attention": "takes AttentionMasks",
-    "bill_file": "reads a dataset file's header by design: it never decodes media",
     "show_bill": "takes a Bill",
     "transcription_prompt": "takes language codes; Bundle.transcribe takes the clip",
-    "check": "an exercise checker: takes a guess",
+    "engine_args": "takes a checkpoint name: vLLM's start-up arguments, no media",
+    "released_config": "takes a released checkpoint's id",
     "answer_key": "an exercise answer key",
     "size_label": "takes a (height, width) pair",
+    "sample_photo": "takes nothing: the bundled photograph",
+    "sample_speech": "takes nothing: the bundled speech clip",
+    "sample_video": "takes nothing: the bundled video",
+    "show_flops": "takes FlopsReports",
 }
 
 
@@ -176,8 +175,7 @@ def test_every_public_entry_point_is_covered():
     functions = {
         name
         for name in ge.__all__
-        # callable, not a class: ge.answer_key is a callable mapping, and ge.bill may be the
-        # callable shim module once something has imported gemma_explore.bill
+        # callable, not a class: ge.answer_key is a callable mapping
         if callable(getattr(ge, name)) and not inspect.isclass(getattr(ge, name))
     }
     assert functions, "gemma_explore.__all__ lists no functions?"
@@ -217,4 +215,4 @@ def test_plan_video_reads_fps_and_size_from_the_file(tmp_path):
 
 def test_plan_audio_reads_a_wav_file():
     plan = ge.plan_audio(str(SPEECH), family="gemma4")
-    assert plan.num_samples > 0 and plan.total_tokens == plan.num_placeholders + 2
+    assert plan.num_samples > 0 and plan.total_tokens == plan.num_soft_tokens + 2

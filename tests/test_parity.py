@@ -5,6 +5,7 @@ import pytest
 
 import gemma_explore as ge
 from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.parity.checks import check_parity
 from gemma_explore.plans.vllm import vllm_audio_tokens, vllm_image_tokens
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
@@ -31,7 +32,7 @@ def test_ordinary_images_agree(tiny4, size):
 @pytest.mark.parametrize("n", [0, 160, 161, 320, 480, 38_560, 99_360, 480_000, 720_000])
 def test_vllm_audio_arithmetic_matches_transformers(n):
     assert (
-        vllm_audio_tokens(n, family="gemma4") == ge.plan_audio(n, family="gemma4").num_placeholders
+        vllm_audio_tokens(n, family="gemma4") == ge.plan_audio(n, family="gemma4").num_soft_tokens
     )
 
 
@@ -44,15 +45,15 @@ def test_the_modality_is_named_not_guessed(tiny4):
     """A 2-D stereo clip is audio and a pair of numpy ints is an image size, because the
     caller says so: shapes cannot tell them apart."""
     stereo = np.random.RandomState(0).uniform(-0.1, 0.1, (2, 16_000)).astype(np.float32)
-    audio = ge.check_parity((stereo, 16_000), kind="audio", bundle=tiny4, use_vllm=False)
+    audio = check_parity((stereo, 16_000), kind="audio", bundle=tiny4, use_vllm=False)
     assert audio.kind == "audio" and audio.agree
     size = (np.int64(3), np.int64(900))
-    image = ge.check_parity(size, kind="image", bundle=tiny4, use_vllm=False)
+    image = check_parity(size, kind="image", bundle=tiny4, use_vllm=False)
     assert image.kind == "image" and "900×3 px (W×H)" in image.description
     with pytest.raises(TypeError):
-        ge.check_parity(size, bundle=tiny4)  # kind= is required
+        check_parity(size, bundle=tiny4)  # kind= is required
     with pytest.raises(ValueError, match="image, audio, video"):
-        ge.check_parity(size, kind="picture", bundle=tiny4)
+        check_parity(size, kind="picture", bundle=tiny4)
 
 
 def test_gemma3n_audio_padding_is_named(tiny3n):

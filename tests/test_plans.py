@@ -155,15 +155,15 @@ def test_audio_plan_equals_the_processor(tiny3n, tiny4, family, n):
     bundle = {"gemma3n": tiny3n, "gemma4": tiny4}[family]
     out, n_ids = _run_audio(bundle.processor, n)
     plan = ge.plan_audio(n, family=family)
-    assert plan.num_mel_frames == out["input_features"].shape[1]
+    assert plan.num_feature_frames == out["input_features"].shape[1]
     assert plan.num_valid_frames == int(out["input_features_mask"][0].sum())
-    assert plan.num_placeholders == n_ids
+    assert plan.num_soft_tokens == n_ids
     assert plan.truncated == (n > 480_000)
 
 
 def test_zero_samples():
-    assert ge.plan_audio(0, family="gemma4").num_placeholders == 0
-    assert ge.plan_audio(0, family="gemma3n").num_placeholders == 188
+    assert ge.plan_audio(0, family="gemma4").num_soft_tokens == 0
+    assert ge.plan_audio(0, family="gemma3n").num_soft_tokens == 188
 
 
 @pytest.mark.parametrize(
@@ -171,7 +171,7 @@ def test_zero_samples():
     [(38_560, 60), (48_000, 75), (48_800, 76), (99_360, 155), (640_000, 750)],
 )
 def test_gemma4_golden_audio_values(samples, tokens):
-    assert ge.plan_audio(samples, family="gemma4").num_placeholders == tokens
+    assert ge.plan_audio(samples, family="gemma4").num_soft_tokens == tokens
 
 
 @pytest.mark.parametrize("seconds", [0.05, 0.5, 1.0, 2.41, 7.3, 15.0, 29.99, 30.0, 31.0, 45.0])
@@ -186,8 +186,8 @@ def test_gemma3n_encoder_tokens_equal_the_real_audio_tower(tiny3n, seconds):
     rate = tiny3n.spec.audio.sampling_rate
     ids = list(ge.prepare_inputs("Listen.", audios=[(wave, rate)], bundle=tiny3n).input_ids)
     slots = ids.count(tiny3n.spec.id_of(tiny3n.spec.audio_token))
-    assert plan.num_placeholders == slots
-    assert plan.padding_slots == max(slots - report.encoder_count, 0)
+    assert plan.num_soft_tokens == slots
+    assert plan.num_padding_soft_tokens == max(slots - report.encoder_count, 0)
     assert plan.dropped_tokens == max(report.encoder_count - slots, 0)
 
 
@@ -195,7 +195,7 @@ def test_gemma3n_encoder_tokens_equal_the_real_audio_tower(tiny3n, seconds):
 def test_gemma4_audio_tower_valid_tokens_equal_the_plan(tiny4, seconds):
     n = int(seconds * 16_000)
     report = ge.check_audio_parity(n, bundle=tiny4, use_vllm=False)
-    assert report.encoder_count == ge.plan_audio(n, family="gemma4").num_placeholders
+    assert report.encoder_count == ge.plan_audio(n, family="gemma4").num_soft_tokens
 
 
 def test_stereo_and_other_rates_are_recorded():
@@ -218,7 +218,7 @@ def test_video_plan_equals_the_processor(tiny4, frames, fps):
         [{"role": "user", "content": [{"type": "video", "video": video, "fps": fps}]}], bundle=tiny4
     )
     (ph,) = [p for p in layout.placeholders if p.modality == "video"]
-    assert ph.num_embeds == plan.total_soft_tokens
+    assert ph.num_embeds == plan.num_soft_tokens
     stamps = [s.text.strip() for s in layout.segments if s.kind == "timestamp"]
     assert stamps == list(plan.timestamps)
     assert len(plan.frame_indices) == min(frames, 32)
@@ -228,7 +228,7 @@ def test_a_minute_of_video_costs_32_frames():
     plan = ge.plan_video(60 * 24, fps=24, frame_size=(720, 1280))
     assert len(plan.frame_indices) == 32
     assert plan.timestamps[-1] == "00:58"
-    assert plan.total_soft_tokens == 32 * plan.soft_tokens_per_frame
+    assert plan.num_soft_tokens == 32 * plan.soft_tokens_per_frame
 
 
 # -------------------------------------------------------------------- bad input
@@ -275,12 +275,12 @@ def test_all_nan_audio():
 def test_some_nan_audio_is_zeroed_and_counted():
     wave = np.ones(16_000, np.float32)
     wave[:10] = np.nan
-    assert ge.plan_audio(wave, family="gemma4").num_placeholders == 25
+    assert ge.plan_audio(wave, family="gemma4").num_soft_tokens == 25
 
 
 def test_silent_audio_still_costs_tokens():
     plan = ge.plan_audio(np.zeros(16_000, np.float32), family="gemma4")
-    assert plan.silent and plan.num_placeholders == 25
+    assert plan.silent and plan.num_soft_tokens == 25
 
 
 def test_over_long_audio_is_truncated_and_said_so():
@@ -310,16 +310,6 @@ def test_reprs_show_the_steps():
     assert "256" in repr(ge.plan_image((10, 10), family="gemma3n"))
     assert "<table>" in ge.plan_audio(16_000, family="gemma3n")._repr_html_()
 
-
-def test_check_budget_is_the_old_name_of_require_budget():
-    from gemma_explore.facts.families import get_family
-    from gemma_explore.plans.rules import check_budget, require_budget
-
-    spec = get_family("gemma4")
-    with pytest.warns(DeprecationWarning, match="renamed require_budget"):
-        assert check_budget(spec, 560) == require_budget(560, family=spec) == 560
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="Choose one of"):
-        check_budget(spec, 100)
 
 
 def test_require_budget_reads_the_family_it_is_given(tiny3n):

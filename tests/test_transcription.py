@@ -1,4 +1,4 @@
-"""Gemma 3n transcription: the fixed prompt, the limits, and each backend's path."""
+"""Gemma 3n transcription: the fixed prompt, the limits, and each engine's path."""
 
 from __future__ import annotations
 
@@ -89,14 +89,6 @@ def test_unknown_codes_list_the_supported_ones():
     assert require_language("EN") == "en" and require_language(None) is None
 
 
-def test_check_language_is_the_old_name_of_require_language():
-    from gemma_explore.processing.transcription import check_language
-
-    with pytest.warns(DeprecationWarning, match="require_language"):
-        assert check_language("EN") == "en"
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="Unknown language"):
-        check_language("xx")
-
 
 def test_to_language_needs_translate():
     with pytest.raises(ValueError, match="task='translate'"):
@@ -125,7 +117,7 @@ def test_limits_30_seconds_and_16_khz():
 def test_tiny_gemma3n_transcribes_noise(tiny3n, tone):
     result = tiny3n.transcribe((tone, 16_000), language="fr", max_new_tokens=4)
     assert result.prompt == transcription_prompt(language="fr")
-    assert result.backend == "hf" and result.duration_s == pytest.approx(3.0)
+    assert result.engine == "hf" and result.duration_s == pytest.approx(3.0)
     assert "noise" in result.note and result.note in str(result)
     assert isinstance(result.text, str)
 
@@ -142,5 +134,5 @@ def test_layout_prompt_shows_the_transcription_prompt(tiny3n, tone):
     assert layout.input_ids.count(262_273) == 188
 
 
-# The OpenAI backend's /v1/audio/transcriptions and /translations against a real
+# The OpenAI engine's /v1/audio/transcriptions and /translations against a real
 # `vllm serve`: tests/serve/test_speech.py.

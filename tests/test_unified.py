@@ -182,10 +182,10 @@ def test_audio_plan_equals_the_unified_processor(tinyu, n):
     )  # fmt: skip
     n_ids = int((out["input_ids"][0] == tinyu.processor.audio_token_id).sum())
     plan = ge.plan_audio(n, family="gemma4_unified")
-    assert plan.num_mel_frames == out["input_features"].shape[1] == math.ceil(n / 640)
+    assert plan.num_feature_frames == out["input_features"].shape[1] == math.ceil(n / 640)
     assert out["input_features"].shape[-1] == 640  # raw samples, not mel bins
     assert plan.num_valid_frames == int(out["input_features_mask"][0].sum())
-    assert plan.num_placeholders == n_ids
+    assert plan.num_soft_tokens == n_ids
     assert not plan.truncated  # transformers keeps all of it
     assert vllm_audio_tokens(n, family="gemma4_unified") == _vllm_rule(n)
 
@@ -211,7 +211,7 @@ def test_the_embedder_gives_ceil_samples_over_640_rows(tinyu, seconds):
     n = int(seconds * 16_000)
     report = ge.check_audio_parity(n, bundle=tinyu, use_vllm=False)
     assert report.encoder_count == math.ceil(n / 640)
-    assert report.encoder_count == ge.plan_audio(n, family="gemma4_unified").num_placeholders
+    assert report.encoder_count == ge.plan_audio(n, family="gemma4_unified").num_soft_tokens
 
 
 @needs_vllm
@@ -305,7 +305,7 @@ def test_video_embedder_rows_equal_the_placeholders(tinyu):
     )
     assert report.agrees, report
     plan = ge.plan_video(video, family="gemma4_unified")
-    assert report.items[0].num_embeddings == plan.total_soft_tokens
+    assert report.items[0].num_embeddings == plan.num_soft_tokens
 
 
 # ------------------------------------------------------------- budgets vLLM reads

@@ -21,11 +21,11 @@ def test_explore_image_budget_and_family():
 
 def test_explore_audio_crop(tone):
     w = ge.explore_audio((tone, 16000))
-    assert w.plan.num_placeholders == 75
+    assert w.plan.num_soft_tokens == 75
     w.crop.value = (0.0, 1.0)
-    assert w.plan.num_placeholders == 25
+    assert w.plan.num_soft_tokens == 25
     w.family.value = "gemma3n"
-    assert w.plan.num_placeholders == 188 and w.plan.padding_slots > 0
+    assert w.plan.num_soft_tokens == 188 and w.plan.num_padding_soft_tokens > 0
 
 
 def test_explore_prompt(tiny4):

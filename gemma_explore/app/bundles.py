@@ -1,9 +1,9 @@
 """The demo's one bundle cache, and the model notice every tab keeps.
 
 Each model is loaded once, with the options it was launched with (e.g.
-``backend="vllm"``), and shared by every request and every tab.
+``engine="vllm"``), and shared by every request and every tab.
 
->>> configure("tiny-gemma4", backend="hf")                 # doctest: +SKIP
+>>> configure("tiny-gemma4", engine="hf")                 # doctest: +SKIP
 >>> get_bundle("tiny-gemma4").family                      # doctest: +SKIP
 'gemma4'
 """
@@ -67,7 +67,7 @@ _BUNDLES = _Bundles()
 
 
 def configure(name: str, **load_options: Any) -> None:
-    """Remember how to load ``name`` (e.g. ``backend="vllm"``) for when it is first used."""
+    """Remember how to load ``name`` (e.g. ``engine="vllm"``) for when it is first used."""
     _BUNDLES.options[name] = dict(load_options)
 
 
@@ -89,7 +89,7 @@ def analysis_bundle(name: str) -> Bundle:
     """The bundle whose processor and towers the analysis tabs run.
 
     vLLM and remote servers do not expose their processor's tensors or towers, so with
-    those backends the tabs use the tiny transformers bundle of the same family: the
+    those engines the tabs use the tiny transformers bundle of the same family: the
     same processor settings, hence the same counts (the notice says so)."""
     bundle = get_bundle(name)
     if bundle.model is not None and bundle.processor is not None:

@@ -1,7 +1,7 @@
 """gemma_explore's web demo: see how Gemma 3n, Gemma 4 and Gemma 4 Unified turn inputs into tokens.
 
     gemma-explore demo [--model tiny-gemma4|tiny-gemma3n|tiny-gemma4-unified|PATH|HUB_ID]
-                       [--backend hf|vllm|openai] [--base-url URL] [--host 127.0.0.1] [--port 7860]
+                       [--engine hf|vllm|openai] [--base-url URL] [--host 127.0.0.1] [--port 7860]
 
 The same flags work as ``python -m gemma_explore.app`` and, in a checkout, ``python
 demo_app.py``: all three call :func:`main`, which lives in the package so an installed
@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 
-from gemma_explore.engines.load import BACKEND_TABLE, BACKENDS, backend_help
+from gemma_explore.engines.load import ENGINE_TABLE, ENGINES, engine_help
 
 __all__ = ["main", "parse_args"]
 
 EXAMPLE = "Example: gemma-explore demo --model tiny-gemma3n --port 7861"
-_SERVERS = [b.name for b in BACKEND_TABLE.values() if b.takes_base_url]
+_SERVERS = [b.name for b in ENGINE_TABLE.values() if b.takes_base_url]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -43,16 +43,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "checkpoint folder or a hub id (default: %(default)s)",
     )
     parser.add_argument(
-        "--backend",
-        default=os.environ.get("GEMMA_EXPLORE_BACKEND", BACKENDS[0]),
-        choices=list(BACKENDS),
-        help=f"who generates answers: {backend_help()} (default: %(default)s)",
+        "--engine",
+        default=os.environ.get("GEMMA_EXPLORE_ENGINE", ENGINES[0]),
+        choices=list(ENGINES),
+        help=f"who generates answers: {engine_help()} (default: %(default)s)",
     )
     parser.add_argument(
         "--base-url",
         metavar="URL",
         default=None,
-        help=f"for a server backend ({', '.join(_SERVERS)}): its address, e.g. "
+        help=f"for a server engine ({', '.join(_SERVERS)}): its address, e.g. "
         "http://127.0.0.1:8000/v1",
     )
     parser.add_argument(
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     require_gradio()
     from gemma_explore.app.ui import launch  # gradio: only once the flags are good
 
-    launch(args.model, backend=args.backend, base_url=args.base_url, host=args.host, port=args.port)
+    launch(args.model, engine=args.engine, base_url=args.base_url, host=args.host, port=args.port)
 
 
 def require_gradio() -> None:

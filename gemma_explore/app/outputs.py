@@ -14,11 +14,10 @@ from __future__ import annotations
 import dataclasses
 import html
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any, Self
 
-from gemma_explore.engines.load import BACKEND_TABLE
+from gemma_explore.engines.load import ENGINE_TABLE
 from gemma_explore.errors import MediaError, ModelLoadError
 from gemma_explore.tables import Table
 
@@ -37,31 +36,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TabResult:
-    """The fields every tab result shares; each tab's subclass adds its own outputs.
-
-    ``result["counts"]`` (the mapping these were until 0.2) still works for one release,
-    with a DeprecationWarning: read ``result.counts``.
-    """
+    """The fields every tab result shares; each tab's subclass adds its own outputs."""
 
     error: str | None = None  # the one-line message when the input was bad, else None
 
-    def __getitem__(self, key: str) -> Any:
-        warnings.warn(
-            f'{type(self).__name__}["{key}"] is deprecated (goes in 0.3): read .{key}.',
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """Mapping-style read, kept for one release (use the attribute)."""
-        return getattr(self, key, default)
-
-    def __contains__(self, key: str) -> bool:
-        return key in {f.name for f in dataclasses.fields(self)}
 
     @classmethod
     def blank(cls) -> Self:
@@ -168,10 +146,10 @@ def error_text(exc: BaseException) -> str:
     """
     if isinstance(exc, ConnectionError):  # the library's text names base_url=; ours the flag
         where = str(exc).split(" (")[0]
-        server = next(b.name for b in BACKEND_TABLE.values() if b.takes_base_url)
+        server = next(b.name for b in ENGINE_TABLE.values() if b.takes_base_url)
         return (
             f"✗ {md(where)}. Start the server (`vllm serve MODEL`), or relaunch the demo with "
-            f"--backend {server} --base-url http://HOST:PORT/v1."
+            f"--engine {server} --base-url http://HOST:PORT/v1."
         )
     if isinstance(exc, MediaError | ModelLoadError | ValueError):
         return f"✗ {md(exc)}"

@@ -19,9 +19,8 @@ from gemma_explore.facts.released import RELEASED_IDS
 from gemma_explore.serving.plan import ServingPlan, plan_serving
 from gemma_explore.viz.serving import show_serving
 
-__all__ = ["LOADED_MODEL", "SERVING_CHOICES", "SERVING_DEFAULT", "SERVING_KEYS", "serving_tab"]
+__all__ = ["LOADED_MODEL", "SERVING_CHOICES", "SERVING_DEFAULT", "serving_tab"]
 
-SERVING_KEYS = ("figure", "table", "error")  # kept for old imports: ServingResult's fields
 # The tab plans a released checkpoint by default (the E4B: image, audio and video, so every
 # slider means something); the last choice plans whatever the Model box has loaded.
 LOADED_MODEL = "the model loaded above"

@@ -28,19 +28,15 @@ from gemma_explore.app.outputs import (
 )
 from gemma_explore.errors import MediaError
 from gemma_explore.facts.families import AUDIO_SAMPLING_RATE, FAMILIES, FamilySpec
-from gemma_explore.inside.towers import vision_pooling
-from gemma_explore.media.loaders import load_audio, load_image, load_video
+from gemma_explore.inside.towers import encode, vision_pooling
+from gemma_explore.media.loaders import load_audio, load_image
 from gemma_explore.models.bundle import Bundle
 from gemma_explore.parity.checks import check_audio_parity, check_image_parity, check_video_parity
-from gemma_explore.plans.audio import plan_audio
-from gemma_explore.plans.image import plan_image
-from gemma_explore.plans.video import plan_video
+from gemma_explore.processing.analysis import analyse
 from gemma_explore.processing.features import audio_features
-from gemma_explore.processing.inputs import prepare_inputs
 from gemma_explore.processing.layout import PromptLayout, layout_prompt
 from gemma_explore.sizes import size_label
 from gemma_explore.viz.audio import show_mel
-from gemma_explore.viz.embedder import show_embedder_grid
 from gemma_explore.viz.layout import show_layout
 from gemma_explore.viz.patches import show_patch_grid
 from gemma_explore.viz.pooling import show_pooled_mask
@@ -98,24 +94,18 @@ def image_tab(model_name: str, image: Any, budget: Any = None) -> ImageResult:
         t = Timer()
         if image is None:
             raise MediaError("Upload an image first (PNG or JPEG), or click an example.")
-        pil = load_image(image)
         b = budget_of(bundle, budget)
-        plan = plan_image(pil, family=bundle.family, max_soft_tokens=b)
-        prepared = prepare_inputs("", images=[pil], max_soft_tokens=b, bundle=bundle)
+        analysis = analyse(image, modality="image", bundle=bundle, max_soft_tokens=b)
+        plan = analysis.plan
         t.lap("plan + processor")
-        patch_fig = show_patch_grid(plan)
+        patch_fig = show_patch_grid(plan)  # Unified: its blocks (show_embedder_grid)
         t.lap("patch grid")
-        if bundle.spec.encoder_free:  # no tower, no pooler: each block is its own token
-            pooled_fig = show_embedder_grid(plan)
-            t.lap("embedder figure")
-        else:
-            pooled_fig = show_pooled_mask(
-                vision_pooling(plan=plan, prepared=prepared, bundle=bundle)
-            )
+        pooled_fig = None  # Unified has no tower and no pooler: its one figure says it all
+        if not bundle.spec.encoder_free:
+            analysis = encode(analysis)  # the vision tower, once: pooling and parity read it
+            pooled_fig = show_pooled_mask(vision_pooling(analysis))
             t.lap("vision tower")
-        report = check_image_parity(
-            pil, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
-        )
+        report = check_image_parity(analysis, use_vllm=False, run_encoder=False)
         t.lap("parity")
         return ImageResult(
             patch_figure=patch_fig,
@@ -138,12 +128,12 @@ def _audio_rows(spec: FamilySpec, plan: Any, notes: dict[str, Any]) -> list[tupl
         ("duration", f"{plan.duration_s:.2f} s{cut}"),
         (
             f"{spec.audio.samples_per_token}-sample frames" if raw else "mel frames",
-            f"{plan.num_mel_frames} ({plan.num_valid_frames} from the clip, "
-            f"{plan.num_mel_frames - plan.num_valid_frames} padding)",
+            f"{plan.num_feature_frames} ({plan.num_valid_frames} from the clip, "
+            f"{plan.num_feature_frames - plan.num_valid_frames} padding)",
         ),
         ("embedder rows" if raw else "encoder tokens", plan.num_encoder_tokens),
-        ("placeholders", plan.num_placeholders),
-        ("padding slots", plan.padding_slots),
+        ("placeholders", plan.num_soft_tokens),
+        ("padding slots", plan.num_padding_soft_tokens),
         ("ms per token", f"{plan.ms_per_token:.0f}"),
     ]
     if notes.get("downmixed"):
@@ -169,20 +159,16 @@ def audio_tab(model_name: str, audio: Any) -> AudioResult:
             raise MediaError(
                 "Upload or record a clip first (WAV, FLAC or MP3), or click an example."
             )
-        rate = bundle.spec.audio.sampling_rate
-        wave, notes = load_audio(audio, target_rate=rate)
-        plan = plan_audio((wave, rate), family=bundle.family)
-        prepared = prepare_inputs("", audios=[(wave, rate)], bundle=bundle)
+        analysis = analyse(audio, modality="audio", bundle=bundle)
+        plan = analysis.plan
         t.lap("load + plan + processor")
-        fig = show_mel(audio_features(family=bundle.family, plan=plan, prepared=prepared))
+        fig = show_mel(audio_features(analysis))  # read from the processor's run
         t.lap("frames figure" if plan.frame_kind == "raw" else "mel figure")
-        report = check_audio_parity(
-            wave, bundle=bundle, plan=plan, prepared=prepared, use_vllm=False, run_encoder=False
-        )
+        report = check_audio_parity(analysis, use_vllm=False, run_encoder=False)
         t.lap("parity")
         return AudioResult(
             mel_figure=fig,
-            counts=counts_table(_audio_rows(bundle.spec, plan, notes)),
+            counts=counts_table(_audio_rows(bundle.spec, plan, analysis.notes)),
             parity=parity_badge(report),
             timings=t.text(),
             notice=notice_of(bundle),
@@ -206,19 +192,19 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> VideoRes
             )
         if video is None:
             raise MediaError("Upload a video first (MP4), or click an example.")
-        v = load_video(video, fps=fps or None)
-        plan = plan_video(v, family=spec)
-        t.lap("decode + plan")
+        analysis = analyse(video, modality="video", bundle=bundle, fps=fps or None)
+        plan = analysis.plan
+        t.lap("decode + plan + processor")
         fig = show_video_frames(plan)
         t.lap("frames figure")
-        report = check_video_parity(v, bundle=bundle, plan=plan, use_vllm=False)
-        t.lap("processor + parity")
+        report = check_video_parity(analysis, use_vllm=False)
+        t.lap("parity")
         rows = [
             ("frames", f"{plan.num_frames} at {plan.fps:g} fps = {plan.duration_s:.2f} s"),
             ("sampled", len(plan.frame_indices)),
             ("tokens per frame", plan.soft_tokens_per_frame),
-            ("soft tokens", plan.total_soft_tokens),
-            ("markers", plan.total_tokens - plan.total_soft_tokens),
+            ("soft tokens", plan.num_soft_tokens),
+            ("markers", plan.total_tokens - plan.num_soft_tokens),
             ("prompt tokens (with markers)", plan.total_tokens),
             ("timestamps", ", ".join(dict.fromkeys(plan.timestamps))),
         ]

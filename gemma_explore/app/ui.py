@@ -23,7 +23,6 @@ from typing import Any
 
 from gemma_explore.app import bundles
 from gemma_explore.app.outputs import AudioResult, ImageResult, VideoResult
-from gemma_explore.errors import renamed
 from gemma_explore.facts.families import DEFAULT_FAMILY, SPEECH_TO_TEXT_FAMILY, FamilySpec
 
 __all__ = [
@@ -160,18 +159,24 @@ def build_image_tab(ctx: Context) -> None:
             with gr.Column(scale=2, min_width=300):
                 _heading("Patch grid: what the processor keeps, and its padding")
                 patch = _plot("patch_plot")
-                _heading("Which soft tokens are real, and which are padding")
-                pooled = _plot("pooled_plot")
+                # A family with a pooler gets a second figure; Unified (no tower, no
+                # pooler) shows its one figure once, so this panel hides for it.
+                with gr.Column(elem_id="pooled_panel") as pooled_panel:
+                    _heading("Which soft tokens are real, and which are padding")
+                    pooled = _plot("pooled_plot")
 
         def run(model: str, image: Any, b: Any) -> tuple[Any, ...]:
             r = ImageResult.blank() if image is None else image_tab(model, image, b)
-            return r.patch_figure, r.pooled_figure, r.counts, r.parity, r.timings
+            shown = r.pooled_figure is not None or image is None or r.error is not None
+            return r.patch_figure, r.pooled_figure, r.counts, r.parity, r.timings, gr.Column(
+                visible=shown
+            )
 
         gr.on(
             [image_in.change, budget.change, ctx.model.change, *ctx.on_open()],
             run,
             [ctx.model, image_in, budget],
-            [patch, pooled, counts, parity, timings],
+            [patch, pooled, counts, parity, timings, pooled_panel],
             api_name="image",
             **LIVE,
         )
@@ -479,13 +484,6 @@ TABS: list[Callable[[Context], None]] = [
     build_chat_tab,
 ]
 
-# The builders' names until 0.2, which the handlers in tabs.py share: kept for one release.
-image_tab = renamed(build_image_tab, "image_tab")
-audio_tab = renamed(build_audio_tab, "audio_tab")
-video_tab = renamed(build_video_tab, "video_tab")
-layout_tab = renamed(build_layout_tab, "layout_tab")
-serving_tab = renamed(build_serving_tab, "serving_tab")
-chat_tab = renamed(build_chat_tab, "chat_tab")
 
 
 def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None]] | None = None):
@@ -578,7 +576,7 @@ def preload(model: str) -> threading.Thread:
 def launch(
     model: str = "tiny-gemma4",
     *,
-    backend: str | None = None,
+    engine: str | None = None,
     base_url: str | None = None,
     host: str = "127.0.0.1",
     port: int = 7860,
@@ -586,12 +584,12 @@ def launch(
     quiet: bool = False,
 ):
     """Serve the demo: on 127.0.0.1 unless told otherwise, never a share link, uploads
-    capped at :data:`MAX_UPLOAD`. The model loads in the background. ``backend``: a name
-    from :data:`~gemma_explore.engines.load.BACKENDS` (None: the first, transformers)."""
-    from gemma_explore.engines.load import BACKENDS, backend_options
+    capped at :data:`MAX_UPLOAD`. The model loads in the background. ``engine``: a name
+    from :data:`~gemma_explore.engines.load.ENGINES` (None: the first, transformers)."""
+    from gemma_explore.engines.load import ENGINES, engine_options
 
-    name = backend or BACKENDS[0]
-    bundles.configure(model, **backend_options(name, base_url=base_url))
+    name = engine or ENGINES[0]
+    bundles.configure(model, **engine_options(name, base_url=base_url))
     demo = build_app(model)
     demo.launch(
         server_name=host,

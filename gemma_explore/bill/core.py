@@ -5,7 +5,7 @@ image, a clip, a video), each as bytes in memory or as a path, and maybe a capti
 :func:`bill_sample` reads each item's header (never the pixels or the samples), runs the
 plans' arithmetic on the sizes it finds, adds the caption's tokens when a text counter is
 given, and returns a small :class:`BillRow`. It is a pure function of its arguments, so
-every engine maps this one function unchanged (the process pool and Ray Data alike: see
+every runner maps this one function unchanged (the process pool and Ray Data alike: see
 :mod:`gemma_explore.bill.runners`). A file in a folder is a one-item sample
 (:func:`bill_file`).
 
@@ -302,7 +302,7 @@ def bill_sample(
     text: Callable[[str], int] | None = None,
 ) -> BillRow:
     """Bill one sample from its items' headers (and its text, when ``text`` counts tokens):
-    a pure function, the one every engine maps.
+    a pure function, the one every runner maps.
 
     Never raises for bad data: the row's ``error`` says what is wrong (which item, why).
 

@@ -1,7 +1,7 @@
 """What a bill costs beyond media tokens: captions' text tokens, and KV bytes on a checkpoint.
 
-Two helpers that need the layers above the bill (the tokenizers in ``models``, the
-serving plan), so they live here and hand plain objects down:
+Two helpers that read the layers below the bill's arithmetic (the tokenizers in
+``models``, the serving plan) and hand the per-sample workers plain objects:
 
 * :func:`text_counter` returns a :class:`TextCounter`: the family's real tokenizer when a
   released checkpoint's tokenizer is in the local Hugging Face cache (never downloaded),

@@ -1,9 +1,9 @@
-"""The engines that run a bill's tasks: a process pool here, or Ray Data on a cluster.
+"""The runners of a bill's tasks: a process pool here, or Ray Data on a cluster.
 
 Both map the same function, :func:`~gemma_explore.bill.sources.run_task` with the one
 per-sample function :func:`~gemma_explore.bill.core.bill_sample`, over the same
 :class:`~gemma_explore.bill.sources.Task` objects, and stream the rows back to the caller's
-tally and writers. Nothing engine-specific reaches the arithmetic.
+tally and writers. Nothing runner-specific reaches the arithmetic.
 
 * ``local``: ``multiprocessing`` workers take tasks in order (``imap``), so rows arrive in
   the order of the source; ``workers=1`` runs in this process.
@@ -17,7 +17,7 @@ tally and writers. Nothing engine-specific reaches the arithmetic.
   and the worker reads only the headers it needs. The shards must be readable from every
   node (a shared filesystem), and ``gemma_explore`` installed there.
 
->>> ENGINES
+>>> RUNNERS
 ('local', 'ray')
 """
 
@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable, Iterator
 from gemma_explore.bill.core import BillRow, bill_sample
 from gemma_explore.bill.sources import Task, run_task
 
-__all__ = ["ENGINES", "local_rows", "ray_rows", "start_ray"]
+__all__ = ["RUNNERS", "local_rows", "ray_rows", "start_ray"]
 
-ENGINES = ("local", "ray")
+RUNNERS = ("local", "ray")
 
 
 def local_rows(

@@ -3,7 +3,7 @@
 
 :func:`scan` walks a source once and yields :class:`Task` objects: a chunk of files, a
 few row groups of one parquet shard, one tar shard, one arrow file. A task is small and
-picklable, so any engine ships it to a worker, where :func:`run_task` reads it into
+picklable, so any runner ships it to a worker, where :func:`run_task` reads it into
 :class:`~gemma_explore.bill.core.Sample` objects and maps the one per-sample function
 (:func:`~gemma_explore.bill.core.bill_sample`) over them. Reading stays header-only:
 parquet and arrow columns are read in small batches and only the media and text
@@ -145,7 +145,7 @@ def walk_files(root: str | os.PathLike, *, recursive: bool = True) -> Walk:
 
 @dataclass(frozen=True)
 class Task:
-    """A unit of work any engine ships to a worker: small, picklable, plain fields."""
+    """A unit of work any runner ships to a worker: small, picklable, plain fields."""
 
     format: str  # "files", "parquet", "tar" or "arrow"
     path: str = ""  # the shard ("" for a chunk of files)
@@ -596,7 +596,7 @@ def _table_samples(task: Task) -> Iterator[Sample]:
         wanted = [c.name for c in columns] + ([text] if text else [])
         batches: Iterable[Any] = pf.iter_batches(
             BATCH_ROWS, row_groups=groups, columns=wanted, use_threads=False
-        )  # one thread per worker: the engine already runs one worker per core
+        )  # one thread per worker: the runner already runs one worker per core
     else:
         schema, it = _arrow_batches(task.path)
         first_row = 0
@@ -715,7 +715,7 @@ def task_samples(task: Task) -> Iterator[Sample]:
             yield from _table_samples(task)
     except ImportError:
         yield Sample(task.path, error=f"reading {task.format} shards needs pyarrow: "
-                     "pip install gemma-explore[parquet]")  # fmt: skip
+                     "pip install pyarrow (a dependency of gemma-explore)")  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - a corrupt shard is a row, never a crash
         reason = " ".join(str(exc).split()) or type(exc).__name__
         yield Sample(task.path, error=f"cannot read this {task.format} shard: {reason}")
@@ -730,7 +730,7 @@ def run_task(
     per_sample: Callable[..., BillRow] = bill_sample,
 ) -> list[BillRow]:
     """Bill every sample of one task with ``per_sample`` (:func:`bill_sample`): what each
-    engine's worker runs.
+    runner's worker runs.
 
     >>> run_task(Task("files", paths=("a.txt",)), family="gemma4", budgets=(280,))[0].error
     'unsupported file type .txt (not an image, clip or video)'

@@ -92,7 +92,7 @@ class Bill:
     histograms: tuple[dict[int, int], ...]  # per budget: tokens per sample → samples
     wall_s: float  # seconds from start to end
     unit: str = "file"  # "file" for a folder of files, "sample" for shards
-    engine: str = "local"  # which engine ran the per-sample function
+    runner: str = "local"  # which runner ran the per-sample function
     text_tokenizer: str | None = None  # what counted the captions (None: not counted)
 
     @property
@@ -166,8 +166,8 @@ class Bill:
             f"Token bill — {spec.display_name}: {self.files} {units}, {self.billed_files} billed "
             f"({kinds}), {len(self.failures)} failed, in {self.wall_s:.2f} s"
         )
-        if self.engine != "local":
-            head += f" on {self.engine}"
+        if self.runner != "local":
+            head += f" on {self.runner}"
         out = [head]
         if self.text_tokenizer is not None:
             out.append(f"  text counted with {self.text_tokenizer}")

@@ -8,8 +8,8 @@ samples will not load, and how the cost spreads. The work is split in four parts
   arithmetic → a :class:`BillRow`);
 * :mod:`gemma_explore.bill.sources`: folders, parquet shards, WebDataset tars,
   ``save_to_disk`` folders and the local hub cache, cut into picklable tasks;
-* :mod:`gemma_explore.bill.runners`: the process pool (``engine="local"``) and Ray Data
-  (``engine="ray"``), which map that one function;
+* :mod:`gemma_explore.bill.runners`: the process pool (``runner="local"``) and Ray Data
+  (``runner="ray"``), which map that one function;
 * this module: :func:`bill` ties them together and aggregates on the fly (memory holds
   counters, never the rows, however large the dataset), reporting :class:`Progress`;
 * :mod:`gemma_explore.bill.totals`: :class:`Bill` is the result, :meth:`Bill.summary`
@@ -39,7 +39,7 @@ from gemma_explore.bill.core import (
     budget_label,
     resolve_budgets,
 )
-from gemma_explore.bill.runners import ENGINES, local_rows, ray_rows
+from gemma_explore.bill.runners import RUNNERS, local_rows, ray_rows
 from gemma_explore.bill.sources import Source, Walk, scan, walk_files
 from gemma_explore.bill.totals import Bill, BillSummary, BudgetCost
 from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
@@ -167,7 +167,7 @@ def bill(
     budgets: Iterable[int] | None = None,
     recursive: bool = True,
     workers: int | None = None,
-    engine: str = "local",
+    runner: str = "local",
     column: str | None = None,
     text_column: str | None = None,
     text: Callable[[str], int] | None = None,
@@ -175,13 +175,13 @@ def bill(
     on_progress: Callable[[Progress], None] | None = None,
     keep_slowest: int = 5,
 ) -> Bill:
-    """Bill every sample of ``root`` at each budget, from headers, on ``engine``.
+    """Bill every sample of ``root`` at each budget, from headers, on ``runner``.
 
     ``root``: a media file or folder, one ``.parquet`` / ``.tar`` shard or a folder of them,
     a ``save_to_disk`` folder, or a hub dataset name (``org/name``) found in the local
     cache. ``column`` picks the media column of parquet / arrow shards. ``text`` counts a
     caption's tokens (``gemma_explore.bill.cost.text_counter(family)``; its ``label`` says
-    which tokenizer). ``engine``: ``"local"`` (a process pool; ``workers`` defaults to
+    which tokenizer). ``runner``: ``"local"`` (a process pool; ``workers`` defaults to
     every core, 1 runs here) or ``"ray"`` (Ray Data; joins a running cluster, else starts
     a local one). ``on_row`` sees every row as it arrives (a CSV writer); ``on_progress``
     the rate and ETA after each task; nothing else keeps them.
@@ -192,11 +192,11 @@ def bill(
     start = time.perf_counter()
     spec = get_family(family)
     chosen = resolve_budgets(spec.name, budgets)
-    if engine not in ENGINES:
-        raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+    if runner not in RUNNERS:
+        raise ValueError(f"--runner must be one of {', '.join(RUNNERS)}, got {runner!r}.")
     source: Source = scan(root, recursive=recursive, column=column, text_column=text_column)
     tally = _Tally(chosen, keep_slowest)
-    run = local_rows if engine == "local" else ray_rows
+    run = local_rows if runner == "local" else ray_rows
     done_rows = done_bytes = 0
     seen: set[int] = set()  # tar tasks already counted (Ray may split a task's rows)
     for task, rows in run(source.tasks(), family=spec.name, budgets=chosen, text=text,
@@ -229,6 +229,6 @@ def bill(
         histograms=tuple(dict(h) for h in tally.hist),
         wall_s=time.perf_counter() - start,
         unit=source.unit,
-        engine=engine,
+        runner=runner,
         text_tokenizer=getattr(text, "label", None if text is None else repr(text)),
     )

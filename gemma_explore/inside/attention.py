@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemma_explore.errors import bundle_keyword
 from gemma_explore.processing.layout import PromptLayout
 
 if TYPE_CHECKING:
@@ -101,7 +100,6 @@ def _config_of(bundle: Bundle) -> Any:
         ) from exc
 
 
-@bundle_keyword()
 def attention_mask(
     layout: PromptLayout,
     *,
@@ -112,9 +110,7 @@ def attention_mask(
 
     ``use_bidirectional_attention`` is read from the checkpoint's text config by default;
     pass ``"vision"`` or ``None`` to see what the other setting would do (a tiny bundle
-    with the flag set, as the 26B/31B checkpoints have it). The old order
-    ``attention_mask(bundle, layout)`` still works for one release, with a
-    DeprecationWarning.
+    with the flag set, as the 26B/31B checkpoints have it).
     """
     config = _config_of(bundle)
     text, flag, ckpt = _text_config_with(bundle, config, use_bidirectional_attention)

@@ -30,8 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gemma_explore.errors import bundle_keyword
-
 if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
 
@@ -79,7 +77,6 @@ def vllm_per_layer_buffer(
     return (max_num_batched_tokens, config.num_hidden_layers, width)
 
 
-@bundle_keyword()
 def per_layer_ids(input_ids: list[int], *, bundle: Bundle) -> PerLayerIds:
     """Which id each position of ``input_ids`` looks up in the per-layer table, as
     transformers' forward computes it and as vLLM's ``embed_input_ids`` does.

@@ -11,16 +11,15 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemma_explore.errors import bundle_keyword
 from gemma_explore.inside.embedders import EmbedderTrace, embedder_of, trace_embedder
-from gemma_explore.media.loaders import load_image
-from gemma_explore.plans.image import ImagePlan, plan_image
+from gemma_explore.plans.image import ImagePlan
 from gemma_explore.plans.vllm import VLLM_MERGE_ERROR
+from gemma_explore.processing.analysis import Analysis, analysis_of
 from gemma_explore.processing.inputs import PreparedInputs, prepare_inputs
 from gemma_explore.tables import Table
 
@@ -34,6 +33,7 @@ __all__ = [
     "EncoderReport",
     "ItemReport",
     "PooledTokens",
+    "encode",
     "encode_audio",
     "encode_images",
     "inspect_multimodal",
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------- encoder runners
+# ------------------------------------------------------------------- the towers' runs
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class EncodedItems:
     features: list[torch.Tensor]  # one (tokens, hidden) per item, as the LM receives it
     valid: list[np.ndarray | None]  # per item: bool mask over the tower's slots (None: all)
     slot_norms: list[np.ndarray]  # per item: L2 norm of every slot, padding slots included
-    padding_slots: list[int]  # per item: placeholders filled with a padding embedding (3n audio)
+    num_padding_soft_tokens: list[int]  # per item: placeholders filled with a padding embedding (3n audio)
     # The last stage before the language model: the multimodal embedder, traced step by
     # step on what it received in this very run (None when not captured, e.g. video).
     embedder: EmbedderTrace | None = None
@@ -89,7 +89,6 @@ class _EmbedderInput:
         return trace_embedder(self.bundle, self.modality, self.seen[0])
 
 
-@bundle_keyword()
 def encode_images(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
     """Run the bundle's real vision tower (or Unified's embedder) on a prepared
     request's images.
@@ -141,7 +140,6 @@ def encode_images(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
     return EncodedItems(feats, valid, norms, [0] * len(feats), catch.trace())
 
 
-@bundle_keyword()
 def encode_audio(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
     """Run the bundle's real audio tower (Unified: its frame embedder) on a prepared
     request's clips.
@@ -202,47 +200,53 @@ class PooledTokens:
         return self.num_valid == self.plan.num_soft_tokens
 
 
-@bundle_keyword()
+def encode(analysis: Analysis) -> Analysis:
+    """The analysis with its tower's run: the vision tower for an image, the audio tower
+    for a clip (Unified: the embedders), run once. An analysis that holds the run
+    already comes back as it is, so every consumer after the first reads it for free.
+
+    >>> a = encode(analyse(ge.sample_photo(), modality="image", bundle=b))  # doctest: +SKIP
+    >>> encode(a) is a, a.encoded.counts                                    # doctest: +SKIP
+    (True, [270])
+    """
+    if analysis.encoded is not None:
+        return analysis
+    if analysis.modality not in ("image", "audio"):
+        raise ValueError(f"encode runs an image's or a clip's tower, not a {analysis.modality}'s.")
+    run = encode_images if analysis.modality == "image" else encode_audio
+    return replace(analysis, encoded=run(analysis.prepared, bundle=analysis.model))
+
+
 def vision_pooling(
-    image: Any = None,
+    image: Any,
     *,
-    bundle: Bundle,
+    bundle: Bundle | None = None,
     max_soft_tokens: int | None = None,
-    plan: ImagePlan | None = None,
-    prepared: PreparedInputs | None = None,
 ) -> PooledTokens:
     """Run the bundle's real vision tower on one image and read its pooler's output
     (Unified, which has no tower: its embedder's rows, valid where the block is real).
 
-    Pass ``plan=`` and ``prepared=`` when you already have them (the demo does), so the
-    image is planned and processed once per request.
-
-    The old order ``vision_pooling(bundle, image)`` still works for one release, with a
-    DeprecationWarning.
+    ``image`` is any image input, or an :class:`Analysis` (the demo's: planned,
+    processed and encoded once per request), which needs no ``bundle``.
 
     >>> pooled = vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP
     >>> pooled.num_valid == pooled.plan.num_soft_tokens               # doctest: +SKIP
     True
     """
-    if prepared is None:
-        if image is None:
-            raise ValueError("Give the image (or prepared=… from prepare_inputs).")
-        pil = load_image(image)
-        prepared = prepare_inputs("", bundle=bundle, images=[pil], max_soft_tokens=max_soft_tokens)
-    if plan is None:
-        budget = prepared.max_soft_tokens
-        plan = plan_image(prepared.images[0], family=bundle.family, max_soft_tokens=budget)
-    encoded = encode_images(prepared, bundle=bundle)
+    analysis = encode(
+        analysis_of(image, modality="image", bundle=bundle, max_soft_tokens=max_soft_tokens)
+    )
+    encoded, plan, model = analysis.encoded, analysis.plan, analysis.model
     norms = encoded.slot_norms[0]  # (slots,)
     valid = encoded.valid[0] if encoded.valid[0] is not None else np.ones(len(norms), bool)
     return PooledTokens(
-        family=bundle.family,
+        family=analysis.spec.name,
         plan=plan,
         slots=int(valid.shape[0]),
         valid=valid,
         norms=norms,
         grid=plan.pooled_grid,
-        is_random_weights=bundle.is_random_weights,
+        is_random_weights=model.is_random_weights,
     )
 
 
@@ -262,7 +266,7 @@ class ItemReport:
     num_placeholders: int  # placeholder tokens the prompt reserved for it
     positions: tuple[int, ...] = field(repr=False)  # where in input_ids they land
     valid_mask: tuple[bool, ...] | None = field(default=None, repr=False)  # pooler / audio mask
-    padding_slots: int = 0  # Gemma 3n audio: slots filled with the padding embedding
+    num_padding_soft_tokens: int = 0  # Gemma 3n audio: slots filled with the padding embedding
 
     @property
     def agrees(self) -> bool:
@@ -325,7 +329,7 @@ class EncoderReport:
     def table(self) -> Table:
         rows = tuple(
             (f"{i.modality} #{i.item}", i.embedding_shape, i.num_embeddings, i.num_placeholders,
-             "random" if self.is_random_weights else f"{i.norm_mean:.2f}", i.padding_slots)
+             "random" if self.is_random_weights else f"{i.norm_mean:.2f}", i.num_padding_soft_tokens)
             for i in self.items
         )  # fmt: skip
         verdict = "every item fits its placeholders" if self.agrees else "MISMATCH"
@@ -352,7 +356,6 @@ def _norms(x) -> tuple[float, float]:
     return (float(n.mean()) if n.numel() else 0.0, float(n.max()) if n.numel() else 0.0)
 
 
-@bundle_keyword()
 def inspect_multimodal(
     messages: Any,
     *,
@@ -457,7 +460,7 @@ def _item_reports(
                 num_embeddings=slots if slots is not None else int(f.shape[0]),
                 num_placeholders=len(pos), positions=tuple(pos),
                 valid_mask=None if valid is None else tuple(bool(v) for v in valid),
-                padding_slots=encoded.padding_slots[i],
+                num_padding_soft_tokens=encoded.num_padding_soft_tokens[i],
             )
         )  # fmt: skip
     return reports

@@ -55,7 +55,7 @@ class Generation:
 class Engine(Protocol):
     """What answers a prepared chat turn: transformers, vLLM or an OpenAI-compatible server."""
 
-    backend: str  # "hf", "vllm" or "openai"
+    name: str  # "hf", "vllm" or "openai": the value of load(engine=…)
 
     def generate(self, prepared: PreparedInputs, *, max_new_tokens: int) -> Generation:
         """The whole answer with its counts and timings."""
@@ -87,16 +87,12 @@ class Bundle:
     def spec(self) -> FamilySpec:
         return get_family(self.family)
 
-    @property
-    def backend(self) -> str:
-        return self.engine.backend
-
     def require_model(self, what: str) -> torch.nn.Module:
         """The transformers model, or a clear error for a bundle that has none."""
         if self.model is None:
             raise ValueError(
-                f"{what} runs the model's own towers, which this {self.backend!r} bundle does "
-                "not hold. Load the same checkpoint with backend='hf' (or use the tiny default)."
+                f"{what} runs the model's own towers, which this {self.engine.name!r} bundle does "
+                "not hold. Load the same checkpoint with engine='hf' (or use the tiny default)."
             )
         return self.model
 
@@ -106,7 +102,7 @@ class Bundle:
         if self.model is not None:
             size = f"{sum(p.numel() for p in self.model.parameters()) / 1e6:.1f} M parameters, "
         return (
-            f"Bundle({self.name!r}, family={self.family!r}, backend={self.backend!r}, "
+            f"Bundle({self.name!r}, family={self.family!r}, engine={self.engine.name!r}, "
             f"device={self.device!r}, {size}{weights})"
         )
 
@@ -129,10 +125,10 @@ class Bundle:
         # Rust backend and writes it into tokenizer.json; on reload transformers turns it
         # into max_length=None / pad_to_multiple_of=None defaults that leak into the audio
         # feature extractor ("truncation=True needs max_length"). Save it unpadded.
-        backend = getattr(self.processor.tokenizer, "_tokenizer", None)
-        if backend is not None:
-            backend.no_padding()
-            backend.no_truncation()
+        rust = getattr(self.processor.tokenizer, "_tokenizer", None)
+        if rust is not None:
+            rust.no_padding()
+            rust.no_truncation()
         self.processor.save_pretrained(path)
         marker = {"family": self.family, "random_weights": self.is_random_weights}
         (path / MARKER_FILE).write_text(json.dumps({**marker, "source": self.name}, indent=2))
@@ -214,6 +210,6 @@ class Bundle:
             language=request.language,
             to_language=request.to_language,
             duration_s=request.duration_s,
-            backend=self.backend,
+            engine=self.engine.name,
             is_random_weights=self.is_random_weights,
         )

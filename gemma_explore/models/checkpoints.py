@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemma_explore.errors import ModelLoadError, renamed
+from gemma_explore.errors import ModelLoadError
 from gemma_explore.facts.families import FAMILIES, family_from_name, get_family
 from gemma_explore.facts.released import is_released, released, released_config
 from gemma_explore.models.bundle import MARKER_FILE
@@ -39,7 +39,6 @@ __all__ = [
     "BUILT_IN",
     "Parts",
     "cached_file_of",
-    "check_folder",
     "config_for",
     "family_from_config",
     "guess_family",
@@ -245,7 +244,6 @@ def require_checkpoint_folder(path: str | os.PathLike) -> Path:
     return path
 
 
-check_folder = renamed(require_checkpoint_folder, "check_folder")
 
 
 def is_random_weights(path: Path) -> bool:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gemma_explore.errors import ModelLoadError, renamed
+from gemma_explore.errors import ModelLoadError
 from gemma_explore.facts.families import FAMILIES, family_from_name
 
-__all__ = ["CHECKPOINT_PARAMS_B", "check_fits", "require_fits", "weights_gib"]
+__all__ = ["CHECKPOINT_PARAMS_B", "require_fits", "weights_gib"]
 
 # Billions of parameters stored in the checkpoint (not the "effective" E2B/E4B count).
 CHECKPOINT_PARAMS_B: dict[str, float] = {
@@ -120,4 +120,3 @@ def require_fits(hub_id: str, *, device: str, dtype: Any) -> str:
     return hub_id
 
 
-check_fits = renamed(require_fits, "check_fits")

@@ -27,14 +27,13 @@ import numpy as np
 
 from gemma_explore.engines.load import load
 from gemma_explore.engines.vllm_processor import vllm_available, vllm_mm_data, vllm_process
-from gemma_explore.errors import bundle_keyword
-from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
-from gemma_explore.inside.towers import encode_audio, encode_images
-from gemma_explore.media.loaders import load_audio, load_image, load_video, sample_frame_indices
+from gemma_explore.facts.families import AUDIO_SAMPLING_RATE, DEFAULT_FAMILY, FamilySpec, get_family
+from gemma_explore.inside.towers import encode, encode_audio, encode_images
+from gemma_explore.media.loaders import sample_frame_indices
 from gemma_explore.models.tiny import tiny_name
-from gemma_explore.plans.audio import AudioPlan, plan_audio
-from gemma_explore.plans.image import ImagePlan, plan_image
-from gemma_explore.plans.video import VideoPlan, format_timestamp, plan_video
+from gemma_explore.plans.audio import AudioPlan
+from gemma_explore.plans.image import ImagePlan
+from gemma_explore.plans.video import format_timestamp
 from gemma_explore.plans.vllm import (
     VLLM_MERGE_ERROR,
     vllm_audio_frames,
@@ -43,7 +42,8 @@ from gemma_explore.plans.vllm import (
     vllm_image_tokens,
     vllm_reexpand,
 )
-from gemma_explore.processing.inputs import PreparedInputs, prepare_inputs
+from gemma_explore.processing.analysis import Analysis, analysis_of
+from gemma_explore.processing.inputs import PreparedInputs
 from gemma_explore.sizes import size_label
 from gemma_explore.tables import Table
 
@@ -142,6 +142,18 @@ class ParityReport:
         return self.table().html()
 
 
+def _analysis(
+    subject: Any, modality: str, family: Any, bundle: Bundle | None, **options: Any
+) -> Analysis:
+    """The subject's analysis: itself, or analysed now with the bundle the check runs on."""
+    if isinstance(subject, Analysis):
+        if family is not None and get_family(family) is not subject.spec:
+            raise ValueError(f"family={family!r} but the analysis is {subject.spec.name!r}.")
+        return analysis_of(subject, modality=modality, bundle=None)
+    _spec, bundle = _bundle_for(family, bundle)
+    return analysis_of(subject, modality=modality, bundle=bundle, **options)
+
+
 def _bundle_for(
     family: str | FamilySpec | Bundle | None, bundle: Bundle | None
 ) -> tuple[FamilySpec, Bundle]:
@@ -167,26 +179,21 @@ def check_image_parity(
     max_soft_tokens: int | None = None,
     use_vllm: bool | None = None,
     run_encoder: bool | None = None,
-    plan: ImagePlan | None = None,
-    prepared: PreparedInputs | None = None,
 ) -> ParityReport:
     """Our plan, transformers, vLLM's arithmetic and processor for one image.
 
-    ``image`` is any image input or a ``(height, width)`` pair. ``bundle`` supplies the
-    real processor (the family's tiny default when omitted); ``run_encoder`` also runs
-    the vision tower (default: when a bundle is given); ``use_vllm`` runs vLLM's
-    processor (default: when installed). Pass ``plan=`` / ``prepared=`` to reuse work.
+    ``image`` is any image input, a ``(height, width)`` pair, or an :class:`Analysis`
+    (its plan, processor run and tower run are read, not made again). ``bundle``
+    supplies the real processor (the family's tiny default when omitted); ``run_encoder``
+    also runs the vision tower (default: when a bundle or an analysis is given; an
+    analysis that holds the tower's run gives its count for free); ``use_vllm`` runs
+    vLLM's processor (default: when installed).
     """
-    run_encoder = bundle is not None if run_encoder is None else run_encoder
-    spec, bundle = _bundle_for(family, bundle)
+    given = bundle is not None or isinstance(image, Analysis)
+    run_encoder = given if run_encoder is None else run_encoder
+    analysis = _analysis(image, "image", family, bundle, max_soft_tokens=max_soft_tokens)
+    spec, bundle, plan, prepared = analysis.spec, analysis.model, analysis.plan, analysis.prepared
     use_vllm = vllm_available() if use_vllm is None else use_vllm
-    if prepared is None:
-        pil = load_image(image)
-        prepared = prepare_inputs("", bundle=bundle, images=[pil], max_soft_tokens=max_soft_tokens)
-    if plan is None:
-        plan = plan_image(
-            prepared.images[0], family=spec.name, max_soft_tokens=prepared.max_soft_tokens
-        )
     if spec.image.budgets:
         rows, notes = _budgeted_image_rows(spec, bundle, plan, prepared)
     else:
@@ -195,7 +202,7 @@ def check_image_parity(
     hf_ids = prepared.input_ids.count(spec.id_of(spec.image_token))
     v_arith = rows[-1].vllm_arithmetic
     rows.append(ParityRow("prompt placeholders", plan.num_soft_tokens, hf_ids, v_arith, v_proc))
-    encoder_count = encode_images(prepared, bundle=bundle).counts[0] if run_encoder else None
+    encoder_count = encode(analysis).encoded.counts[0] if run_encoder else None
     follows = _image_encoder_follows(spec, rows[-2].transformers, encoder_count)
     budget = f" at budget {plan.max_soft_tokens}" if plan.max_soft_tokens else ""
     return ParityReport(
@@ -353,22 +360,19 @@ def check_audio_parity(
     sampling_rate: int | None = None,
     use_vllm: bool | None = None,
     run_encoder: bool | None = None,
-    plan: AudioPlan | None = None,
-    prepared: PreparedInputs | None = None,
 ) -> ParityReport:
     """Our plan, transformers, vLLM's arithmetic and processor for one clip.
 
-    ``audio`` is any audio input, or a number of samples (a test clip of that length).
+    ``audio`` is any audio input, a number of samples (a test clip of that length), or
+    an :class:`Analysis` (read, not made again).
     """
-    run_encoder = bundle is not None if run_encoder is None else run_encoder
-    spec, bundle = _bundle_for(family, bundle)
+    run_encoder = (bundle is not None or isinstance(audio, Analysis)) if run_encoder is None else run_encoder
+    if isinstance(audio, int | np.integer) and not isinstance(audio, bool):
+        audio = (_test_wave(int(audio)), sampling_rate or AUDIO_SAMPLING_RATE)  # a test clip
+    analysis = _analysis(audio, "audio", family, bundle, sampling_rate=sampling_rate)
+    spec, bundle, plan, prepared = analysis.spec, analysis.model, analysis.plan, analysis.prepared
     use_vllm = vllm_available() if use_vllm is None else use_vllm
     a = spec.audio
-    if prepared is None:
-        wave = _clip_at_model_rate(audio, spec, sampling_rate)
-        prepared = prepare_inputs("", bundle=bundle, audios=[(wave, a.sampling_rate)])
-    if plan is None:
-        plan = plan_audio((prepared.audios[0], a.sampling_rate), family=spec.name)
     hf_ids = prepared.input_ids.count(spec.id_of(spec.audio_token))
     n = plan.num_samples
     # vLLM caps with the processor's own audio_seq_length (get_audio_repl), not a constant.
@@ -384,7 +388,7 @@ def check_audio_parity(
         dropped, note = _rows_vllm_drops(spec, plan, v_prompt)
         notes += [note] if note else []
     step = "placeholders" if a.fixed_placeholders is not None else "audio tokens"
-    rows.append(ParityRow(step, plan.num_placeholders, hf_ids, v_tokens, v_proc))
+    rows.append(ParityRow(step, plan.num_soft_tokens, hf_ids, v_tokens, v_proc))
     notes += _cut_note(spec, plan, rows[0], cap, v_tokens)
     follows, slot_notes = _audio_encoder_follows(spec, plan, hf_ids, encoder_count)
     return ParityReport(
@@ -392,14 +396,6 @@ def check_audio_parity(
         encoder_count, v_proc is not None, tuple(notes + slot_notes), dropped,
     )  # fmt: skip
 
-
-def _clip_at_model_rate(audio: Any, spec: FamilySpec, sampling_rate: int | None) -> np.ndarray:
-    """The clip as a wave at the family's rate; a number of samples gives a test clip."""
-    rate = spec.audio.sampling_rate
-    if isinstance(audio, int | np.integer) and not isinstance(audio, bool):
-        given = (_test_wave(int(audio)), sampling_rate or rate)
-        return load_audio(given, target_rate=rate)[0]
-    return load_audio(audio, sampling_rate=sampling_rate, target_rate=rate, bare_array_rate=rate)[0]
 
 
 def _audio_frame_rows(
@@ -416,7 +412,7 @@ def _audio_frame_rows(
     kind = "mel frames" if a.has_mel else "raw frames"
     return [
         ParityRow(f"{kind} (valid)", plan.num_valid_frames, valid, v_frames),
-        ParityRow(f"{kind} (all)", plan.num_mel_frames, frames, None),
+        ParityRow(f"{kind} (all)", plan.num_feature_frames, frames, None),
     ]
 
 
@@ -480,8 +476,8 @@ def _audio_encoder_follows(
         )
     elif a.fixed_placeholders is not None:
         slots = a.fixed_placeholders
-        if plan.padding_slots:
-            fate = f"the model fills the other {plan.padding_slots} of the {slots} slots with "
+        if plan.num_padding_soft_tokens:
+            fate = f"the model fills the other {plan.num_padding_soft_tokens} of the {slots} slots with "
             fate += "the padding embedding"
         elif plan.dropped_tokens:
             fate = f"the model keeps the first {slots}"
@@ -517,18 +513,13 @@ def check_video_parity(
     bundle: Bundle | None = None,
     fps: float | None = None,
     use_vllm: bool | None = None,
-    plan: VideoPlan | None = None,
-    prepared: PreparedInputs | None = None,
 ) -> ParityReport:
-    """Our plan, transformers, vLLM's arithmetic and processor for one video."""
-    spec, bundle = _bundle_for(family, bundle)
+    """Our plan, transformers, vLLM's arithmetic and processor for one video (or its
+    :class:`Analysis`, read, not made again)."""
+    analysis = _analysis(video, "video", family, bundle, fps=fps)
+    spec, bundle, plan, prepared = analysis.spec, analysis.model, analysis.plan, analysis.prepared
     use_vllm = vllm_available() if use_vllm is None else use_vllm
-    if prepared is None:
-        v = load_video(video, fps=fps)
-        prepared = prepare_inputs("", bundle=bundle, videos=[v])
     v = prepared.videos[0]
-    if plan is None:
-        plan = plan_video(v, family=spec.name)
     ids = prepared.input_ids
     hf_total = ids.count(spec.id_of(spec.video_token))
     idx = sample_frame_indices(v.num_frames, max_frames=spec.image.max_video_frames)
@@ -555,7 +546,7 @@ def check_video_parity(
             v_per_frame,
         ),
         ParityRow(
-            "video placeholders", plan.total_soft_tokens, hf_total, v_per_frame * len(idx), v_proc
+            "video placeholders", plan.num_soft_tokens, hf_total, v_per_frame * len(idx), v_proc
         ),
     ]
     tower = "the embedder (no tower)" if spec.encoder_free else "the vision tower"
@@ -608,7 +599,6 @@ class VllmReplay:
         return "\n".join(self.steps)
 
 
-@bundle_keyword("prepared")
 def vllm_replay(
     input_ids: list[int],
     *,
@@ -625,8 +615,6 @@ def vllm_replay(
     counts agree and no error is raised. ``use_vllm`` also runs vLLM's processor
     (default: when installed) and keeps its ids in ``vllm_ids``.
 
-    The old order ``vllm_replay(bundle, input_ids, prepared)`` still works for one
-    release, with a DeprecationWarning.
 
     >>> replay = vllm_replay(ids[:k] + ids[k + 1:], bundle=bundle, prepared=prepared)  # doctest: +SKIP
     >>> replay.sent, len(replay.ids), replay.error                     # doctest: +SKIP

@@ -120,7 +120,7 @@ def compare_families(
                 image_plan=image_plan,
                 audio_plan=audio_plan,
                 image_tokens=image_plan.num_soft_tokens,
-                audio_tokens=None if audio_plan is None else audio_plan.num_placeholders,
+                audio_tokens=None if audio_plan is None else audio_plan.num_soft_tokens,
                 vllm_audio_tokens=(
                     None
                     if audio_plan is None

@@ -44,12 +44,12 @@ class AudioPlan:
     padded_samples: int  # after padding to a multiple of 128 samples
     frame_length: int  # samples per analysis window
     hop_length: int  # samples between frame starts (10 ms)
-    num_mel_frames: int  # rows of input_features
+    num_feature_frames: int  # rows of input_features (Unified: raw slices, one per token)
     num_valid_frames: int  # frames whose mask is True (real audio)
     subsampling: int  # the encoder's time reduction
     num_encoder_tokens: int  # embeddings of real audio the encoder produces
-    num_placeholders: int  # audio placeholders in the prompt (3n: always 188)
-    padding_slots: int  # 3n: placeholders filled with the padding embedding
+    num_soft_tokens: int  # audio placeholders in the prompt (3n: always 188), as ImagePlan's
+    num_padding_soft_tokens: int  # 3n: placeholders filled with the padding embedding
     dropped_tokens: int  # encoder tokens that do not fit the placeholders
     ms_per_token: float  # audio time one token stands for
     total_tokens: int  # prompt tokens incl. markers (+ 3n's "\n\n" wrappers)
@@ -63,7 +63,7 @@ class AudioPlan:
     def frame_kind(self) -> str:
         """ "mel" (log-mel frames for a tower) or "raw" (encoder-free: slices of
         ``samples_per_token`` samples of the waveform itself, one token each;
-        num_mel_frames then counts those)."""
+        num_feature_frames then counts those)."""
         return "mel" if get_family(self.family).audio.has_mel else "raw"
 
     @property
@@ -78,11 +78,11 @@ class AudioPlan:
             ("used", f"{self.samples_used} samples{' (truncated)' if self.truncated else ''}"),
             (
                 f"{self._frame_label} frames (valid)",
-                f"{self.num_mel_frames} ({self.num_valid_frames})",
+                f"{self.num_feature_frames} ({self.num_valid_frames})",
             ),
             ("encoder tokens", self.num_encoder_tokens),
-            ("placeholders", self.num_placeholders),
-            ("padding slots", self.padding_slots),
+            ("placeholders", self.num_soft_tokens),
+            ("padding slots", self.num_padding_soft_tokens),
             ("dropped tokens", self.dropped_tokens),
             ("ms per token", self.ms_per_token),
             ("prompt tokens", self.total_tokens),
@@ -175,9 +175,9 @@ def _raw_embedder_rule(spec: FamilySpec, rows: int) -> Rule[int]:
 def _tokens_of_raw_rows(spec: FamilySpec, padded: int) -> tuple[dict[str, int], list[str]]:
     rows = _raw_rows_rule(spec, padded)
     tokens = _raw_embedder_rule(spec, rows.value)
-    counts = dict(num_mel_frames=rows.value, num_valid_frames=rows.value,
-                  num_encoder_tokens=tokens.value, num_placeholders=tokens.value,
-                  padding_slots=0, dropped_tokens=0)  # fmt: skip
+    counts = dict(num_feature_frames=rows.value, num_valid_frames=rows.value,
+                  num_encoder_tokens=tokens.value, num_soft_tokens=tokens.value,
+                  num_padding_soft_tokens=0, dropped_tokens=0)  # fmt: skip
     return counts, [rows.step, tokens.step]
 
 
@@ -238,9 +238,9 @@ def _tokens_of_fixed_slots(
     frames = _centred_frames_rule(spec, padded, used)
     real = _conformer_rule(spec, *frames.value)
     slots = _fixed_slots_rule(spec, real.value)
-    counts = dict(num_mel_frames=frames.value[0], num_valid_frames=frames.value[1],
-                  num_encoder_tokens=real.value, num_placeholders=spec.audio.fixed_placeholders,
-                  padding_slots=slots.value[0], dropped_tokens=slots.value[1])  # fmt: skip
+    counts = dict(num_feature_frames=frames.value[0], num_valid_frames=frames.value[1],
+                  num_encoder_tokens=real.value, num_soft_tokens=spec.audio.fixed_placeholders,
+                  num_padding_soft_tokens=slots.value[0], dropped_tokens=slots.value[1])  # fmt: skip
     return counts, [frames.step, real.step, slots.step]
 
 
@@ -286,9 +286,9 @@ def _tokens_of_strided_frames(
 ) -> tuple[dict[str, int], list[str]]:
     frames = _semicausal_frames_rule(spec, padded, used)
     tokens = _strided_tokens_rule(spec, *frames.value)
-    counts = dict(num_mel_frames=frames.value[0], num_valid_frames=frames.value[1],
-                  num_encoder_tokens=tokens.value, num_placeholders=tokens.value,
-                  padding_slots=0, dropped_tokens=0)  # fmt: skip
+    counts = dict(num_feature_frames=frames.value[0], num_valid_frames=frames.value[1],
+                  num_encoder_tokens=tokens.value, num_soft_tokens=tokens.value,
+                  num_padding_soft_tokens=0, dropped_tokens=0)  # fmt: skip
     return counts, [frames.step, tokens.step]
 
 
@@ -305,7 +305,7 @@ def plan_audio(
     (the family's rate, 16 kHz, when not given). ``family`` is a name, a spec or a loaded
     bundle (default: ``DEFAULT_FAMILY``).
 
-    >>> plan_audio(48_000, family="gemma4").num_placeholders
+    >>> plan_audio(48_000, family="gemma4").num_soft_tokens
     75
     """
     spec = family_spec(family)
@@ -319,7 +319,7 @@ def plan_audio(
         counts, steps = _tokens_of_fixed_slots(spec, padded.value, used.value)
     else:
         counts, steps = _tokens_of_strided_frames(spec, padded.value, used.value)
-    prompt = prompt_rule(spec, counts["num_placeholders"], "audio")
+    prompt = prompt_rule(spec, counts["num_soft_tokens"], "audio")
     return AudioPlan(
         family=spec.name,
         sampling_rate=int(notes.get("resampled_from") or a.sampling_rate),

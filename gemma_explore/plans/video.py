@@ -50,7 +50,7 @@ class VideoPlan:
     soft_tokens_per_frame: int  # at the video budget (70)
     frame_plan: ImagePlan  # the plan of one frame
     timestamp_text: str  # the text the processor writes, soft tokens shown as ×N
-    total_soft_tokens: int
+    num_soft_tokens: int  # every sampled frame's soft tokens: placeholders in the prompt
     total_tokens: int  # soft tokens + markers; the timestamp text is counted by layouts
     steps: tuple[str, ...] = field(default=(), compare=False)
     # The sampled frames only, (len(frame_indices), H, W, 3) uint8, kept for figures;
@@ -63,8 +63,8 @@ class VideoPlan:
             ("frame size", size_label(self.frame_size)),
             ("sampled", f"{len(self.frame_indices)} frames"),
             ("tokens per frame", self.soft_tokens_per_frame),
-            ("soft tokens", self.total_soft_tokens),
-            ("markers", self.total_tokens - self.total_soft_tokens),
+            ("soft tokens", self.num_soft_tokens),
+            ("markers", self.total_tokens - self.num_soft_tokens),
         ]
 
     def table(self) -> Table:
@@ -142,7 +142,7 @@ def plan_video(
         soft_tokens_per_frame=n,
         frame_plan=frame,
         timestamp_text=text,
-        total_soft_tokens=len(idx) * n,
+        num_soft_tokens=len(idx) * n,
         total_tokens=len(idx) * (n + spec.markers_per_item),
         steps=steps,
         frames=frames,

@@ -1,8 +1,9 @@
 """Audio features: the real feature extractor's log-mel frames and frame mask for a clip.
 
 Computed once per request and handed to :func:`~gemma_explore.viz.audio.show_mel`.
-When the processor has already run (a :class:`~gemma_explore.processing.inputs.PreparedInputs`),
-the features are read from its batch instead of running the extractor a second time.
+When the processor has already run (an :class:`~gemma_explore.processing.analysis.Analysis`
+holds its run), the features are read from its batch instead of running the extractor a
+second time.
 
 >>> feats = audio_features(("speech.wav"), family="gemma4")      # doctest: +SKIP
 >>> feats.mel.shape, int(feats.mask.sum())                        # doctest: +SKIP
@@ -13,15 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
 from gemma_explore.plans.audio import AudioPlan, plan_audio
-
-if TYPE_CHECKING:
-    from gemma_explore.processing.inputs import PreparedInputs
+from gemma_explore.processing.analysis import Analysis
 
 __all__ = ["AudioFeatures", "audio_features", "repad_clips"]
 
@@ -54,40 +53,39 @@ def _default_extractor(family: str) -> Any:
 
 
 def audio_features(
-    audio: Any = None,
+    audio: Any,
     *,
     family: str | FamilySpec = DEFAULT_FAMILY,
     sampling_rate: int | None = None,
-    plan: AudioPlan | None = None,
-    prepared: PreparedInputs | None = None,
-    item: int = 0,
 ) -> AudioFeatures:
     """Log-mel frames and frame mask of a clip, from the family's real feature extractor.
 
-    Give ``audio`` (any audio input), or a ``plan`` that holds its waveform, or a
-    ``prepared`` request whose processor already computed the features (clip ``item``).
-    ``family``: a name, a spec or a bundle (default ``DEFAULT_FAMILY``).
+    ``audio`` is any audio input, an :class:`~gemma_explore.plans.audio.AudioPlan` that
+    holds its waveform, or an :class:`~gemma_explore.processing.analysis.Analysis` of the
+    clip, whose processor run already computed the features (read, not computed again).
+    ``family``: a name, a spec or a bundle (default ``DEFAULT_FAMILY``; an analysis
+    brings its own).
 
     >>> feats = audio_features((np.zeros(16_000, np.float32), 16_000), family="gemma4")
     >>> feats.num_frames, feats.mel.shape[1]
     (99, 128)
     """
-    spec = get_family(family)
-    if plan is None:
-        if audio is None and prepared is not None:
-            audio = (prepared.audios[item], spec.audio.sampling_rate)
-        if audio is None:
-            raise ValueError("Give the clip (audio=…), its plan (plan=…) or prepared=….")
+    prepared = None
+    if isinstance(audio, Analysis):
+        spec, plan, prepared = audio.spec, audio.plan, audio.prepared
+    elif isinstance(audio, AudioPlan):
+        spec, plan = get_family(audio.family), audio
+    else:
         if isinstance(audio, int | np.integer):
             raise ValueError("Features need the waveform, not a sample count; use plan_audio.")
+        spec = get_family(family)
         plan = plan_audio(audio, family=spec.name, sampling_rate=sampling_rate)
     if plan.waveform is None:
         raise ValueError("This plan was made from a sample count; plan the waveform instead.")
     if prepared is not None and prepared.batch is not None:
-        # A batch pads every clip to the longest; this clip's own frames come first.
-        frames = plan.num_mel_frames
-        mel = np.asarray(prepared.batch["input_features"][item], dtype=np.float32)[:frames]
-        mask = np.asarray(prepared.batch["input_features_mask"][item]).astype(bool)[:frames]
+        frames = plan.num_feature_frames  # a batch pads every clip to the longest
+        mel = np.asarray(prepared.batch["input_features"][0], dtype=np.float32)[:frames]
+        mask = np.asarray(prepared.batch["input_features_mask"][0]).astype(bool)[:frames]
     else:
         out = _default_extractor(spec.name)([plan.waveform], return_tensors="np")
         mel = out["input_features"][0]  # (frames, mel_bins)

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import copy
 import time
-import warnings
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from gemma_explore.errors import MediaError, bundle_keyword
+from gemma_explore.errors import MediaError
 from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
 from gemma_explore.media.loaders import (
     Video,
@@ -40,9 +39,36 @@ if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
     from transformers import BatchFeature
 
-    from gemma_explore.models.bundle import Bundle
 
-__all__ = ["PreparedInputs", "normalize_messages", "prepare_inputs", "prepare_media"]
+__all__ = [
+    "LoadedModel",
+    "PreparedInputs",
+    "normalize_messages",
+    "prepare_inputs",
+    "prepare_media",
+]
+
+
+@runtime_checkable
+class LoadedModel(Protocol):
+    """What preparing a turn reads from a loaded model, and nothing more.
+
+    A :class:`~gemma_explore.models.bundle.Bundle` is one; so is any object with these
+    four attributes. Preparing a prompt sits below the models (a bundle's ``generate``
+    calls it), so it names what it reads here instead of importing the bundle.
+
+    >>> from gemma_explore.facts.families import GEMMA4
+    >>> class Stub:
+    ...     name, processor, modalities, spec = "stub", None, ("image",), GEMMA4
+    >>> isinstance(Stub(), LoadedModel)
+    True
+    """
+
+    name: str  # a tiny name, a folder or a hub id: error messages name it
+    processor: Any  # the real transformers processor (None: a remote server's model)
+    modalities: tuple[str, ...]  # what the checkpoint takes: a clip needs "audio"
+    spec: FamilySpec  # the family's facts: tokens, budgets, how clips are resampled
+
 
 # Keys the processor returns for bookkeeping, not for the model's forward.
 _NOT_MODEL_INPUTS = {"num_soft_tokens_per_image", "num_soft_tokens_per_video", "video_metadata"}
@@ -83,7 +109,7 @@ class PreparedInputs:
         if self.batch is None:
             raise ValueError(
                 "This bundle has no local processor (a remote server's model), so there are "
-                "no input ids to show. Load the same checkpoint with backend='hf' to see them."
+                "no input ids to show. Load the same checkpoint with engine='hf' to see them."
             )
         return [int(i) for i in self.batch["input_ids"][0]]
 
@@ -156,8 +182,8 @@ def _media_of(item: dict[str, Any], kind: str) -> Any:
 
 def prepare_media(
     messages_or_text: Any,
-    *old_order: Any,
-    family: str | FamilySpec | Bundle = DEFAULT_FAMILY,
+    *,
+    family: str | FamilySpec | LoadedModel = DEFAULT_FAMILY,
     images: Any = (),
     audios: Any = (),
     videos: Any = (),
@@ -169,14 +195,11 @@ def prepare_media(
     chat template and the processor run.
 
     ``family`` (a name, a spec or a bundle) says how clips are resampled and which
-    budgets exist; the old order ``prepare_media(family, messages)`` still works for one
-    release, with a DeprecationWarning.
+    budgets exist.
 
     >>> prepare_media("Hi", images=[(480, 640)]).images[0].size
     (640, 480)
     """
-    if old_order:
-        family, messages_or_text = _old_media_order(messages_or_text, old_order)
     spec = get_family(getattr(family, "spec", family))
     messages = normalize_messages(messages_or_text, images=images, audios=audios, videos=videos)
     loaded = _Loaded()
@@ -209,18 +232,6 @@ def prepare_media(
         request_kwargs=requested,
     )
 
-
-def _old_media_order(first: Any, rest: tuple[Any, ...]) -> tuple[Any, Any]:
-    """``prepare_media(family, messages)``, the order before 0.2: (family, messages)."""
-    if len(rest) > 1:
-        raise TypeError("prepare_media() takes one positional: the messages or text.")
-    warnings.warn(
-        "prepare_media(family, messages) is the old order and goes in 0.3: write "
-        "prepare_media(messages, family=family).",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return first, rest[0]
 
 
 @dataclass
@@ -260,11 +271,10 @@ class _Loaded:
         return {"type": kind, "text": item.get("text", "")} if kind == "text" else {"type": kind}
 
 
-@bundle_keyword()
 def prepare_inputs(
     messages_or_text: Any,
     *,
-    bundle: Bundle,
+    bundle: LoadedModel,
     images: Any = (),
     audios: Any = (),
     videos: Any = (),
@@ -287,8 +297,6 @@ def prepare_inputs(
     tokenized as vLLM does (Gemma 3n prepends ``<bos>``; Gemma 4 with a chat template
     does not), then the processor expands the placeholders.
 
-    The old order ``prepare_inputs(bundle, messages)`` still works for one release, with
-    a DeprecationWarning.
 
     >>> prepared = prepare_inputs("Hi", bundle=ge.load("tiny-gemma4"), images=[(480, 640)])  # doctest: +SKIP
     >>> prepared.input_ids.count(258880)                                                    # doctest: +SKIP
@@ -333,7 +341,7 @@ def _require_raw_text(messages_or_text: Any, *, template: bool) -> None:
         )
 
 
-def _require_audio_tower(bundle: Bundle, media: PreparedInputs) -> None:
+def _require_audio_tower(bundle: LoadedModel, media: PreparedInputs) -> None:
     """A clip needs a checkpoint with an audio tower (``bundle.modalities``)."""
     if media.audios and "audio" not in bundle.modalities:
         raise MediaError(
@@ -381,7 +389,7 @@ def _with_video_metadata(media: PreparedInputs, kwargs: dict[str, Any]) -> dict[
     return kwargs
 
 
-def _adds_bos(bundle: Bundle, *, template: bool) -> bool:
+def _adds_bos(bundle: LoadedModel, *, template: bool) -> bool:
     """Whether tokenizing the text adds ``<bos>``.
 
     The chat template already writes ``<bos>``: adding special tokens again would double

@@ -25,7 +25,7 @@ import html
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gemma_explore.colors import kind_color
 from gemma_explore.facts.families import WRAPPER, FamilySpec
@@ -41,10 +41,7 @@ from gemma_explore.plans.vllm import (
     vllm_replacement_length,
     vllm_search_parts,
 )
-from gemma_explore.processing.inputs import PreparedInputs, prepare_inputs
-
-if TYPE_CHECKING:
-    from gemma_explore.models.bundle import Bundle
+from gemma_explore.processing.inputs import LoadedModel, PreparedInputs, prepare_inputs
 
 __all__ = [
     "Divergence",
@@ -382,7 +379,7 @@ def _segments(kinds: list[str], item_of: list[int | None], tokens: list[str]) ->
 def layout_prompt(
     messages_or_text: Any,
     *,
-    bundle: Bundle,
+    bundle: LoadedModel,
     images: Any = (),
     audios: Any = (),
     videos: Any = (),
@@ -445,7 +442,7 @@ def layout_prompt(
 
 
 def _vllm_raw_ids(
-    spec: FamilySpec, bundle: Bundle, prepared: PreparedInputs
+    spec: FamilySpec, bundle: LoadedModel, prepared: PreparedInputs
 ) -> tuple[list[int], tuple[Divergence, ...], tuple[tuple[str, int, int], ...] | None]:
     """A raw prompt tokenized as ``LLM.generate`` tokenizes it, then vLLM's expansion of
     it and where that parts from transformers' (:func:`vllm_raw_divergences`)."""
@@ -474,8 +471,8 @@ def _expected(modality: str, plan: ImagePlan | AudioPlan | VideoPlan | None) -> 
     if modality == "image":
         return plan.num_soft_tokens
     if modality == "audio":
-        return plan.num_placeholders
-    return plan.total_soft_tokens
+        return plan.num_soft_tokens
+    return plan.num_soft_tokens
 
 
 def _vllm_ranges(spec: FamilySpec, placeholders: list[Placeholder]) -> list[tuple[str, int, int]]:
@@ -544,7 +541,7 @@ def _vllm_audio_counts(
 
 
 def _bos_warnings(
-    spec: FamilySpec, bundle: Bundle, ids: list[int], prepared: PreparedInputs
+    spec: FamilySpec, bundle: LoadedModel, ids: list[int], prepared: PreparedInputs
 ) -> tuple[str, ...]:
     bos = spec.id_of(spec.bos_token)
     if ids[:2] == [bos, bos]:

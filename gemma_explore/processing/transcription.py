@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from gemma_explore.errors import MediaError, renamed
+from gemma_explore.errors import MediaError
 from gemma_explore.facts.families import FAMILIES, SPEECH_TO_TEXT_FAMILY, FamilySpec, get_family
 from gemma_explore.media.loaders import load_audio
 
@@ -45,7 +45,6 @@ __all__ = [
     "TASKS",
     "Transcription",
     "TranscriptionRequest",
-    "check_language",
     "require_language",
     "transcription_prompt",
     "transcription_request",
@@ -108,7 +107,6 @@ def require_language(code: str | None, *, what: str = "language") -> str | None:
     return key
 
 
-check_language = renamed(require_language, "check_language")
 
 
 def transcription_prompt(
@@ -206,12 +204,12 @@ class Transcription:
     """What the model wrote for a clip, and how it was asked."""
 
     text: str
-    prompt: str  # the fixed raw prompt (for the openai backend: what the server builds)
+    prompt: str  # the fixed raw prompt (for the openai engine: what the server builds)
     task: str
     language: str | None
     to_language: str | None
     duration_s: float
-    backend: str
+    engine: str
     is_random_weights: bool  # the tiny bundles' text is noise
 
     @property

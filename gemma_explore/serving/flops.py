@@ -283,7 +283,7 @@ def _audio_flops(spec: Any, parts: tuple, seconds: float, device: str) -> tuple[
     tower, proj = parts
     rate = spec.audio.sampling_rate
     plan = plan_audio((np.zeros(int(round(seconds * rate)), np.float32), rate), family=spec)
-    frames = plan.num_mel_frames
+    frames = plan.num_feature_frames
     if spec.encoder_free:  # raw frames of samples_per_token samples, one token each
         rows = torch.zeros(1, frames, spec.audio.samples_per_token, device=device)  # (1, T, 640)
         return frames, _count(lambda: proj(inputs_embeds=rows))

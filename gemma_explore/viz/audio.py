@@ -65,7 +65,7 @@ def _draw_mel(ax, features: AudioFeatures, a: AudioSpec) -> None:
     ax.set_xlabel("time (s)")
     ax.legend(loc="upper right", fontsize=st.small, framealpha=0.9)
     ax.set_title(
-        st.fill(f"{plan.num_mel_frames} mel frames × {a.mel_bins} bins → {tokens} tokens "
+        st.fill(f"{plan.num_feature_frames} mel frames × {a.mel_bins} bins → {tokens} tokens "
                 f"(one per {a.subsampling} frames = {plan.ms_per_token:.0f} ms); colour: "
                 "log-mel energy, bright = loud; low bins = low pitch", 9.5),
         fontsize=st.body,
@@ -98,7 +98,7 @@ def _draw_slots(ax, features: AudioFeatures, a: AudioSpec) -> None:
     ax.set_yticks([])
     ax.set_xlabel("placeholder slot (index in the prompt's audio run)")
     dropped = f", {plan.dropped_tokens} tokens dropped" if plan.dropped_tokens else ""
-    ax.set_title(f"{slots} placeholder slots: {tokens} real (blue), {plan.padding_slots} "
+    ax.set_title(f"{slots} placeholder slots: {tokens} real (blue), {plan.num_padding_soft_tokens} "
                  f"padding (hatched){dropped}", fontsize=st.small)  # fmt: skip
 
 
@@ -164,6 +164,6 @@ def show_mel(
     end = max(plan.duration_s, 1e-3, len(features.mask) * a.hop_length / a.sampling_rate)
     for panel in axes[:3]:
         panel.set_xlim(0, end)
-    fig.suptitle(f"{spec.display_name} audio: {plan.num_placeholders} placeholders",
+    fig.suptitle(f"{spec.display_name} audio: {plan.num_soft_tokens} placeholders",
                  fontsize=current_style().title)  # fmt: skip
     return fig

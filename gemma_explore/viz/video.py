@@ -25,8 +25,8 @@ def _caption(plan: VideoPlan, n: int) -> str:
               "share each stamp" if per_stamp > 1.5 else "")  # fmt: skip
     return current_style().fill(
         f"{plan.num_frames} frames at {plan.fps:g} fps → {n} sampled × "
-        f"{plan.soft_tokens_per_frame} = {plan.total_soft_tokens} soft tokens "
-        f"(+{plan.total_tokens - plan.total_soft_tokens} markers + timestamps)"
+        f"{plan.soft_tokens_per_frame} = {plan.num_soft_tokens} soft tokens "
+        f"(+{plan.total_tokens - plan.num_soft_tokens} markers + timestamps)"
         f"\ncaption: mm:ss stamp · frame index · soft tokens{shared}",
         10.5, size=current_style().title,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""The demo's handlers in one import (``from gemma_explore.app import handlers as h``):
+"""The demo's handlers in one import (``from tests.app import handlers as h``):
 plain functions, no gradio import, easy to test. Each concept lives in its own module:
 
 * :mod:`~gemma_explore.app.bundles`: the one bundle cache and the model notice;
@@ -10,7 +10,7 @@ plain functions, no gradio import, easy to test. Each concept lives in its own m
 Every handler catches bad input and returns a message instead of raising, so one bad
 upload never stops the app from answering the next request.
 
->>> from gemma_explore.app import handlers as h
+>>> from tests.app import handlers as h
 >>> h.image_tab is h.tabs.image_tab
 True
 """

@@ -104,7 +104,7 @@ def test_eight_concurrent_requests_are_all_answered(app_url):
     assert len(results) == 8
     for budget, counts in results:
         n = ge.plan_image(
-            ge.samples.sample_photo(), family="gemma4", max_soft_tokens=budget
+            ge.sample_photo(), family="gemma4", max_soft_tokens=budget
         ).num_soft_tokens
         assert f"| soft tokens | {n} |" in counts
 
@@ -126,7 +126,7 @@ def test_launch_defaults_are_safe(monkeypatch):
     monkeypatch.delenv("GEMMA_EXPLORE_HOST", raising=False)
     monkeypatch.delenv("GEMMA_EXPLORE_PORT", raising=False)
     args = demo_app.parse_args([])
-    assert (args.host, args.port, args.model, args.backend) == (
+    assert (args.host, args.port, args.model, args.engine) == (
         "127.0.0.1",
         7860,
         "tiny-gemma4",

@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from gemma_explore.app import handlers as h
 from gemma_explore.samples import SAMPLES_DIR
+from tests.app import handlers as h
 
 PHOTO = str(SAMPLES_DIR / "photo.jpg")
 SPEECH = str(SAMPLES_DIR / "speech.wav")
 VIDEO = str(SAMPLES_DIR / "video.mp4")
 
 WATCHED = {
-    ("plans.py", "plan_image"): "plan_image",
-    ("plans.py", "plan_audio"): "plan_audio",
-    ("plans.py", "plan_video"): "plan_video",
-    ("prompting.py", "prepare_inputs"): "processor run",
+    ("image.py", "plan_image"): "plan_image",  # gemma_explore/plans/image.py
+    ("audio.py", "plan_audio"): "plan_audio",
+    ("video.py", "plan_video"): "plan_video",
+    ("inputs.py", "prepare_inputs"): "processor run",  # gemma_explore/processing/inputs.py
     ("feature_extraction_gemma3n.py", "__call__"): "feature extractor",
     ("feature_extraction_gemma4.py", "__call__"): "feature extractor",
     ("modeling_gemma3n.py", "get_image_features"): "vision tower",
@@ -49,7 +49,7 @@ def count_calls(fn, *args) -> tuple[Counter, object]:
 def test_image_tab_plans_processes_and_encodes_once(model):
     h.image_tab(model, PHOTO, 280)  # warm: load the bundle outside the count
     counts, result = count_calls(h.image_tab, model, PHOTO, 280)
-    assert result["error"] is None
+    assert result.error is None
     assert counts["plan_image"] == 1  # was 4 before the compute-once refactor
     assert counts["processor run"] == 1  # was 2
     assert counts["vision tower"] == 1
@@ -59,7 +59,7 @@ def test_image_tab_plans_processes_and_encodes_once(model):
 def test_audio_tab_runs_the_feature_extractor_once(model):
     h.audio_tab(model, SPEECH)
     counts, result = count_calls(h.audio_tab, model, SPEECH)
-    assert result["error"] is None
+    assert result.error is None
     assert counts["plan_audio"] == 1  # was 3
     assert counts["processor run"] == 1
     assert counts["feature extractor"] == 1  # was 2: the mel figure reads the processor's
@@ -67,10 +67,10 @@ def test_audio_tab_runs_the_feature_extractor_once(model):
 
 def test_video_and_layout_tabs_process_once():
     counts, result = count_calls(h.video_tab, "tiny-gemma4", VIDEO)
-    assert result["error"] is None
+    assert result.error is None
     assert counts["plan_video"] == 1 and counts["processor run"] == 1
     counts, result = count_calls(h.layout_tab, "tiny-gemma4", "Hi", PHOTO, SPEECH, 280)
-    assert result["error"] is None
+    assert result.error is None
     assert counts["processor run"] == 1
     assert counts["plan_image"] == 1 and counts["plan_audio"] == 1
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from gemma_explore.app import handlers as h
 from gemma_explore.samples import SAMPLES_DIR
+from tests.app import handlers as h
 
 PHOTO = str(SAMPLES_DIR / "photo.jpg")
 SPEECH = str(SAMPLES_DIR / "speech.wav")
@@ -28,8 +28,9 @@ def test_unified_speaks_of_blocks_and_names_its_own_checkpoint():
     does, and the notice names a Unified checkpoint."""
     r = h.image_tab("tiny-gemma4-unified", PHOTO, 280)
     plan = r.plan
-    assert r.error is None and r.pooled_figure is not None
-    text = " ".join(str(r[k]) for k in ("counts", "parity", "timings", "notice")).lower()
+    # One figure, once: the patch grid is Unified's blocks, and there is no pooler to draw.
+    assert r.error is None and r.patch_figure is not None and r.pooled_figure is None
+    text = " ".join(str(getattr(r, k)) for k in ("counts", "parity", "timings", "notice")).lower()
     assert "tower" not in text and "pooler" not in text
     per = plan.pooling_kernel**2
     blocks = f"| 48 px blocks | {plan.num_patches // per} of {plan.max_patches // per} "
@@ -65,7 +66,7 @@ def test_image_tab_parity_badge_names_the_difference():
 def test_audio_tab(model):
     r = h.audio_tab(model, SPEECH)
     assert r.error is None and r.mel_figure is not None
-    assert f"| placeholders | {r.plan.num_placeholders} |" in r.counts
+    assert f"| placeholders | {r.plan.num_soft_tokens} |" in r.counts
 
 
 def test_audio_tab_stereo_44k(tmp_path):
@@ -144,7 +145,7 @@ def test_a_finished_answer_says_nothing_about_stopping():
 
 def test_a_served_model_uses_the_tiny_processor_for_analysis_and_reports_a_dead_server():
     name = "google/gemma-4-E4B-it"
-    h.configure(name, backend="openai", base_url="http://127.0.0.1:9/v1")
+    h.configure(name, engine="openai", base_url="http://127.0.0.1:9/v1")
     try:
         r = h.image_tab(name, PHOTO, 280)
         assert r.error is None and "| soft tokens | 270 |" in r.counts
@@ -229,7 +230,7 @@ def test_every_tab_works_with_the_encoder_free_model():
     assert "6912 raw values" in image.patch_figure.axes[1].get_title()  # no tower
     audio = h.audio_tab(m, SPEECH)
     assert audio.error is None and "no mel" in audio.mel_figure.axes[0].get_title()
-    assert f"| placeholders | {audio.plan.num_placeholders} |" in audio.counts
+    assert f"| placeholders | {audio.plan.num_soft_tokens} |" in audio.counts
     video = h.video_tab(m, VIDEO)
     assert video.error is None and "| sampled | 32 |" in video.counts
     layout = h.layout_tab(m, "Describe.", PHOTO, SPEECH)
@@ -251,9 +252,8 @@ def test_the_budget_dropdown_is_enabled_only_where_the_family_has_budgets():
     assert not budget_enabled("tiny-gemma3n")
 
 
-def test_each_tab_result_is_frozen_and_the_old_mapping_reads_warn():
-    """One frozen dataclass per tab; ``r["key"]`` (the dict these were) still works for
-    one release, with a DeprecationWarning that names the attribute."""
+def test_each_tab_result_is_a_frozen_dataclass_read_by_attribute():
+    """One frozen dataclass per tab, read by its fields: there is no mapping access."""
     import dataclasses
 
     from gemma_explore.app import outputs as results
@@ -262,11 +262,11 @@ def test_each_tab_result_is_frozen_and_the_old_mapping_reads_warn():
     assert isinstance(r, results.ImageResult) and isinstance(r, h.TabResult)
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.error = None
-    with pytest.warns(DeprecationWarning, match=r"read \.error"):
-        assert r["error"] == r.error and r["counts"] == r.error  # the message, where counts were
-    with pytest.warns(DeprecationWarning), pytest.raises(KeyError):
-        r["no_such_output"]
-    assert "patch_figure" in r and "mel_figure" not in r
+    with pytest.raises(TypeError):
+        r["error"]  # type: ignore[index]
+    assert r.counts == r.error  # the message, where the counts would be
+    names = {f.name for f in dataclasses.fields(r)}
+    assert "patch_figure" in names and "mel_figure" not in names
     blank = results.AudioResult.blank()
     assert blank.mel_figure is None and blank.counts == "" and blank.error is None
 
@@ -288,12 +288,12 @@ def test_the_chat_reads_the_suffixes_headers_knows(tmp_path):
         assert suffix in str(refused.value)
 
 
-def test_the_page_builders_old_names_warn_and_build():
+def test_the_page_builders_build():
     from gemma_explore.app import ui
 
     assert [t.__name__ for t in ui.TABS][0] == "build_image_tab"
-    assert ui.image_tab is not h.image_tab  # no longer one name for two things
+    assert not hasattr(ui, "image_tab")  # one name for one thing: the handler is in tabs
     import gradio as gr
 
-    with gr.Blocks(), pytest.warns(DeprecationWarning, match="build_serving_tab"):
-        ui.serving_tab(ui.Context(model=gr.Dropdown(["tiny-gemma4"]), samples={}))
+    with gr.Blocks():
+        ui.build_serving_tab(ui.Context(model=gr.Dropdown(["tiny-gemma4"]), samples={}))

@@ -103,7 +103,7 @@ def test_demo_help_from_the_installed_script(installed):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("usage: gemma-explore demo")
-    assert "--backend {hf,vllm,openai}" in run.stdout and "--port PORT" in run.stdout
+    assert "--engine {hf,vllm,openai}" in run.stdout and "--port PORT" in run.stdout
     assert "ships with the repository" not in run.stdout + run.stderr
 
 
@@ -144,7 +144,7 @@ def test_python_dash_m_gemma_explore_app_has_the_same_flags():
         [sys.executable, "-m", "gemma_explore.app", "--help"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
-    assert run.returncode == 0 and "--backend {hf,vllm,openai}" in run.stdout
+    assert run.returncode == 0 and "--engine {hf,vllm,openai}" in run.stdout
 
 
 def test_a_demo_without_gradio_says_what_to_install(monkeypatch, capsys):

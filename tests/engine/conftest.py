@@ -33,7 +33,7 @@ class Engine:
 
     family: str
     folder: str
-    bundle: Any  # gemma_explore Bundle with backend "vllm"
+    bundle: Any  # gemma_explore Bundle with engine "vllm"
     kv_line: str | None
 
     @property
@@ -62,7 +62,7 @@ def engines(saved_dirs):
             try:
                 bundle = ge.load(
                     folder,
-                    backend="vllm",
+                    engine="vllm",
                     max_model_len=MAX_MODEL_LEN,
                     limit_mm_per_prompt=LIMITS[family],
                 )

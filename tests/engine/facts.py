@@ -86,7 +86,7 @@ def engine_core(llm: Any) -> Any:
     if core is None:
         raise RuntimeError(
             "engine_startup_facts reads an in-process engine: start it with "
-            "ge.load(…, backend='vllm') on CPU, or start_vllm(…, in_process=True)."
+            "ge.load(…, engine='vllm') on CPU, or start_vllm(…, in_process=True)."
         )
     return core
 

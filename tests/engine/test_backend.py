@@ -1,4 +1,4 @@
-"""backend="vllm" on vLLM's real engine (CPU build): generate and stream, per family."""
+"""engine="vllm" on vLLM's real engine (CPU build): generate and stream, per family."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _photo(seed: int):
 def test_generate_and_stream(family, request, photo):
     engine = request.getfixturevalue(ENGINE_OF[family])
     bundle = engine.bundle
-    assert bundle.backend == "vllm" and bundle.family == family
+    assert bundle.engine.name == "vllm" and bundle.family == family
     assert bundle.device == "cpu" and bundle.is_random_weights
     gen = bundle.generate("Describe the picture.", images=[photo], max_new_tokens=6)
     prepared = ge.prepare_inputs("Describe the picture.", images=[photo], bundle=bundle)
@@ -46,8 +46,8 @@ def test_generate_and_stream(family, request, photo):
         "gemma4",
     ],
 )  # fmt: skip
-def test_same_answer_as_the_transformers_backend(family, request, photo):
-    """Random weights: both backends keep to the same readable ids, so the noise is the
+def test_same_answer_as_the_transformers_engine(family, request, photo):
+    """Random weights: both engines keep to the same readable ids, so the noise is the
     same, token for token (the notebook shows them side by side)."""
     engine = request.getfixturevalue(ENGINE_OF[family])
     hf = request.getfixturevalue({"gemma3n": "tiny3n", "gemma4": "tiny4"}[family])
@@ -78,7 +78,7 @@ def test_gemma3n_in_vllms_own_processes(saved_dirs, engine3n, photo):
     """vLLM's default: the engine core in its own process. The tiny MobileNet reaches it
     through the package's vllm.general_plugins entry point (register_tiny_mobilenet)."""
     bundle = ge.load(
-        str(saved_dirs["gemma3n"]), backend="vllm", in_process=False, max_model_len=1024,
+        str(saved_dirs["gemma3n"]), engine="vllm", in_process=False, max_model_len=1024,
         limit_mm_per_prompt={"image": 1, "audio": 0},
     )  # fmt: skip
     try:

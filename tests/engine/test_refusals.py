@@ -7,7 +7,7 @@ import pytest
 
 import gemma_explore as ge
 from gemma_explore.engines.vllm import vllm_request
-from gemma_explore.errors import BackendError
+from gemma_explore.errors import EngineError
 
 from .conftest import LIMITS, MAX_MODEL_LEN
 
@@ -21,7 +21,7 @@ def _image(seed: int, size=(200, 300)):
 def test_too_many_images_for_limit_mm_per_prompt(engine4):
     limit = LIMITS["gemma4"]["image"]
     images = [_image(i) for i in range(limit + 1)]
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(EngineError) as info:
         engine4.bundle.generate("Compare.", images=images, max_new_tokens=2)
     said = str(info.value)
     # vLLM's words (multimodal/processing/context.py), with the limit the engine holds.
@@ -33,7 +33,7 @@ def test_prompt_over_max_model_len(engine4):
     text = "word " * MAX_MODEL_LEN
     prepared = ge.prepare_inputs(engine4.bundle, text)
     assert len(prepared.input_ids) > MAX_MODEL_LEN
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(EngineError) as info:
         engine4.bundle.engine.generate(prepared, max_new_tokens=2)
     said = str(info.value)
     # vLLM's words: its renderer tokenizes at most max_model_len + 1 tokens, then refuses.
@@ -78,7 +78,7 @@ def test_gemma3n_lone_newline_after_placeholder_fails_as_the_layout_says(engine3
     layout = ge.layout_prompt(text, bundle=tiny3n, images=[image], template=False)
     errors = [d.error for d in layout.divergences if d.error]
     assert errors, layout.divergences
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(EngineError) as info:
         engine3n.bundle.generate(text, images=[image], template=False, max_new_tokens=2)
     assert errors[0] in str(info.value), (errors[0], str(info.value))
 
@@ -99,7 +99,7 @@ def no_audio_engine(tiny4, tmp_path_factory):
     gen = json.loads((folder / "generation_config.json").read_text())
     gen["suppress_tokens"] = [tiny4.spec.id_of(t) for t in tiny4.spec.placeholder_tokens.values()]
     (folder / "generation_config.json").write_text(json.dumps(gen))
-    bundle = ge.load(str(folder), backend="vllm", max_model_len=2048, max_soft_tokens=70,
+    bundle = ge.load(str(folder), engine="vllm", max_model_len=2048, max_soft_tokens=70,
                      limit_mm_per_prompt={"image": 1, "video": 0}, max_num_batched_tokens=512)  # fmt: skip
     yield bundle
     bundle.engine.llm.llm_engine.engine_core.shutdown()
@@ -126,7 +126,7 @@ def test_an_item_over_the_encoder_cache(no_audio_engine):
                            dtype="float32")  # fmt: skip
     count = ge.plan_image(image, family="gemma4", max_soft_tokens=1120).num_soft_tokens
     assert plan.encoder_cache_size == 512 < count
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(EngineError) as info:
         no_audio_engine.generate("What?", images=[image], max_soft_tokens=1120, max_new_tokens=2)
     said = str(info.value)
     assert (

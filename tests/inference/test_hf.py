@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
+from gemma_explore.models.bundle import Generation
 
 
 def _image_msg(photo, text="What is in the picture?"):
@@ -17,7 +18,7 @@ def _image_msg(photo, text="What is in the picture?"):
 
 def test_generate_with_an_image(tiny, photo):
     gen = tiny.generate(_image_msg(photo), max_new_tokens=6)
-    assert isinstance(gen, ge.Generation)
+    assert isinstance(gen, Generation)
     assert gen.generated_tokens == 6 and isinstance(gen.text, str)
     expected = (
         256 if tiny.family == "gemma3n" else ge.plan_image(photo, family="gemma4").num_soft_tokens
@@ -39,7 +40,7 @@ def test_generate_with_audio(tiny, tone):
     ]
     gen = tiny.generate(msgs, max_new_tokens=4)
     assert gen.generated_tokens == 4
-    assert gen.multimodal_tokens == ge.plan_audio(tone, family=tiny.family).num_placeholders
+    assert gen.multimodal_tokens == ge.plan_audio(tone, family=tiny.family).num_soft_tokens
 
 
 def test_streaming_yields_pieces_that_add_up(tiny, photo):
@@ -69,7 +70,7 @@ def test_gemma4_video_and_budget(tiny4, photo):
     gen = tiny4.generate(msgs, max_new_tokens=3, max_soft_tokens=70)
     video = ge.plan_video(frames, fps=6)
     image = ge.plan_image(photo, family="gemma4", max_soft_tokens=70)
-    assert gen.multimodal_tokens == video.total_soft_tokens + image.num_soft_tokens
+    assert gen.multimodal_tokens == video.num_soft_tokens + image.num_soft_tokens
 
 
 def test_multi_turn(tiny, photo):

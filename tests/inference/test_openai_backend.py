@@ -11,7 +11,7 @@ from PIL import Image
 
 import gemma_explore as ge
 from gemma_explore.engines.openai import chat_request
-from gemma_explore.errors import BackendError
+from gemma_explore.errors import EngineError
 from tests.fake_server import fake_server, json_answer
 
 
@@ -39,19 +39,19 @@ def test_request_parts(photo, tone):
 
 def test_a_server_error_is_one_clear_error(photo):
     """A failing server (here a stand-in answering 503, as an overloaded proxy would):
-    one BackendError that names the server and its status; success paths: tests/serve/."""
+    one EngineError that names the server and its status; success paths: tests/serve/."""
     down = json_answer({"error": {"message": "Service Unavailable: engine restarting"}})
     with fake_server(down, status=503) as (url, seen):
-        bundle = ge.load("google/gemma-4-E4B-it", backend="openai", base_url=url)
-        with pytest.raises(BackendError, match=rf"server at {url} answered 503: .*restarting"):
+        bundle = ge.load("google/gemma-4-E4B-it", engine="openai", base_url=url)
+        with pytest.raises(EngineError, match=rf"server at {url} answered 503: .*restarting"):
             bundle.generate([{"role": "user", "content": [{"type": "image", "image": photo}]}])
-        with pytest.raises(BackendError, match="answered 503"):
+        with pytest.raises(EngineError, match="answered 503"):
             list(bundle.generate("Hi", stream=True))
     assert [r["path"] for r in seen] == ["/v1/chat/completions"] * 2
 
 
 def test_no_server_is_a_clear_error(photo, tone):
-    bundle = ge.load("google/gemma-3n-E2B-it", backend="openai", base_url="http://127.0.0.1:9/v1")
+    bundle = ge.load("google/gemma-3n-E2B-it", engine="openai", base_url="http://127.0.0.1:9/v1")
     assert bundle.family == "gemma3n"
     with pytest.raises(ConnectionError, match="vllm serve"):
         bundle.generate("Hi")

@@ -1,4 +1,4 @@
-"""The vLLM backend around the engine: arguments, requests, errors, with a stand-in engine
+"""The vLLM engine around the engine: arguments, requests, errors, with a stand-in engine
 that records what it was given. The real engine (vLLM's CPU build) runs in tests/engine/."""
 
 import sys
@@ -64,7 +64,7 @@ def test_generate_passes_data_and_budget_to_the_engine(tiny4, photo, monkeypatch
 
     engine = vb.VllmEngine(FakeLLM(), "gemma4")
     bundle = ge.Bundle("fake", "gemma4", tiny4.processor, None, engine, False)
-    assert bundle.backend == "vllm"
+    assert bundle.engine.name == "vllm"
     if not vllm_available():
         monkeypatch.setitem(
             sys.modules, "vllm", SimpleNamespace(SamplingParams=lambda **kw: SimpleNamespace(**kw))
@@ -93,7 +93,7 @@ def test_no_vllm_platform_is_a_clear_error(monkeypatch):
 
     monkeypatch.setattr(type(current_platform), "is_unspecified", lambda self: True)
     with pytest.raises(RuntimeError, match="install_vllm.py"):
-        ge.load("tiny-gemma4", backend="vllm")
+        ge.load("tiny-gemma4", engine="vllm")
 
 
 def test_missing_vllm_names_the_extra(monkeypatch):

@@ -174,23 +174,20 @@ def test_memory_table_is_in_bfloat16_gib():
 
 
 def test_unknown_backend_and_dtype():
-    with pytest.raises(ValueError, match="backend"):
-        ge.load("tiny-gemma4", backend="tensorrt")
+    with pytest.raises(ValueError, match="engine"):
+        ge.load("tiny-gemma4", engine="tensorrt")
     with pytest.raises(ge.ModelLoadError, match="dtype"):
         ge.load("tiny-gemma4", dtype="int3")
 
 
-def test_old_validator_names_warn_and_still_refuse(tmp_path, monkeypatch):
-    """check_folder and check_fits became require_checkpoint_folder / require_fits: the
-    old names still work for one release, with a DeprecationWarning naming the new one."""
+def test_the_validators_refuse_in_one_line(tmp_path, monkeypatch):
+    """require_checkpoint_folder and require_fits refuse with the fix in the message."""
     from gemma_explore.models import checkpoints
 
-    with pytest.warns(DeprecationWarning, match="require_checkpoint_folder"):
-        with pytest.raises(ge.ModelLoadError, match="config.json"):
-            checkpoints.check_folder(tmp_path)
+    with pytest.raises(ge.ModelLoadError, match="config.json"):
+        checkpoints.require_checkpoint_folder(tmp_path)
     monkeypatch.setattr(memory, "_available_gib", lambda device: 4.0)
-    with pytest.warns(DeprecationWarning, match="require_fits"):
-        with pytest.raises(ge.ModelLoadError, match="4.0 GiB available"):
-            memory.check_fits("google/gemma-4-E4B-it", device="cpu", dtype=torch.bfloat16)
-    # The new names hand back the clean value when there is nothing to refuse.
+    with pytest.raises(ge.ModelLoadError, match="4.0 GiB available"):
+        memory.require_fits("google/gemma-4-E4B-it", device="cpu", dtype=torch.bfloat16)
+    # Each hands back the clean value when there is nothing to refuse.
     assert memory.require_fits("someone/else", device="cpu", dtype=torch.bfloat16) == "someone/else"

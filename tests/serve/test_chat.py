@@ -1,4 +1,4 @@
-"""The OpenAI backend against a real ``vllm serve`` (see conftest.py): chat with images,
+"""The OpenAI engine against a real ``vllm serve`` (see conftest.py): chat with images,
 audio and video, whole and streamed, and the counts the server reports.
 
 The tiny models have random weights, so the text is noise (``<unused…>`` tokens and the
@@ -16,7 +16,7 @@ import pytest
 
 import gemma_explore as ge
 from gemma_explore.engines.openai import chat_request
-from gemma_explore.errors import BackendError
+from gemma_explore.errors import EngineError
 from gemma_explore.processing.layout import layout_prompt
 
 from .conftest import printed_setting
@@ -39,7 +39,7 @@ def _frames() -> np.ndarray:
 
 
 def _open(server):
-    return ge.load(server.name, backend="openai", base_url=server.base_url, family=server.family)
+    return ge.load(server.name, engine="openai", base_url=server.base_url, family=server.family)
 
 
 def _check_answer(bundle, messages, *, reference, **kwargs):
@@ -56,7 +56,7 @@ def _check_answer(bundle, messages, *, reference, **kwargs):
 
 def test_gemma4_image_chat(gemma4_server, tiny4, photo):
     bundle = _open(gemma4_server)
-    assert bundle.backend == "openai" and bundle.family == "gemma4"
+    assert bundle.engine.name == "openai" and bundle.family == "gemma4"
     _check_answer(bundle, _turn({"type": "image", "image": photo}), reference=tiny4)
 
 
@@ -98,11 +98,11 @@ def test_chat_request_body_is_what_the_server_takes(gemma4_server, tiny4, photo)
 
 
 def test_gemma4_refuses_more_images_than_its_limit(gemma4_server, photo):
-    """A refusal from the real server is one BackendError with the server's reason."""
+    """A refusal from the real server is one EngineError with the server's reason."""
     bundle = _open(gemma4_server)
     limit = printed_setting(gemma4_server, "--limit-mm-per-prompt")["image"]
     messages = _turn(*[{"type": "image", "image": photo}] * (limit + 1))
-    with pytest.raises(BackendError, match=r"answered 400: .*image") as refused:
+    with pytest.raises(EngineError, match=r"answered 400: .*image") as refused:
         bundle.generate(messages, max_new_tokens=1)
     assert str(limit) in str(refused.value)
     assert gemma4_server.alive()

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.vllm
 
 @pytest.fixture()
 def stt(gemma3n_server):
-    return ge.load(gemma3n_server.name, backend="openai", base_url=gemma3n_server.base_url)
+    return ge.load(gemma3n_server.name, engine="openai", base_url=gemma3n_server.base_url)
 
 
 def _prompt_count(prompt: str, bundle, tone) -> int:
@@ -46,7 +46,7 @@ def test_the_server_builds_our_prompt(gemma3n_server, stt, tiny3n, tone, task, l
     out = stt.transcribe((tone, 16_000), task=task, language=language,
                          to_language=to_language, max_new_tokens=2)  # fmt: skip
     grew = gemma3n_server.prompt_tokens_total() - before
-    assert out.text and out.backend == "openai" and out.task == task
+    assert out.text and out.engine == "openai" and out.task == task
     prompt = transcription_prompt(task=task, language=language, to_language=to_language)
     assert out.prompt == prompt
     assert grew == _prompt_count(prompt, tiny3n, tone)
@@ -68,11 +68,11 @@ def test_resampled_clip_is_accepted(stt):
     assert stt.transcribe((wave, 44_100), max_new_tokens=2).text
 
 
-def test_cli_transcribe_on_the_openai_backend(gemma3n_server, tmp_path):
+def test_cli_transcribe_on_the_openai_engine(gemma3n_server, tmp_path):
     clip = tmp_path / "tone.wav"
     t = np.arange(16_000 * 2) / 16_000
     sf.write(clip, (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), 16_000)
-    args = ["transcribe", str(clip), "--language", "fr", "--backend", "openai",
+    args = ["transcribe", str(clip), "--language", "fr", "--engine", "openai",
             "--base-url", gemma3n_server.base_url, "--model", gemma3n_server.name,
             "--max-new-tokens", "4", "--show-prompt"]  # fmt: skip
     result = CliRunner().invoke(cli.app, args, prog_name="gemma-explore")

@@ -20,7 +20,7 @@ import time
 import pytest
 
 import gemma_explore as ge
-from gemma_explore.errors import BackendError
+from gemma_explore.errors import EngineError
 from gemma_explore.processing.layout import layout_prompt
 
 from .conftest import on_cpu
@@ -31,7 +31,7 @@ CPU_KERNEL_ERRORS = ("Expected a.stride(-1) == 1", "mat1must be contiguous at la
 
 
 def test_gemma4_audio_chat(gemma4_server, tiny4, tone):
-    bundle = ge.load(gemma4_server.name, backend="openai", base_url=gemma4_server.base_url)
+    bundle = ge.load(gemma4_server.name, engine="openai", base_url=gemma4_server.base_url)
     messages = [{"role": "user", "content": [{"type": "audio", "audio": (tone, 16_000)},
                                               {"type": "text", "text": "What is this?"}]}]  # fmt: skip
     if not on_cpu():
@@ -40,7 +40,7 @@ def test_gemma4_audio_chat(gemma4_server, tiny4, tone):
             layout_prompt(messages, bundle=tiny4).input_ids
         )
         return
-    with pytest.raises(BackendError, match="answered 500: .*EngineCore encountered an issue"):
+    with pytest.raises(EngineError, match="answered 500: .*EngineCore encountered an issue"):
         bundle.generate(messages, max_new_tokens=4)
     gemma4_server.process.wait(timeout=120)  # vllm serve exits once its engine is dead
     time.sleep(0.5)

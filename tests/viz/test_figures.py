@@ -116,7 +116,7 @@ def test_mel_token_boundaries_equal_the_plan(family, seconds, tone):
     if family == "gemma3n":
         real = len(_one(fig, "slots_real").get_paths())
         pad = len(_one(fig, "slots_padding").get_paths())
-        assert real + pad == 188 and pad == plan.padding_slots
+        assert real + pad == 188 and pad == plan.num_padding_soft_tokens
 
 
 def test_video_frames_thumbnails():

@@ -17,8 +17,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
 import gemma_explore as ge
-from gemma_explore import gallery as gallery_module
 from gemma_explore.viz.style import STYLES, style
+from scripts import gallery as gallery_module
 from scripts.gallery import figures, gallery_inputs
 from tests.size_rule import unlabelled_pairs
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-import warnings
 from pathlib import Path
 
 import pytest
 
-import gemma_explore as ge
-from gemma_explore.course.exercises import EXERCISES, grade_against, grade_exercise
+from gemma_explore.course.exercises import EXERCISES, answer_key, grade_exercise
+from gemma_explore.course.grader import grade_against
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = json.loads((ROOT / "tests" / "notebook_answers.json").read_text(encoding="utf-8"))
 NAMES = sorted(EXERCISES)
 CALL = re.compile(r'^(\w+) = \.\.\.  # [^\n]*\ngrade_exercise\(\1, exercise="([^"]+)"\)$')
@@ -28,9 +27,9 @@ NUMBER = re.compile(r"(?<![\w.])\d+(?:[  ]\d{3})*(?:\.\d+)?(?!\w)")
 
 @pytest.fixture(autouse=True)
 def _no_key():
-    ge.answer_key(None)
+    answer_key(None)
     yield
-    ge.answer_key(None)
+    answer_key(None)
 
 
 def _cells(notebook: str) -> list[tuple[str, str]]:
@@ -76,9 +75,9 @@ def _visible(name: str) -> list[object]:
 @pytest.mark.parametrize("name", NAMES)
 def test_with_the_answer_key_it_passes(name):
     ex = EXERCISES[name]
-    assert KEY[ex.notebook][name] == ge.answer_key[name]  # the teacher's sheet = the package
-    assert grade_exercise(ge.answer_key[name], exercise=name).right
-    ge.answer_key(KEY[ex.notebook])
+    assert KEY[ex.notebook][name] == answer_key[name]  # the teacher's sheet = the package
+    assert grade_exercise(answer_key[name], exercise=name).right
+    answer_key(KEY[ex.notebook])
     verdict = grade_exercise(..., exercise=name)
     assert verdict.right and verdict.from_key
     if ex.kind == "explain":
@@ -98,7 +97,7 @@ def test_each_misconception_fails(name):
         verdict = grade_exercise(wrong, exercise=name)
         assert verdict.status == "wrong", wrong
         assert ex.hint in verdict.message and (not note or note in verdict.message)
-        truth = ge.answer_key[name]
+        truth = answer_key[name]
         if ex.kind != "explain":  # a wrong answer never reveals the right one
             shown = f'"{truth}"' if isinstance(truth, str) else f" {truth} "
             assert shown not in verdict.message, verdict.message
@@ -119,6 +118,19 @@ def test_the_visible_source_does_not_pass(name):
         candidates = [c for c in candidates if isinstance(c, str) and len(c) > 20]
     passed = [c for c in candidates if grade_exercise(c, exercise=name).right]
     assert not passed, f"{name}: {passed[:3]}"
+
+
+EXPLAINS = [n for n in NAMES if EXERCISES[n].kind == "explain"]
+
+
+@pytest.mark.parametrize("name", EXPLAINS)
+def test_the_notebooks_model_answer_is_graded_right(name):
+    """The model answer a learner reveals (the notebook's <details>) holds every idea."""
+    question, _code, _cells_ = _exercise_cells(name)
+    model = re.search(r"</summary>(.*?)</details>", question, flags=re.S)
+    assert model, f"{name}: no model answer in <details>"
+    verdict = grade_exercise(model.group(1).strip(), exercise=name)
+    assert verdict.right, verdict
 
 
 def test_every_exercise_of_the_course_is_in_the_key():
@@ -145,18 +157,18 @@ def test_a_blank_is_not_answered_yet(blank):
 def test_a_wrong_answer_gets_a_nudge_not_the_truth():
     v = grade_exercise(12345, exercise="gemma4-10s")
     assert v.status == "wrong" and EXERCISES["gemma4-10s"].hint in v.message
-    assert str(ge.answer_key["gemma4-10s"]) not in repr(v)
+    assert str(answer_key["gemma4-10s"]) not in repr(v)
     assert "#D55E00" in v._repr_html_()
 
 
 def test_a_right_answer_is_confirmed_with_why():
-    v = grade_exercise(ge.answer_key["gemma4-10s"], exercise="gemma4-10s")
+    v = grade_exercise(answer_key["gemma4-10s"], exercise="gemma4-10s")
     assert v.right and EXERCISES["gemma4-10s"].why in v.message and "#009E73" in v._repr_html_()
-    assert grade_exercise(str(ge.answer_key["first-second-frames"]), exercise="first-second-frames")
+    assert grade_exercise(str(answer_key["first-second-frames"]), exercise="first-second-frames")
 
 
 def test_numbers_within_the_tolerance_are_right():
-    truth = ge.answer_key["frame-spacing-10s"]
+    truth = answer_key["frame-spacing-10s"]
     assert grade_exercise(round(truth, 2), exercise="frame-spacing-10s").right
     assert not grade_exercise(truth + 0.1, exercise="frame-spacing-10s").right
 
@@ -167,15 +179,15 @@ def test_an_unknown_exercise_names_the_known_ones():
 
 
 def test_a_wrong_key_raises_instead_of_confusing_a_learner():
-    ge.answer_key({"gemma4-10s": 251})
+    answer_key({"gemma4-10s": 251})
     with pytest.raises(AssertionError, match="answer key"):
         grade_exercise(..., exercise="gemma4-10s")
     assert grade_exercise(1, exercise="gemma4-10s").status == "wrong"  # the learner's own
 
 
 def test_the_key_is_a_mapping_of_computed_truths():
-    assert set(ge.answer_key) == set(EXERCISES) and len(ge.answer_key) == len(EXERCISES)
-    assert ge.answer_key.misconceptions("gemma4-10s") == (188, 1000, 750)
+    assert set(answer_key) == set(EXERCISES) and len(answer_key) == len(EXERCISES)
+    assert answer_key.misconceptions("gemma4-10s") == (188, 1000, 750)
 
 
 def test_grade_against_a_teachers_own_truth():
@@ -185,14 +197,3 @@ def test_grade_against_a_teachers_own_truth():
     assert not grade_against(1, exercise="b", truth=True, hint="").right  # True is not 1
     groups = [("static", "fixed"), ("shape",)]
     assert grade_against("Shapes stay FIXED.", exercise="e", keywords=groups, hint="").right
-
-
-def test_the_old_name_check_warns_and_still_works():
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        v = ge.check("q", 270, truth=lambda: 270, hint="")
-    assert v.right and v.name == "q"
-    assert any(
-        issubclass(w.category, DeprecationWarning) and "grade_against" in str(w.message)
-        for w in caught
-    )
