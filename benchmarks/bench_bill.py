@@ -103,9 +103,13 @@ def headers_vs_processor(paths: list[Path]) -> dict:
 
 def run_probe(folder: Path) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(folder)], capture_output=True, text=True, check=True,
-        cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+        [sys.executable, "-c", PROBE, str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -47,8 +47,14 @@ def encoded_images(count: int, seed: int = 0) -> list[tuple[bytes, str]]:
     return out
 
 
-def write_shards(folder: Path, rows: int, images: list[tuple[bytes, str]], *,
-                 shard_rows: int = 10_000, row_group: int = 2048) -> Path:  # fmt: skip
+def write_shards(
+    folder: Path,
+    rows: int,
+    images: list[tuple[bytes, str]],
+    *,
+    shard_rows: int = 10_000,
+    row_group: int = 2048,
+) -> Path:
     """Parquet shards in the Hugging Face layout (an ``Image`` struct and a caption), of
     ``shard_rows`` rows each: the same shards at every size, so only their number grows."""
     import pyarrow as pa
@@ -56,9 +62,11 @@ def write_shards(folder: Path, rows: int, images: list[tuple[bytes, str]], *,
 
     folder.mkdir(parents=True, exist_ok=True)
     struct = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    meta = {b"huggingface": json.dumps(
-        {"info": {"features": {"image": {"_type": "Image"}, "text": {"_type": "Value"}}}}
-    ).encode()}  # fmt: skip
+    meta = {
+        b"huggingface": json.dumps(
+            {"info": {"features": {"image": {"_type": "Image"}, "text": {"_type": "Value"}}}}
+        ).encode()
+    }
     shards = -(-rows // shard_rows)
     per = shard_rows
     for s in range(shards):
@@ -66,12 +74,15 @@ def write_shards(folder: Path, rows: int, images: list[tuple[bytes, str]], *,
         if lo >= hi:
             break
         picked = [images[i % len(images)] for i in range(lo, hi)]
-        table = pa.table({
-            "image": pa.array([{"bytes": b, "path": p} for b, p in picked], struct),
-            "text": pa.array([f"caption {i}" for i in range(lo, hi)], pa.string()),
-        }).replace_schema_metadata(meta)  # fmt: skip
-        pq.write_table(table, folder / f"train-{s:05d}-of-{shards:05d}.parquet",
-                       row_group_size=row_group)  # fmt: skip
+        table = pa.table(
+            {
+                "image": pa.array([{"bytes": b, "path": p} for b, p in picked], struct),
+                "text": pa.array([f"caption {i}" for i in range(lo, hi)], pa.string()),
+            }
+        ).replace_schema_metadata(meta)
+        pq.write_table(
+            table, folder / f"train-{s:05d}-of-{shards:05d}.parquet", row_group_size=row_group
+        )
     return folder
 
 
@@ -83,8 +94,15 @@ def processor_rate(images: list[tuple[bytes, str]], n: int) -> tuple[float, list
 
     image_processor = load_processor("tiny-gemma4").image_processor
     rows = images[:n]
-    ours = [bill_sample(Sample(p, (Item("image", data=b, path=p, kind="image"),)),
-                        family="gemma4", budgets=(280,)).tokens[0] - 2 for b, p in rows]  # fmt: skip
+    ours = [
+        bill_sample(
+            Sample(p, (Item("image", data=b, path=p, kind="image"),)),
+            family="gemma4",
+            budgets=(280,),
+        ).tokens[0]
+        - 2
+        for b, p in rows
+    ]
     start = time.perf_counter()
     theirs = []
     for b, _ in rows:
@@ -132,8 +150,10 @@ def main() -> None:
         start = time.perf_counter()
         images = encoded_images(2_000)
         shards = write_shards(tmp / "rows", args.rows, images)
-        print(f"(generated {args.rows:,} rows of PNG/JPEG bytes in "
-              f"{time.perf_counter() - start:.1f} s)")  # fmt: skip
+        print(
+            f"(generated {args.rows:,} rows of PNG/JPEG bytes in "
+            f"{time.perf_counter() - start:.1f} s)"
+        )
         local = run_probe(shards)
         rate = local["files"] / local["s"]
         per_cpu = local["files"] / local["cpu_s"]
@@ -163,8 +183,10 @@ def main() -> None:
         small = run_probe(write_shards(tmp / "small", args.small, images))
         large = run_probe(write_shards(tmp / "large", args.large, images))
         for r in (small, large):
-            print(f"  {r['rows']:>7,} rows: peak RSS main {r['main_mb']:.0f} MB, largest worker "
-                  f"{r['worker_mb']:.0f} MB, {r['rows'] / r['s']:,.0f} rows/s")  # fmt: skip
+            print(
+                f"  {r['rows']:>7,} rows: peak RSS main {r['main_mb']:.0f} MB, largest worker "
+                f"{r['worker_mb']:.0f} MB, {r['rows'] / r['s']:,.0f} rows/s"
+            )
         print(
             f"peak RSS at {large['rows']:,} vs {small['rows']:,} rows: main "
             f"×{large['main_mb'] / small['main_mb']:.2f}, worker "

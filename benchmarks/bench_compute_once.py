@@ -63,8 +63,10 @@ def main() -> None:
             old_counts, _ = count_calls(old)
             new_counts, _ = count_calls(new)
             t_old, t_new = median_seconds(old), median_seconds(new)
-            print(f"{model} {tab} tab: old path {t_old * 1000:.0f} ms, now {t_new * 1000:.0f} ms"
-                  f" = {t_new / t_old:.2f} × old (target ≤ {TARGET})")  # fmt: skip
+            print(
+                f"{model} {tab} tab: old path {t_old * 1000:.0f} ms, now {t_new * 1000:.0f} ms"
+                f" = {t_new / t_old:.2f} × old (target ≤ {TARGET})"
+            )
             for label in sorted(set(old_counts) | set(new_counts)):
                 print(f"    {label:18s} {old_counts[label]} → {new_counts[label]}")
 

@@ -31,10 +31,20 @@ def _budget(folder: str):
     from vllm.multimodal import MULTIMODAL_REGISTRY
     from vllm.multimodal.encoder_budget import MultiModalBudget
 
-    mc = ModelConfig(model=folder, tokenizer=folder, dtype="float32", max_model_len=4096,
-                     limit_mm_per_prompt=ARGS["limit_mm_per_prompt"])  # fmt: skip
-    sc = SchedulerConfig(max_model_len=4096, is_encoder_decoder=False, max_num_batched_tokens=2048,
-                         max_num_seqs=128, enable_chunked_prefill=True)  # fmt: skip
+    mc = ModelConfig(
+        model=folder,
+        tokenizer=folder,
+        dtype="float32",
+        max_model_len=4096,
+        limit_mm_per_prompt=ARGS["limit_mm_per_prompt"],
+    )
+    sc = SchedulerConfig(
+        max_model_len=4096,
+        is_encoder_decoder=False,
+        max_num_batched_tokens=2048,
+        max_num_seqs=128,
+        enable_chunked_prefill=True,
+    )
     vc = VllmConfig(model_config=mc, scheduler_config=sc, device_config=DeviceConfig(device="cpu"))
     return MultiModalBudget(vc, MULTIMODAL_REGISTRY)
 
@@ -50,8 +60,10 @@ def main() -> None:
             plan, b = plan_serving(model, max_num_seqs=128, **ARGS), _budget(folder)
             assert plan.max_items_per_batch == dict(b.mm_max_items_per_batch)
             ratio = theirs / ours
-            print(f"{family:8s} plan_serving {ours * 1e6:8.1f} µs | MultiModalBudget "
-                  f"{theirs * 1e3:8.2f} ms | {ratio:8.0f}× {'✓' if ratio >= 100 else '✗ (< 100×)'}")  # fmt: skip
+            print(
+                f"{family:8s} plan_serving {ours * 1e6:8.1f} µs | MultiModalBudget "
+                f"{theirs * 1e3:8.2f} ms | {ratio:8.0f}× {'✓' if ratio >= 100 else '✗ (< 100×)'}"
+            )
 
 
 if __name__ == "__main__":

@@ -71,14 +71,14 @@ print(json.dumps({"s": float(lap.split()[-2]) / 1000 + encode}))
 
 def _wall(code: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, check=True, capture_output=True)
     return time.perf_counter() - start
 
 
 def _inner(code: str) -> float:
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, check=True,
-                         capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=ENV, check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])["s"]
 
 
@@ -93,9 +93,12 @@ def _demo_page() -> float:
     port = _free_port()
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "demo_app.py", "--port", str(port)], cwd=ROOT, env=ENV,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "demo_app.py", "--port", str(port)],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         while time.perf_counter() - start < 300:
             try:

@@ -34,8 +34,9 @@ def _stop_latency(chat_stream, message: dict, after: int = 5) -> float:
     stop = threading.Event()
     outcome: dict = {}
     set_at, last = None, None
-    for seen, _update in enumerate(chat_stream(MODEL, message, [], 256, stop=stop,
-                                               outcome=outcome)):  # fmt: skip
+    for seen, _update in enumerate(
+        chat_stream(MODEL, message, [], 256, stop=stop, outcome=outcome)
+    ):
         last = time.perf_counter()
         if seen == after:
             stop.set()

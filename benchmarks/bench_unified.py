@@ -31,8 +31,15 @@ def main() -> None:
     import gemma_explore as ge
 
     photo = Image.fromarray(np.random.RandomState(0).randint(0, 255, (1080, 1920, 3), np.uint8))
-    msg = [{"role": "user", "content": [{"type": "image", "image": photo},
-                                        {"type": "text", "text": "What is this?"}]}]  # fmt: skip
+    msg = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": photo},
+                {"type": "text", "text": "What is this?"},
+            ],
+        }
+    ]
     print(f"torch threads: {torch.get_num_threads()}")
     results = {}
     for name, family in (("tiny-gemma4", "gemma4"), ("tiny-gemma4-unified", "gemma4_unified")):

@@ -48,9 +48,12 @@ def _clip(path: Path, seconds: int, fps: int = 30, size=(360, 640)) -> Path:
 
 def _measure(path: Path) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", PROBE, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
         cwd=ROOT,
-    )  # fmt: skip
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

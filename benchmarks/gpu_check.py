@@ -103,11 +103,18 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
             ge.load(tiny_name(family), device="cpu").save_pretrained(folder)
             hf = ge.load(folder, device=device, dtype=torch.float32)
             start = time.perf_counter()
-            bundle = ge.load(folder, engine="vllm", dtype="float32", in_process=True,
-                             max_model_len=4096, limit_mm_per_prompt=LIMITS[family],
-                             kv_cache_memory_bytes=CPU_KV_CACHE_BYTES)  # fmt: skip
-            lines.append(f"  {family}: engine up in {time.perf_counter() - start:.1f} s "
-                         f"on {bundle.device}")  # fmt: skip
+            bundle = ge.load(
+                folder,
+                engine="vllm",
+                dtype="float32",
+                in_process=True,
+                max_model_len=4096,
+                limit_mm_per_prompt=LIMITS[family],
+                kv_cache_memory_bytes=CPU_KV_CACHE_BYTES,
+            )
+            lines.append(
+                f"  {family}: engine up in {time.perf_counter() - start:.1f} s on {bundle.device}"
+            )
             engine = SimpleNamespace(bundle=bundle, llm=bundle.engine.llm)
             try:
                 for fam, modality in CASES:
@@ -117,13 +124,15 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
                         run = run_both(engine, hf, "What is this?", **media_for(modality))
                     except Exception as exc:  # noqa: BLE001 - the engine's refusal is the result
                         failures += 1
-                        lines.append(f"    {modality:6s} BAD {type(exc).__name__}: "
-                                     f"{str(exc)[:120]}")  # fmt: skip
+                        lines.append(
+                            f"    {modality:6s} BAD {type(exc).__name__}: {str(exc)[:120]}"
+                        )
                         continue
                     for c in checks(run):
                         failures += not c.ok
-                        lines.append(f"    {modality:6s} {c.name:16s} {'ok ' if c.ok else 'BAD'} "
-                                     f"{c.detail}")  # fmt: skip
+                        lines.append(
+                            f"    {modality:6s} {c.name:16s} {'ok ' if c.ok else 'BAD'} {c.detail}"
+                        )
             finally:
                 bundle.engine.llm.llm_engine.engine_core.shutdown()
     return lines, failures
@@ -142,8 +151,10 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
     import torch
 
     if not (device.startswith("cuda") and torch.cuda.is_available()):
-        return ["encoder CUDA graphs: skipped (needs a CUDA GPU; the CPU test "
-                "tests/test_encoder_batching.py replays the same arithmetic)"], 0  # fmt: skip
+        return [
+            "encoder CUDA graphs: skipped (needs a CUDA GPU; the CPU test "
+            "tests/test_encoder_batching.py replays the same arithmetic)"
+        ], 0
     import tempfile
 
     import numpy as np
@@ -158,10 +169,16 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
         ge.load("tiny-gemma4", device="cpu").save_pretrained(folder)
         hf = ge.load(folder, device=device, dtype=torch.float32)
         start = time.perf_counter()
-        bundle = ge.load(folder, engine="vllm", dtype="float32", in_process=True,
-                         max_model_len=4096, enforce_eager=False,
-                         limit_mm_per_prompt={"image": 2, "audio": 0, "video": 0},
-                         compilation_config={"cudagraph_mm_encoder": True})  # fmt: skip
+        bundle = ge.load(
+            folder,
+            engine="vllm",
+            dtype="float32",
+            in_process=True,
+            max_model_len=4096,
+            enforce_eager=False,
+            limit_mm_per_prompt={"image": 2, "audio": 0, "video": 0},
+            compilation_config={"cudagraph_mm_encoder": True},
+        )
         llm = bundle.engine.llm
         lines.append(f"  engine up in {time.perf_counter() - start:.1f} s")
         try:
@@ -172,8 +189,10 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
                 video=False,
             )
             manager = model_runner(llm).encoder_cudagraph_manager
-            lines.append(f"  graphs at {list(graphs.token_budgets)}; manager "
-                         f"{'on' if manager is not None else 'OFF'}")  # fmt: skip
+            lines.append(
+                f"  graphs at {list(graphs.token_budgets)}; manager "
+                f"{'on' if manager is not None else 'OFF'}"
+            )
             for budgets in ENCODER_GRAPH_CASES:
                 rng = [np.random.RandomState(i) for i in range(len(budgets))]
                 images = [Image.fromarray(r.randint(0, 255, (240, 320, 3), np.uint8)) for r in rng]
@@ -185,27 +204,40 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
                     eager = hf.model.get_image_features(
                         inputs["pixel_values"], inputs["image_position_ids"]
                     ).pooler_output
-                plan = plan_encoder_replay([budgets[0] * 9] * len(budgets), graphs=graphs,
-                                           valid_tokens=[e.shape[0] for e in eager])  # fmt: skip
-                said = "right rows" if plan.ok else "copy fails" if not all(
-                    b.fits for b in plan.batches) else "wrong rows"  # fmt: skip
+                plan = plan_encoder_replay(
+                    [budgets[0] * 9] * len(budgets),
+                    graphs=graphs,
+                    valid_tokens=[e.shape[0] for e in eager],
+                )
+                said = (
+                    "right rows"
+                    if plan.ok
+                    else "copy fails"
+                    if not all(b.fits for b in plan.batches)
+                    else "wrong rows"
+                )
                 fresh(llm)
                 calls = capture_mm_embeddings(llm)
                 before = dict(manager.get_cumulative_stats()) if manager is not None else {}
                 try:
-                    bundle.generate("x", images=images, max_new_tokens=1,
-                                    max_soft_tokens=budgets[0])  # fmt: skip
+                    bundle.generate(
+                        "x", images=images, max_new_tokens=1, max_soft_tokens=budgets[0]
+                    )
                     rows = [t for c in calls for t in c]
-                    same = [torch.allclose(r[: e.shape[0]].float().cpu(), e.float().cpu(),
-                                           atol=1e-4) for r, e in zip(rows, eager, strict=False)]  # fmt: skip
+                    same = [
+                        torch.allclose(r[: e.shape[0]].float().cpu(), e.float().cpu(), atol=1e-4)
+                        for r, e in zip(rows, eager, strict=False)
+                    ]
                     got = "right rows" if same and all(same) else f"rows equal: {same}"
                 except Exception as exc:  # noqa: BLE001 - the engine's failure is the result
                     got = f"{type(exc).__name__}: {str(exc)[:100]}"
                 after = dict(manager.get_cumulative_stats()) if manager is not None else {}
                 agree = (got == "right rows") == plan.ok
                 failures += not agree
-                lines.append(f"  budgets {budgets}: plan (0.32) says {said}; engine: {got} "
-                             f"[{'agree' if agree else 'DISAGREE'}] stats {before} → {after}")  # fmt: skip
+                lines.append(
+                    f"  budgets {budgets}: plan (0.32) says {said}; engine: {got} "
+                    f"[{'agree' if agree else 'DISAGREE'}] stats {before} → {after}"
+                )
         finally:
             llm.llm_engine.engine_core.shutdown()
     return lines, failures
@@ -245,30 +277,39 @@ def released_startup(
             bundle_family = ge.load(str(folder), weights=False).family
             start = time.perf_counter()
             try:
-                llm = start_vllm(str(folder), family=bundle_family, in_process=True,
-                                 load_format="dummy", kv_cache_memory_bytes=kv_bytes,
-                                 max_model_len=max_model_len)  # fmt: skip
+                llm = start_vllm(
+                    str(folder),
+                    family=bundle_family,
+                    in_process=True,
+                    load_format="dummy",
+                    kv_cache_memory_bytes=kv_bytes,
+                    max_model_len=max_model_len,
+                )
             except Exception as exc:  # noqa: BLE001 - e.g. out of memory: report, go on
                 failures += 1
-                lines.append(f"  {model_id}: BAD engine did not start: "
-                             f"{type(exc).__name__}: {str(exc)[:160]}")  # fmt: skip
+                lines.append(
+                    f"  {model_id}: BAD engine did not start: "
+                    f"{type(exc).__name__}: {str(exc)[:160]}"
+                )
                 continue
             try:
                 facts = engine_startup_facts(llm)
                 vc = llm.llm_engine.vllm_config
                 plan = ge.plan_serving(
-                    model_id, max_model_len=facts.max_model_len,
+                    model_id,
+                    max_model_len=facts.max_model_len,
                     limit_mm_per_prompt=facts.limits,
                     max_num_batched_tokens=facts.max_num_batched_tokens,
                     max_num_seqs=facts.max_num_seqs,
                     dtype=str(vc.model_config.dtype).removeprefix("torch."),  # KV bytes/value
-                )  # fmt: skip
+                )
                 ours = plan.capacity(
-                    kv_cache_memory_bytes=kv_bytes, block_size=facts.block_size,
+                    kv_cache_memory_bytes=kv_bytes,
+                    block_size=facts.block_size,
                     async_scheduling=vc.scheduler_config.async_scheduling,
                     hybrid_kv_cache_manager=facts.hybrid_kv_cache_manager,
                     device=facts.device.upper(),
-                )  # fmt: skip
+                )
                 checks = [
                     ("KV line", ours.log_line(), kv_line_of(facts)),
                     ("encoder cache", plan.encoder_cache_size, facts.encoder_cache_size),

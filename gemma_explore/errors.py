@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = ["EngineError", "MediaError", "ModelLoadError"]
 
+
 class MediaError(ValueError):
     """A clear, user-facing message about a bad image, clip or video."""
 
@@ -22,4 +23,3 @@ class ModelLoadError(RuntimeError):
 
 class EngineError(RuntimeError):
     """A serving engine (vLLM, an OpenAI-compatible server) refused or failed a request."""
-

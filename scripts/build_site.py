@@ -322,9 +322,12 @@ def main(argv: list[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "site")
     parser.add_argument(
-        "--execute", action="append", metavar="NAME", default=None,
+        "--execute",
+        action="append",
+        metavar="NAME",
+        default=None,
         help="execute only notebooks whose name contains NAME (repeatable; default: all)",
-    )  # fmt: skip
+    )
     parser.add_argument("--no-gallery", action="store_true", help="leave the gallery out")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per cell")
     args = parser.parse_args(argv)
@@ -389,7 +392,7 @@ def main(argv: list[str] | None = None) -> Path:
                 ),
             )
             for d in docs
-        )  # fmt: skip
+        )
         + "</ul>"
     )
     (out / "index.html").write_text(

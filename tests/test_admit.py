@@ -39,13 +39,23 @@ def _engine(folder, *, max_model_len, mnbt, limits):
     from vllm.config import DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
     from vllm.v1.engine.input_processor import InputProcessor
 
-    mc = ModelConfig(model=str(folder), tokenizer=str(folder), dtype="bfloat16",
-                     max_model_len=max_model_len, limit_mm_per_prompt=limits)  # fmt: skip
-    sc = SchedulerConfig(max_model_len=max_model_len, is_encoder_decoder=False,
-                         max_num_batched_tokens=mnbt)  # fmt: skip
+    mc = ModelConfig(
+        model=str(folder),
+        tokenizer=str(folder),
+        dtype="bfloat16",
+        max_model_len=max_model_len,
+        limit_mm_per_prompt=limits,
+    )
+    sc = SchedulerConfig(
+        max_model_len=max_model_len, is_encoder_decoder=False, max_num_batched_tokens=mnbt
+    )
     vc = VllmConfig(model_config=mc, scheduler_config=sc, device_config=DeviceConfig(device="cpu"))
-    plan = plan_serving(str(folder), max_model_len=max_model_len,
-                        limit_mm_per_prompt=limits, max_num_batched_tokens=mnbt)  # fmt: skip
+    plan = plan_serving(
+        str(folder),
+        max_model_len=max_model_len,
+        limit_mm_per_prompt=limits,
+        max_num_batched_tokens=mnbt,
+    )
     return InputProcessor(vc), plan
 
 
@@ -63,8 +73,10 @@ def _vllm_verdict(processor, request: Request, *, filler: int, placeholder: str)
     if request.images:
         marks += [tok.convert_tokens_to_ids(placeholder["image"])] * len(request.images)
         rng = np.random.default_rng(0)
-        data["image"] = [Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8))
-                         for h, w in request.images]  # fmt: skip
+        data["image"] = [
+            Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8))
+            for h, w in request.images
+        ]
     if request.audio_seconds:
         marks += [tok.convert_tokens_to_ids(placeholder["audio"])] * len(request.audio_seconds)
         data["audio"] = [
@@ -79,8 +91,9 @@ def _vllm_verdict(processor, request: Request, *, filler: int, placeholder: str)
     if request.max_soft_tokens is not None:
         prompt["mm_processor_kwargs"] = {"max_soft_tokens": request.max_soft_tokens}
     try:
-        out = processor.process_inputs("r", prompt, SamplingParams(max_tokens=1),
-                                       supported_tasks=("generate",))  # fmt: skip
+        out = processor.process_inputs(
+            "r", prompt, SamplingParams(max_tokens=1), supported_tasks=("generate",)
+        )
     except (
         ValueError,
         RuntimeError,
@@ -193,10 +206,15 @@ class _Gpu:
 
 
 @pytest.mark.parametrize(
-    "memory,name", [(24 * GiB, "NVIDIA L4"), (80 * GiB, "NVIDIA A100-SXM4-80GB"),
-                    (80 * GiB, "NVIDIA H100 80GB HBM3"), (141 * GiB, "NVIDIA H200"),
-                    (180 * GiB, "NVIDIA B200")],
-)  # fmt: skip
+    "memory,name",
+    [
+        (24 * GiB, "NVIDIA L4"),
+        (80 * GiB, "NVIDIA A100-SXM4-80GB"),
+        (80 * GiB, "NVIDIA H100 80GB HBM3"),
+        (141 * GiB, "NVIDIA H200"),
+        (180 * GiB, "NVIDIA B200"),
+    ],
+)
 def test_entry_point_defaults_equal_vllms(monkeypatch, folders, memory, name):
     """vllm serve and LLM(...) defaults by GPU, then the 31B's raise to its largest item
     (images attend both ways there), through vLLM's own EngineArgs."""
@@ -218,7 +236,9 @@ def test_entry_point_defaults_equal_vllms(monkeypatch, folders, memory, name):
         args._set_default_max_num_seqs_and_batched_tokens_args(usage, mc, ParallelConfig())
         ours = start_settings(plan, entry_point=entry, gpu_memory_bytes=memory, gpu_name=name)
         assert (ours.max_num_batched_tokens, ours.max_num_seqs) == (
-            args.max_num_batched_tokens, args.max_num_seqs), (entry, name)  # fmt: skip
+            args.max_num_batched_tokens,
+            args.max_num_seqs,
+        ), (entry, name)
         assert ours.disable_chunked_mm_input
 
 
@@ -231,8 +251,12 @@ def test_forced_chunked_mm_input_refuses_like_vllm(folders):
     plan = plan_serving(str(folders["31B"]), max_model_len=8192, max_soft_tokens=1120)
     with pytest.raises(ValueError) as ours:
         start_settings(plan, max_num_batched_tokens=1024)
-    sc = SchedulerConfig(max_model_len=8192, is_encoder_decoder=False, max_num_batched_tokens=1024,
-                         disable_chunked_mm_input=True)  # fmt: skip
+    sc = SchedulerConfig(
+        max_model_len=8192,
+        is_encoder_decoder=False,
+        max_num_batched_tokens=1024,
+        disable_chunked_mm_input=True,
+    )
     with pytest.raises(ValueError) as theirs:
         compute_mm_encoder_budget(sc, plan.max_tokens_per_item)
     assert str(ours.value) == str(theirs.value)

@@ -50,6 +50,7 @@ def test_repadding_equals_vllms_batch_audio_features():
     feats = [rng.normal(size=(n, 8)).astype(np.float32) for n in (3, 7, 5)]
     masks = [np.ones(n, bool) for n in (3, 7, 5)]
     ours = repad_clips(feats, masks)
-    theirs = batch_audio_features([torch.from_numpy(f) for f in feats],
-                                  [torch.from_numpy(m) for m in masks])  # fmt: skip
+    theirs = batch_audio_features(
+        [torch.from_numpy(f) for f in feats], [torch.from_numpy(m) for m in masks]
+    )
     assert np.array_equal(ours[0], theirs[0].numpy()) and np.array_equal(ours[1], theirs[1].numpy())

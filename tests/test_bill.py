@@ -134,8 +134,9 @@ def _reference_tokens(path: str) -> tuple[int, ...] | None:
 
 def test_bill_totals_equal_the_sum_of_the_plans(dataset):
     rows = []
-    result = bill(dataset, family="gemma4", budgets=BUDGETS, recursive=True, workers=2,
-                  on_row=rows.append)  # fmt: skip
+    result = bill(
+        dataset, family="gemma4", budgets=BUDGETS, recursive=True, workers=2, on_row=rows.append
+    )
     expected = [0, 0, 0]
     billed = 0
     for row in rows:
@@ -165,9 +166,15 @@ def test_failures_and_walk_problems_have_reasons(dataset):
     result = bill(dataset, family="gemma4", budgets=BUDGETS, recursive=True, workers=1)
     failed = {Path(p).name: reason for p, reason in result.failures}
     assert set(failed) == {
-        "empty.png", "empty.wav", "empty.mp4", "garbage.jpg", "garbage.wav", "garbage.mp3",
-        "garbage.mp4", "notes.txt",
-    }  # fmt: skip
+        "empty.png",
+        "empty.wav",
+        "empty.mp4",
+        "garbage.jpg",
+        "garbage.wav",
+        "garbage.mp3",
+        "garbage.mp4",
+        "notes.txt",
+    }
     assert "empty" in failed["empty.png"] and "0 bytes" in failed["empty.wav"]
     assert failed["notes.txt"].startswith("unsupported file type .txt")
     assert all(reason and "\n" not in reason for reason in failed.values())
@@ -177,8 +184,15 @@ def test_failures_and_walk_problems_have_reasons(dataset):
     if os.geteuid() != 0:  # root reads any folder
         assert problems["locked"].startswith("unreadable folder")
     text = result.text()
-    for needle in ("budget 70", "budget 1120", "Files that fail (8)", "symlink loop",
-                   "Slowest part:", "Tokens per file (budget 70)", "█"):  # fmt: skip
+    for needle in (
+        "budget 70",
+        "budget 1120",
+        "Files that fail (8)",
+        "symlink loop",
+        "Slowest part:",
+        "Tokens per file (budget 70)",
+        "█",
+    ):
         assert needle in text
 
 
@@ -336,8 +350,20 @@ def test_summarize_defaults_to_the_default_familys_tiny_checkpoint():
     from gemma_explore.facts.families import DEFAULT_FAMILY
     from gemma_explore.models.tiny import tiny_name
 
-    b = Bill("gemma4", (280,), 1, {"image": 1}, (282,), {"image": (282,)}, (), (), (), {},
-             ({282: 1},), 0.0)  # fmt: skip
+    b = Bill(
+        "gemma4",
+        (280,),
+        1,
+        {"image": 1},
+        (282,),
+        {"image": (282,)},
+        (),
+        (),
+        (),
+        {},
+        ({282: 1},),
+        0.0,
+    )
     default, named = summarize(b), summarize(b, tiny_name(DEFAULT_FAMILY.name))
     assert default.checkpoint == named.checkpoint and default.lines == named.lines
     assert default.lines[0].kv_bytes_total > 0

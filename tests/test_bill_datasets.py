@@ -38,13 +38,33 @@ from gemma_explore.plans.image import plan_image  # noqa: E402
 
 BUDGETS = (70, 280, 1120)
 # (height, width, format): PNG and JPEG, small, phone-sized, extreme aspect ratios.
-IMAGES = [(37, 41, "png"), (480, 640, "jpeg"), (1080, 1920, "jpeg"), (900, 3, "png"),
-          (300, 500, "png"), (768, 768, "jpeg"), (64, 2000, "png"), (120, 90, "jpeg")]  # fmt: skip
+IMAGES = [
+    (37, 41, "png"),
+    (480, 640, "jpeg"),
+    (1080, 1920, "jpeg"),
+    (900, 3, "png"),
+    (300, 500, "png"),
+    (768, 768, "jpeg"),
+    (64, 2000, "png"),
+    (120, 90, "jpeg"),
+]
 # (samples, rate, channels): rates that need resampling, stereo, a clip over 30 s.
-CLIPS = [(16_000 * 3, 16_000, 1), (44_100 * 2 + 17, 44_100, 2), (8_000 * 5 + 3, 8_000, 1),
-         (100, 16_000, 1), (48_000 * 31, 48_000, 1), (22_050, 22_050, 2)]  # fmt: skip
-CAPTIONS = ["A cat on a mat.", "Two dogs — running!", "", "Ein Satz auf Deutsch.",
-            "emoji 🙂 and numbers 12345", "a longer caption " * 20]  # fmt: skip
+CLIPS = [
+    (16_000 * 3, 16_000, 1),
+    (44_100 * 2 + 17, 44_100, 2),
+    (8_000 * 5 + 3, 8_000, 1),
+    (100, 16_000, 1),
+    (48_000 * 31, 48_000, 1),
+    (22_050, 22_050, 2),
+]
+CAPTIONS = [
+    "A cat on a mat.",
+    "Two dogs — running!",
+    "",
+    "Ein Satz auf Deutsch.",
+    "emoji 🙂 and numbers 12345",
+    "a longer caption " * 20,
+]
 HF_FEATURES = {
     "image": {"_type": "Image"},
     "audio": {"_type": "Audio", "sampling_rate": 16_000},
@@ -136,8 +156,15 @@ def data(tmp_path_factory):
     for i in range(12):
         h, w, fmt = IMAGES[i % len(IMAGES)]
         frames, rate, ch = CLIPS[i % len(CLIPS)]
-        rows.append((image_bytes(h, w, fmt, i), f"img{i}.{fmt}", wav_bytes(frames, rate, ch, i),
-                     CAPTIONS[i % len(CAPTIONS)], i % 3))  # fmt: skip
+        rows.append(
+            (
+                image_bytes(h, w, fmt, i),
+                f"img{i}.{fmt}",
+                wav_bytes(frames, rate, ch, i),
+                CAPTIONS[i % len(CAPTIONS)],
+                i % 3,
+            )
+        )
     parquet = Expected()
     for r in rows:
         parquet.add(r[0], r[2], r[3])
@@ -154,9 +181,16 @@ def data(tmp_path_factory):
         with pa.ipc.new_stream(sink, table.schema) as writer:
             for batch in table.to_batches(max_chunksize=5):
                 writer.write_batch(batch)
-    (disk / "state.json").write_text(json.dumps(
-        {"_data_files": [{"filename": "data-00000-of-00001.arrow"}], "_fingerprint": "x",
-         "_format_type": None, "_split": None}))  # fmt: skip
+    (disk / "state.json").write_text(
+        json.dumps(
+            {
+                "_data_files": [{"filename": "data-00000-of-00001.arrow"}],
+                "_fingerprint": "x",
+                "_format_type": None,
+                "_split": None,
+            }
+        )
+    )
     (disk / "dataset_info.json").write_text(json.dumps({"features": HF_FEATURES}))
     # WebDataset: 2 shards; images, clips, captions (.json and .txt); some samples lack a clip.
     wds = Expected()
@@ -183,8 +217,15 @@ def data(tmp_path_factory):
                     )  # noqa: E501
                 wds.add(img, clip, caption)
                 k += 1
-    return {"root": root, "hf": root / "hf", "disk": disk, "wds": tars, "parquet": parquet,
-            "wds_expected": wds, "rows": rows}  # fmt: skip
+    return {
+        "root": root,
+        "hf": root / "hf",
+        "disk": disk,
+        "wds": tars,
+        "parquet": parquet,
+        "wds_expected": wds,
+        "rows": rows,
+    }
 
 
 def check(result, expected: Expected) -> None:
@@ -240,8 +281,9 @@ def test_header_only_from_bytes_never_decodes_pixels(data, monkeypatch):
     for good, broken in ((png, broken_png), (jpeg, broken_jpeg)):
         with pytest.raises(Exception):  # noqa: B017 - the decoder refuses the pixels
             Image.open(io.BytesIO(broken)).load()
-        row = bill_sample(Sample("x", (Item("image", data=broken),)), family="gemma4",
-                          budgets=BUDGETS)  # fmt: skip
+        row = bill_sample(
+            Sample("x", (Item("image", data=broken),)), family="gemma4", budgets=BUDGETS
+        )
         assert row.error is None and row.tokens == ref_image(good)
     from PIL import ImageFile
 
@@ -274,15 +316,25 @@ def test_failures_are_rows_with_reasons_and_the_rest_is_billed(data, tmp_path):
     (bad / "b.tar").write_bytes(whole[:cut])
     # Parquet: a row with no bytes and no path, an undecodable row, and a good one.
     struct = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    images = [{"bytes": None, "path": None}, {"bytes": b"\x89PNG\r\n\x1a\nbroken", "path": "x.png"},
-              {"bytes": good, "path": "ok.jpg"}]  # fmt: skip
+    images = [
+        {"bytes": None, "path": None},
+        {"bytes": b"\x89PNG\r\n\x1a\nbroken", "path": "x.png"},
+        {"bytes": good, "path": "ok.jpg"},
+    ]
     pq.write_table(pa.table({"image": pa.array(images, struct)}), bad / "c.parquet")
     pq.write_table(pa.table({"label": [1, 2, 3]}), bad / "d.parquet")  # no media column
     (bad / "e.parquet").write_bytes(b"PAR1 this is not parquet")
     result = bill(bad, budgets=BUDGETS, workers=2)
     reasons = {name.split("/")[-1]: why for name, why in result.failures}
-    assert set(reasons) == {"a.tar#k1", "a.tar#k2", "b.tar#t3", "c.parquet#0", "c.parquet#1",
-                            "d.parquet (3 rows)", "e.parquet"}  # fmt: skip
+    assert set(reasons) == {
+        "a.tar#k1",
+        "a.tar#k2",
+        "b.tar#t3",
+        "c.parquet#0",
+        "c.parquet#1",
+        "d.parquet (3 rows)",
+        "e.parquet",
+    }
     assert "undecodable image bytes" in reasons["a.tar#k1"]
     assert reasons["a.tar#k2"].startswith("missing keys") and "json" in reasons["a.tar#k2"]
     assert "truncated" in reasons["b.tar#t3"]
@@ -295,8 +347,13 @@ def test_failures_are_rows_with_reasons_and_the_rest_is_billed(data, tmp_path):
     assert "cannot read this parquet shard" in reasons["e.parquet"]
     assert all("\n" not in r for r in reasons.values())
     want = [0, 0, 0]
-    for tokens in (ref_image(good), ref_audio(clip), ref_image(good),
-                   ref_image(image_bytes(37, 41, "png")), ref_image(good)):  # fmt: skip
+    for tokens in (
+        ref_image(good),
+        ref_audio(clip),
+        ref_image(good),
+        ref_image(image_bytes(37, 41, "png")),
+        ref_image(good),
+    ):
         _add(want, tokens)
     assert result.totals == tuple(want) and result.billed_files == 4
     # A column of the wrong type, asked for by name: one row for the shard, with the fix.
@@ -326,8 +383,12 @@ def test_column_picks_one_and_path_columns_are_relative_to_the_shard(data, tmp_p
     assert bill(tmp_path / "structs.parquet", budgets=BUDGETS, workers=1).totals == tuple(want)
     # A list of images per row (datasets' Sequence(Image()), as in multi-image chat sets).
     pics = [image_bytes(h, w, fmt, 7) for h, w, fmt in IMAGES[:6]]
-    cells = [[{"bytes": b, "path": None} for b in pics[:3]], [{"bytes": pics[3], "path": None}],
-             [{"bytes": b, "path": None} for b in pics[4:]], []]  # fmt: skip
+    cells = [
+        [{"bytes": b, "path": None} for b in pics[:3]],
+        [{"bytes": pics[3], "path": None}],
+        [{"bytes": b, "path": None} for b in pics[4:]],
+        [],
+    ]
     table = pa.table({"images": pa.array(cells, pa.list_(struct_)), "text": ["a", "b", "c", "d"]})
     meta = {"info": {"features": {"images": [{"_type": "Image"}], "text": {"_type": "Value"}}}}
     table = table.replace_schema_metadata({b"huggingface": json.dumps(meta).encode()})
@@ -374,8 +435,13 @@ def test_parquet_output_summary_and_progress(data, tmp_path):
     progress: list[Progress] = []
     kept = []
     with BillWriter(out, BUDGETS) as writer:
-        result = bill(data["hf"], budgets=BUDGETS, workers=1, on_progress=progress.append,
-                      on_row=lambda r: (writer.write(r), kept.append(r)))  # fmt: skip
+        result = bill(
+            data["hf"],
+            budgets=BUDGETS,
+            workers=1,
+            on_progress=progress.append,
+            on_row=lambda r: (writer.write(r), kept.append(r)),
+        )
     table = pq.read_table(out)
     assert table.num_rows == 12 and sum(table.column("tokens@280").to_pylist()) == result.totals[1]
     # Progress: the row total comes from the parquet footers before the first row.
@@ -438,10 +504,22 @@ def test_ray_engine_equals_the_plans_and_the_local_engine(data, ray_cluster, tmp
         assert same == sorted((r.path, r.tokens, r.parts, r.error) for r in local)
     # The README's command, on this local cluster.
     out = tmp_path / "bill.parquet"
-    res = CliRunner().invoke(app, [
-        "bill", str(data["wds"]), "--runner", "ray", "--budget", "280,1120", "--text",
-        "--checkpoint", "tiny-gemma4", "--out", str(out),
-    ])  # fmt: skip
+    res = CliRunner().invoke(
+        app,
+        [
+            "bill",
+            str(data["wds"]),
+            "--runner",
+            "ray",
+            "--budget",
+            "280,1120",
+            "--text",
+            "--checkpoint",
+            "tiny-gemma4",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "on ray" in res.stdout and "KV" in res.stdout and "stand-in" in res.stdout
     assert pq.read_table(out).num_rows == data["wds_expected"].samples
@@ -477,6 +555,7 @@ def test_unknown_engine_is_one_clear_line(data):
 
 
 def test_progress_eta_from_tar_bytes():
-    p = Progress(rows=10, rows_total=None, bytes_done=25, bytes_total=100, seconds=2.0,
-                 final_total=True)  # fmt: skip
+    p = Progress(
+        rows=10, rows_total=None, bytes_done=25, bytes_total=100, seconds=2.0, final_total=True
+    )
     assert p.fraction == 0.25 and p.eta_s == pytest.approx(6.0)

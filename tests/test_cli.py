@@ -61,14 +61,20 @@ def test_python_dash_m_runs_the_same_main():
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     ok = subprocess.run(
         [sys.executable, "-m", "gemma_explore.cli", "plan", str(PHOTO), "--budget", "70"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert ok.returncode == 0, ok.stderr
     assert "ImagePlan — gemma4" in ok.stdout
     bad = subprocess.run(
         [sys.executable, "-m", "gemma_explore.cli", "plan", "no/such.jpg"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "gemma-explore: error: no/such.jpg: No image file at no/such.jpg. Check the path."
@@ -141,9 +147,18 @@ def small_dataset(tmp_path_factory):
 def test_bill_prints_totals_failures_histogram_and_writes_csv_and_png(small_dataset, tmp_path):
     out, png = tmp_path / "bill.csv", tmp_path / "bill.png"
     result = run(
-        "bill", small_dataset, "--budget", "70,280,1120", "--recursive", "--out", out,
-        "--plot", png, "--workers", "2",
-    )  # fmt: skip
+        "bill",
+        small_dataset,
+        "--budget",
+        "70,280,1120",
+        "--recursive",
+        "--out",
+        out,
+        "--plot",
+        png,
+        "--workers",
+        "2",
+    )
     assert result.exit_code == 0, result.output
     text = result.stdout
     sizes = [(100, 200), (480, 640), (33, 900), (1024, 768), (64, 64)]
@@ -158,8 +173,10 @@ def test_bill_prints_totals_failures_histogram_and_writes_csv_and_png(small_data
     header = next(t for t in text.splitlines() if t.startswith("file "))
     assert header.split() == ["file", "kind", "tokens@70", "tokens@280", "tokens@1120"]
     img0 = next(t for t in text.splitlines() if t.split()[:1] and t.split()[0].endswith("img0.png"))
-    want0 = [plan_image((100, 200), family="gemma4", max_soft_tokens=b).total_tokens
-             for b in (70, 280, 1120)]  # fmt: skip
+    want0 = [
+        plan_image((100, 200), family="gemma4", max_soft_tokens=b).total_tokens
+        for b in (70, 280, 1120)
+    ]
     assert img0.split()[1:] == ["image", *(f"{w:,}" for w in want0)]
     assert "Slowest part:" in text and "Tokens per file (budget 70)" in text
     rows = list(csv.DictReader(out.open()))
@@ -213,10 +230,12 @@ def test_serve_args_prints_the_recipe():
     why, line, advice = lines[:at], lines[at], lines[at + 1 :]
     # Production advice follows the command, one flag and its reason per line.
     assert [a.split(":")[0] for a in advice] == [
-        "# consider --tensor-parallel-size", "# consider --quantization fp8",
-        "# consider --kv-cache-dtype fp8", "# consider --enable-prefix-caching",
+        "# consider --tensor-parallel-size",
+        "# consider --quantization fp8",
+        "# consider --kv-cache-dtype fp8",
+        "# consider --enable-prefix-caching",
         "# consider --max-num-seqs",
-    ]  # fmt: skip
+    ]
     # A stated workload: the serving plan's recipe, with one reason per argument.
     recipe = engine_recipe(
         "google/gemma-4-E4B-it", workload=Workload(images=2, max_soft_tokens=560), family="gemma4"
@@ -297,8 +316,17 @@ def clip(tmp_path_factory):
 
 
 def test_transcribe_with_the_tiny_model_says_noise(clip):
-    result = run("transcribe", clip, "--language", "en", "--translate-to", "fr",
-                 "--max-new-tokens", "4", "--show-prompt")  # fmt: skip
+    result = run(
+        "transcribe",
+        clip,
+        "--language",
+        "en",
+        "--translate-to",
+        "fr",
+        "--max-new-tokens",
+        "4",
+        "--show-prompt",
+    )
     assert result.exit_code == 0, result.output
     assert "Translate this audio from English into French" in result.stdout
     assert "this text is noise" in result.stdout
@@ -338,7 +366,7 @@ def test_transcribe_without_a_server_exits_2(clip):
             "http://127.0.0.1:9/v1",
             "--model",
             "google/gemma-3n-E4B-it",
-        )  # fmt: skip
+        )
     )
     assert "No server answered" in line and "--base-url" in line
 

@@ -113,16 +113,22 @@ def _stub(model=None, patch_size=16):
     import torch
     from vllm.model_executor.models.gemma4_mm import Gemma4ForConditionalGeneration as G
 
-    names = ["get_input_modality", "get_encoder_cudagraph_item_specs",
-             "select_encoder_cudagraph_items", "prepare_encoder_cudagraph_capture_inputs",
-             "prepare_encoder_cudagraph_replay_buffers", "encoder_cudagraph_forward",
-             "get_encoder_cudagraph_config"]  # fmt: skip
+    names = [
+        "get_input_modality",
+        "get_encoder_cudagraph_item_specs",
+        "select_encoder_cudagraph_items",
+        "prepare_encoder_cudagraph_capture_inputs",
+        "prepare_encoder_cudagraph_replay_buffers",
+        "encoder_cudagraph_forward",
+        "get_encoder_cudagraph_config",
+    ]
     stub = type("Gemma4Graphs", (), {n: getattr(G, n) for n in names})()
     if model is None:
         vcfg = types.SimpleNamespace(pooling_kernel_size=3, patch_size=patch_size)
         stub.vision_tower = types.SimpleNamespace(config=vcfg)
-        stub.config = types.SimpleNamespace(vision_config=types.SimpleNamespace(),
-                                            text_config=types.SimpleNamespace(hidden_size=8))  # fmt: skip
+        stub.config = types.SimpleNamespace(
+            vision_config=types.SimpleNamespace(), text_config=types.SimpleNamespace(hidden_size=8)
+        )
     else:
         stub.vision_tower = model.model.vision_tower
         stub.embed_vision = model.model.embed_vision
@@ -132,18 +138,24 @@ def _stub(model=None, patch_size=16):
 
 
 @settings(max_examples=examples(0.3))
-@given(patches=st.lists(st.sampled_from([630, 1260, 2520]), min_size=1, max_size=5),
-       as_list=st.booleans())  # fmt: skip
+@given(
+    patches=st.lists(st.sampled_from([630, 1260, 2520]), min_size=1, max_size=5),
+    as_list=st.booleans(),
+)
 def test_gather_indices_equal_vllms(patches, as_list):
     import torch
 
     from gemma_explore.serving.encoder import replay_gather_indices
 
     width = max(patches) if not as_list else None
-    pv = ([torch.zeros(p, 768) for p in patches] if as_list
-          else torch.zeros(len(patches), width, 768))  # fmt: skip
-    pp = ([torch.zeros(p, 2, dtype=torch.long) for p in patches] if as_list
-          else torch.zeros(len(patches), width, 2, dtype=torch.long))  # fmt: skip
+    pv = (
+        [torch.zeros(p, 768) for p in patches] if as_list else torch.zeros(len(patches), width, 768)
+    )
+    pp = (
+        [torch.zeros(p, 2, dtype=torch.long) for p in patches]
+        if as_list
+        else torch.zeros(len(patches), width, 2, dtype=torch.long)
+    )
     replay = _stub().prepare_encoder_cudagraph_replay_buffers(
         {"pixel_values": pv, "pixel_position_ids": pp}
     )
@@ -161,9 +173,11 @@ def test_frame_rows_equal_vllms_selection(frames, data):
 
     indices = data.draw(st.lists(st.integers(0, len(frames) - 1), min_size=1, unique=True))
     rows = torch.arange(sum(frames))
-    kwargs = {"pixel_values_videos": rows[:, None, None].expand(-1, 9, 3),
-              "pixel_position_ids_videos": rows[:, None, None].expand(-1, 9, 2),
-              "video_frame_counts": torch.tensor(frames)}  # fmt: skip
+    kwargs = {
+        "pixel_values_videos": rows[:, None, None].expand(-1, 9, 3),
+        "pixel_position_ids_videos": rows[:, None, None].expand(-1, 9, 2),
+        "video_frame_counts": torch.tensor(frames),
+    }
     picked = _stub().select_encoder_cudagraph_items(kwargs, indices)
     assert tuple(picked["pixel_values_videos"][:, 0, 0].tolist()) == frame_rows(frames, indices)
 
@@ -213,8 +227,10 @@ def test_replay_on_cpu_does_what_the_plan_says(tiny4, budgets, expected):
     from gemma_explore.serving.encoder import plan_encoder_replay
 
     model = tiny4.model
-    images = [Image.fromarray(np.random.RandomState(i).randint(0, 255, (240, 320, 3), np.uint8))
-              for i in range(len(budgets))]  # fmt: skip
+    images = [
+        Image.fromarray(np.random.RandomState(i).randint(0, 255, (240, 320, 3), np.uint8))
+        for i in range(len(budgets))
+    ]
     pvs, pps, eager = [], [], []
     for img, b in zip(images, budgets, strict=True):
         inputs = ge.prepare_inputs("x", images=[img], max_soft_tokens=b, bundle=tiny4).to_model(
@@ -231,8 +247,9 @@ def test_replay_on_cpu_does_what_the_plan_says(tiny4, budgets, expected):
     graphs = dataclasses.replace(
         encoder_graph_budgets(max_num_batched_tokens=2048, max_model_len=8192), max_batch_size=2
     )
-    plan = plan_encoder_replay([p.shape[0] for p in pvs], valid_tokens=[e.shape[0] for e in eager],
-                               graphs=graphs)  # fmt: skip
+    plan = plan_encoder_replay(
+        [p.shape[0] for p in pvs], valid_tokens=[e.shape[0] for e in eager], graphs=graphs
+    )
     (batch,) = plan.batches
     stub = _stub(model)
     kwargs = {"pixel_values": pvs, "pixel_position_ids": pps}
@@ -246,8 +263,10 @@ def test_replay_on_cpu_does_what_the_plan_says(tiny4, budgets, expected):
     replay = stub.prepare_encoder_cudagraph_replay_buffers(selected, 2, 0)
     assert tuple(replay.values["gather_indices"].tolist()) == batch.gather_indices
     padding = stub.get_encoder_cudagraph_config().padding_logics
-    copy = [(capture.values[k], replay.values[k], padding.get(k, M._copy_padded_buffer))
-            for k in capture.values]  # fmt: skip
+    copy = [
+        (capture.values[k], replay.values[k], padding.get(k, M._copy_padded_buffer))
+        for k in capture.values
+    ]
     if expected == "copy fails":
         assert not batch.fits and not plan.ok
         with pytest.raises(RuntimeError):

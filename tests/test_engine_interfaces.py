@@ -22,8 +22,12 @@ def test_interfaces_are_the_declared_bases(arch):
     cls = vllm_model_class(arch)
     declared = inspect.getsource(cls).split(":", 1)[0]  # the class line with its bases
     found = {i.name: i.supported for i in vllm_interfaces(arch)}
-    names = {"pipeline parallelism": "SupportsPP", "LoRA": "SupportsLoRA",
-             "Eagle3": "SupportsEagle3", "transcription": "SupportsTranscription"}  # fmt: skip
+    names = {
+        "pipeline parallelism": "SupportsPP",
+        "LoRA": "SupportsLoRA",
+        "Eagle3": "SupportsEagle3",
+        "transcription": "SupportsTranscription",
+    }
     for name, base in names.items():
         assert found[name] == (base in declared), (arch, name)
     assert found["multimodal"]

@@ -28,9 +28,10 @@ def test_the_classes_belong_together(spec):
     assert c.resolve("model").config_class is c.resolve("config")
     subs = c.resolve("config").sub_configs
     assert {k: v.__name__ for k, v in subs.items()} == {
-        "text_config": c.text_config, "vision_config": c.vision_config,
+        "text_config": c.text_config,
+        "vision_config": c.vision_config,
         "audio_config": c.audio_config,
-    }  # fmt: skip
+    }
     assert c.resolve("text_model").config_class is c.resolve("text_config")
     for role in ("vision_embedder", "audio_embedder", "processor", "image_processor"):
         assert c.resolve(role).__name__ == getattr(c, role)
@@ -45,8 +46,10 @@ def test_audio_facts_are_the_extractors_own(spec):
     assert fe.sampling_rate == a.sampling_rate
     if a.has_mel:
         assert (fe.frame_length, fe.hop_length, fe.fft_length) == (
-            a.frame_length, a.hop_length, a.fft_length,
-        )  # fmt: skip
+            a.frame_length,
+            a.hop_length,
+            a.fft_length,
+        )
         assert a.frame_ms == fe.frame_length * 1000 / fe.sampling_rate
         assert a.hop_ms == fe.hop_length * 1000 / fe.sampling_rate
     else:

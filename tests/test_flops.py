@@ -36,9 +36,14 @@ def eager_tiny():
 
 @pytest.mark.parametrize(
     ("family", "budget"),
-    [("gemma3n", None), ("gemma4", 70), ("gemma4", 280), ("gemma4_unified", 70),
-     ("gemma4_unified", 140)],
-)  # fmt: skip
+    [
+        ("gemma3n", None),
+        ("gemma4", 70),
+        ("gemma4", 280),
+        ("gemma4_unified", 70),
+        ("gemma4_unified", 140),
+    ],
+)
 def test_image_flops_equal_the_tiny_models_own_forward(eager_tiny, photo, family, budget):
     """At the worst case the budget prices: an image whose 48 px cells fill the budget
     (the tower always runs on budget × 9 patches; the projection on the real tokens)."""
@@ -90,8 +95,12 @@ def _vit(n: int, budget: int, width: int, inter: int, layers: int, text: int) ->
     scores and the weighted sum (2 × n² × width) and the gated MLP (3 × inter × width);
     the pooler's average ((budget × n) @ (n × width)); the projection to the text width."""
     per_layer = 2 * n * 4 * width * width + 2 * 2 * n * n * width + 2 * n * 3 * inter * width
-    return (2 * n * 768 * width + layers * per_layer + 2 * budget * n * width
-            + 2 * budget * width * text)  # fmt: skip
+    return (
+        2 * n * 768 * width
+        + layers * per_layer
+        + 2 * budget * n * width
+        + 2 * budget * width * text
+    )
 
 
 @pytest.mark.parametrize("budget", [70, 1120])

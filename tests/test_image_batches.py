@@ -39,15 +39,19 @@ def _vllm_calls(patches, frees, total, lora_budget=None, monkeypatch=None):
     )
     cfg = types.SimpleNamespace(
         vision_config=types.SimpleNamespace(
-            pooling_kernel_size=3, position_embedding_size=10_240,
+            pooling_kernel_size=3,
+            position_embedding_size=10_240,
             default_output_length=lora_budget or 280,
         )
-    )  # fmt: skip
+    )
     stub = types.SimpleNamespace(
-        vision_tower=vt, config=cfg, model_dtype=torch.float32,
-        _enable_mm_lora=lora_budget is not None, _encoder_chunk=G._encoder_chunk,
+        vision_tower=vt,
+        config=cfg,
+        model_dtype=torch.float32,
+        _enable_mm_lora=lora_budget is not None,
+        _encoder_chunk=G._encoder_chunk,
         multimodal_config=None,
-    )  # fmt: skip
+    )
     with pytest.raises(_Stop):
         G._process_image_input(stub, {"pixel_values": pv, "pixel_position_ids": pp})
     return tuple(calls)

@@ -15,9 +15,16 @@ from gemma_explore.samples import sample_photo, sample_speech
 
 
 def _prepared(bundle):
-    msgs = [{"role": "user", "content": [{"type": "image", "image": sample_photo()},
-                                         {"type": "audio", "audio": sample_speech()},
-                                         {"type": "text", "text": "Hi"}]}]  # fmt: skip
+    msgs = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": sample_photo()},
+                {"type": "audio", "audio": sample_speech()},
+                {"type": "text", "text": "Hi"},
+            ],
+        }
+    ]
     return ge.prepare_inputs(msgs, bundle=bundle)
 
 
@@ -54,7 +61,9 @@ def test_gemma4_runs_the_norm_before_the_linear(tiny4):
     x = torch.randn(5, emb.embedding_projection.in_features)
     trace = trace_embedder(tiny4, "image", x)
     assert [s.module for s in trace.stages[1:]] == [
-        "embedding_pre_projection_norm", "embedding_projection"]  # fmt: skip
+        "embedding_pre_projection_norm",
+        "embedding_projection",
+    ]
     assert trace.agrees and trace.reverse_gap > 0.1  # the docstring's order is not what runs
 
 
@@ -76,8 +85,12 @@ def test_gemma3n_hard_and_soft_paths(tiny3n):
     hard = trace_embedder(tiny3n, "image", ids, hard=True)
     assert hard.agrees and hard.path == "hard"
     assert [s.module for s in hard.stages] == [
-        "", "embedding", "hard_embedding_norm", "embedding_projection",
-        "embedding_post_projection_norm"]  # fmt: skip
+        "",
+        "embedding",
+        "hard_embedding_norm",
+        "embedding_projection",
+        "embedding_post_projection_norm",
+    ]
     soft = trace_embedder(tiny3n, "image", torch.randn(3, emb.multimodal_hidden_size))
     assert soft.agrees and [s.module for s in soft.stages][1] == "soft_embedding_norm"
     with pytest.raises(ValueError, match="only Gemma 3n"):

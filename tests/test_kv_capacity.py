@@ -19,12 +19,25 @@ from gemma_explore.serving.plan import ServingModel, kv_layers, plan_serving
 CHECKPOINTS = list(RELEASED_IDS)  # the seven instruction-tuned checkpoints
 GiB = 1 << 30
 _TEXT_KEYS = (
-    "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-    "num_key_value_heads", "num_global_key_value_heads", "head_dim", "global_head_dim",
-    "sliding_window", "num_kv_shared_layers", "attention_k_eq_v", "use_bidirectional_attention",
-    "hidden_size_per_layer_input", "vocab_size", "num_experts", "top_k_experts",
-    "moe_intermediate_size", "enable_moe_block",
-)  # fmt: skip
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_global_key_value_heads",
+    "head_dim",
+    "global_head_dim",
+    "sliding_window",
+    "num_kv_shared_layers",
+    "attention_k_eq_v",
+    "use_bidirectional_attention",
+    "hidden_size_per_layer_input",
+    "vocab_size",
+    "num_experts",
+    "top_k_experts",
+    "moe_intermediate_size",
+    "enable_moe_block",
+)
 
 
 def released_text_config(model_id: str):
@@ -59,8 +72,12 @@ def text_plan(
         num_parameters_by_part={},
         use_bidirectional_attention=getattr(text, "use_bidirectional_attention", None),
     )
-    return plan_serving(model, max_model_len=max_model_len,
-                        max_num_batched_tokens=max_num_batched_tokens, block_size=block_size)  # fmt: skip
+    return plan_serving(
+        model,
+        max_model_len=max_model_len,
+        max_num_batched_tokens=max_num_batched_tokens,
+        block_size=block_size,
+    )
 
 
 # ----------------------------------------------------------------------- vLLM's side
@@ -79,8 +96,12 @@ def vllm_specs(text, *, tp: int, block_size: int):
             continue
         layer = text.per_layer_config[i]  # gemma4.py: per-layer heads and head dim
         heads = max(1, layer.num_key_value_heads // tp)
-        common = dict(block_size=block_size, num_kv_heads=heads, head_size=layer.head_dim,
-                      dtype=torch.bfloat16)  # fmt: skip
+        common = dict(
+            block_size=block_size,
+            num_kv_heads=heads,
+            head_size=layer.head_dim,
+            dtype=torch.bfloat16,
+        )
         name = f"language_model.model.layers.{i}.self_attn.attn"
         if kind == "sliding_attention":
             specs[name] = SlidingWindowSpec(**common, sliding_window=text.sliding_window)
@@ -140,24 +161,49 @@ def vllm_capacity(vc, specs, *, memory, tp, max_model_len, mnbt, hybrid, async_s
     configs = get_kv_cache_configs(vc, [dict(specs) for _ in range(tp)], [memory] * tp)
     tokens, conc = get_kv_cache_capacity(vc, generate_scheduler_kv_cache_config(configs))
     groups = [
-        (tuple(int(n.split(".layers.")[1].split(".")[0]) for n in g.layer_names),
-         g.kv_cache_spec.block_size)
+        (
+            tuple(int(n.split(".layers.")[1].split(".")[0]) for n in g.layer_names),
+            g.kv_cache_spec.block_size,
+        )
         for g in configs[0].kv_cache_groups
-    ]  # fmt: skip
+    ]
     return tokens, conc, configs[0].num_blocks, groups
 
 
-def _check(vc, text, *, memory, tp, mml, mnbt=8192, hybrid=True, async_sched=True,
-           block_size=16, layout="LBNHC"):  # fmt: skip
+def _check(
+    vc,
+    text,
+    *,
+    memory,
+    tp,
+    mml,
+    mnbt=8192,
+    hybrid=True,
+    async_sched=True,
+    block_size=16,
+    layout="LBNHC",
+):
     plan = text_plan(text, max_model_len=mml, max_num_batched_tokens=mnbt, block_size=block_size)
-    ours = capacity(plan, kv_cache_memory_bytes=memory, tensor_parallel_size=tp,
-                    hybrid_kv_cache_manager=hybrid, async_scheduling=async_sched)  # fmt: skip
+    ours = capacity(
+        plan,
+        kv_cache_memory_bytes=memory,
+        tensor_parallel_size=tp,
+        hybrid_kv_cache_manager=hybrid,
+        async_scheduling=async_sched,
+    )
     specs = vllm_specs(text, tp=tp, block_size=block_size)
     try:
         tokens, conc, blocks, groups = vllm_capacity(
-            vc, specs, memory=memory, tp=tp, max_model_len=mml, mnbt=mnbt, hybrid=hybrid,
-            async_sched=async_sched, layout=layout,
-        )  # fmt: skip
+            vc,
+            specs,
+            memory=memory,
+            tp=tp,
+            max_model_len=mml,
+            mnbt=mnbt,
+            hybrid=hybrid,
+            async_sched=async_sched,
+            layout=layout,
+        )
     except ValueError as exc:
         assert ours.refusal == str(exc), (text.model_type, memory, tp, mml)
         assert f"maximum model length is {ours.estimated_max_model_len}." in str(exc) or (
@@ -196,8 +242,18 @@ def test_hybrid_manager_off_and_the_cpu_engine(vllm_config, model_id):
     for mml in (4096, 32768):
         for memory in (3 * GiB, 40 * GiB):
             outcomes.add(_check(vllm_config, text, memory=memory, tp=1, mml=mml, hybrid=False))
-            outcomes.add(_check(vllm_config, text, memory=memory, tp=1, mml=mml,
-                                async_sched=False, block_size=128, layout="LBHNC"))  # fmt: skip
+            outcomes.add(
+                _check(
+                    vllm_config,
+                    text,
+                    memory=memory,
+                    tp=1,
+                    mml=mml,
+                    async_sched=False,
+                    block_size=128,
+                    layout="LBHNC",
+                )
+            )
     assert "fits" in outcomes
 
 
@@ -267,8 +323,11 @@ def test_uneven_layer_counts_group_and_pad_like_vllm(vllm_config, pattern):
     from gemma_explore.models.tiny import tiny_config
 
     tiny = tiny_config("gemma4").get_text_config()
-    fields = {k: v for k, v in tiny.to_dict().items()
-              if k not in ("model_type", "transformers_version", "per_layer_config")}  # fmt: skip
+    fields = {
+        k: v
+        for k, v in tiny.to_dict().items()
+        if k not in ("model_type", "transformers_version", "per_layer_config")
+    }
     kinds = {"s": "sliding_attention", "f": "full_attention"}
     fields.update(num_hidden_layers=len(pattern), layer_types=[kinds[c] for c in pattern])
     text = type(tiny)(**fields)

@@ -157,7 +157,7 @@ def _cli_triggers() -> dict[tuple[str, str], Callable[[dict], str]]:
             "http://127.0.0.1:9/v1",
             "--model",
             "google/gemma-3n-E2B-it",
-        ),  # fmt: skip
+        ),
     }
 
 

@@ -311,7 +311,6 @@ def test_reprs_show_the_steps():
     assert "<table>" in ge.plan_audio(16_000, family="gemma3n")._repr_html_()
 
 
-
 def test_require_budget_reads_the_family_it_is_given(tiny3n):
     from gemma_explore.facts.families import DEFAULT_FAMILY
     from gemma_explore.plans.rules import require_budget

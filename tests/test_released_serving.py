@@ -159,8 +159,15 @@ def test_load_without_weights_gives_a_meta_bundle_that_plans_and_lays_out(
     assert plan.model.config_source == BUILT_IN  # no cache on this machine
     from gemma_explore.samples import sample_photo
 
-    msgs = [{"role": "user", "content": [{"type": "image", "image": sample_photo()},
-                                         {"type": "text", "text": "Describe it."}]}]  # fmt: skip
+    msgs = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": sample_photo()},
+                {"type": "text", "text": "Describe it."},
+            ],
+        }
+    ]
     layout = ge.layout_prompt(msgs, bundle=bundle)
     masks = attention_mask(layout, bundle=bundle)
     assert len(masks.layer_types) == len(plan.layers)
@@ -190,9 +197,13 @@ def _config_only_folder(root, model_id):
 @pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 @pytest.mark.parametrize(
     "model_id",
-    ["google/gemma-3n-E2B-it", "google/gemma-4-E4B-it", "google/gemma-4-31B-it",
-     "google/gemma-4-12B-it"],
-)  # fmt: skip
+    [
+        "google/gemma-3n-E2B-it",
+        "google/gemma-4-E4B-it",
+        "google/gemma-4-31B-it",
+        "google/gemma-4-12B-it",
+    ],
+)
 def test_vllm_accepts_the_config_and_its_budget_equals_the_plan(tmp_path, model_id):
     from vllm.config import DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
     from vllm.multimodal import MULTIMODAL_REGISTRY
@@ -202,20 +213,31 @@ def test_vllm_accepts_the_config_and_its_budget_equals_the_plan(tmp_path, model_
     mml, mnbt = 16_384, 8192
     limits = {"image": 4, "video": 1} if "31B" in model_id else None
     mc = ModelConfig(
-        model=str(folder), tokenizer=str(folder), dtype="bfloat16", max_model_len=mml,
+        model=str(folder),
+        tokenizer=str(folder),
+        dtype="bfloat16",
+        max_model_len=mml,
         limit_mm_per_prompt=limits,
-    )  # fmt: skip
+    )
     text = json.loads((folder / "config.json").read_text())["text_config"]
     assert mc.hf_text_config.num_hidden_layers == text["num_hidden_layers"]
     assert mc.get_sliding_window() == text["sliding_window"]
     sc = SchedulerConfig(
-        max_model_len=mml, is_encoder_decoder=False, max_num_batched_tokens=mnbt,
-        enable_chunked_prefill=True, max_num_seqs=128,
-    )  # fmt: skip
+        max_model_len=mml,
+        is_encoder_decoder=False,
+        max_num_batched_tokens=mnbt,
+        enable_chunked_prefill=True,
+        max_num_seqs=128,
+    )
     vc = VllmConfig(model_config=mc, scheduler_config=sc, device_config=DeviceConfig(device="cpu"))
     budget = MultiModalBudget(vc, MULTIMODAL_REGISTRY)
-    plan = plan_serving(model_id, max_model_len=mml, limit_mm_per_prompt=limits,
-                        max_num_batched_tokens=mnbt, max_num_seqs=128)  # fmt: skip
+    plan = plan_serving(
+        model_id,
+        max_model_len=mml,
+        limit_mm_per_prompt=limits,
+        max_num_batched_tokens=mnbt,
+        max_num_seqs=128,
+    )
     assert plan.max_tokens_per_item == dict(budget.mm_max_toks_per_item)
     assert plan.max_items_per_prompt == dict(budget.mm_max_items_per_prompt)
     assert plan.max_items_per_batch == dict(budget.mm_max_items_per_batch)
@@ -250,8 +272,13 @@ def test_production_advice_splits_the_31b_when_it_does_not_fit():
     assert small["--tensor-parallel-size"].startswith("2:")
     need = plan.weights_bytes + plan.vllm_kv_bytes_per_request  # weights + one request's KV
     assert need / 2 <= 40 * 0.9 * 2**30 < need  # two 40 GB GPUs hold it, one does not
-    assert set(big) == {"--tensor-parallel-size", "--quantization fp8", "--kv-cache-dtype fp8",
-                        "--enable-prefix-caching", "--max-num-seqs"}  # fmt: skip
+    assert set(big) == {
+        "--tensor-parallel-size",
+        "--quantization fp8",
+        "--kv-cache-dtype fp8",
+        "--enable-prefix-caching",
+        "--max-num-seqs",
+    }
     e2b = production_advice(plan_serving("google/gemma-4-E2B-it"), gpu_memory_gib=24)
     assert e2b["--tensor-parallel-size"].startswith("1:")
 

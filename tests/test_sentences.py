@@ -188,10 +188,14 @@ def mismatched_engine(tmp_path_factory, tiny4):
         _let_vllm_scan_llvmlite()  # librosa's numba may have loaded llvmlite already
 
         llm = LLM(
-            str(folder), kv_cache_memory_bytes=256 << 20, max_model_len=2048,
-            enforce_eager=True, dtype="float32", distributed_executor_backend="uni",
+            str(folder),
+            kv_cache_memory_bytes=256 << 20,
+            max_model_len=2048,
+            enforce_eager=True,
+            dtype="float32",
+            distributed_executor_backend="uni",
             limit_mm_per_prompt={"image": 2},
-        )  # fmt: skip
+        )
         yield llm, folder
         llm.llm_engine.engine_core.shutdown()
         del llm
@@ -210,8 +214,9 @@ def test_4_and_1_through_vllms_engine(mismatched_engine, tiny4):
     h, w = photo.height, photo.width
     text = tiny4.processor.apply_chat_template(
         [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Hi"}]}],
-        tokenize=False, add_generation_prompt=True,
-    )  # fmt: skip
+        tokenize=False,
+        add_generation_prompt=True,
+    )
     params = SamplingParams(max_tokens=1)
 
     llm, _ = mismatched_engine
@@ -283,8 +288,12 @@ def test_6_media_counts_do_not_depend_on_the_text(tiny4):
     photo = sample_photo()
     counts = []
     for words in ("Hi", "A much longer question about the picture?"):
-        msgs = [{"role": "user", "content": [{"type": "image", "image": photo},
-                                             {"type": "text", "text": words}]}]  # fmt: skip
+        msgs = [
+            {
+                "role": "user",
+                "content": [{"type": "image", "image": photo}, {"type": "text", "text": words}],
+            }
+        ]
         counts.append([p.num_embeds for p in ge.layout_prompt(msgs, bundle=tiny4).placeholders])
     assert counts[0] == counts[1] == [ge.plan_image(photo, family="gemma4").num_soft_tokens]
 
@@ -320,5 +329,10 @@ def test_the_loading_plan_is_what_the_engine_loaded(mismatched_engine, tiny4):
     kept = {r.vllm for r in plan.rows if not r.ignored}
     assert kept <= loaded, sorted(kept - loaded)[:5]
     assert not any(n.startswith("embed_vision.embedding.") for n in loaded)
-    assert {r.shard for r in plan.rows if r.shard} == {"q_proj", "k_proj", "v_proj",
-                                                       "gate_proj", "up_proj"}  # fmt: skip
+    assert {r.shard for r in plan.rows if r.shard} == {
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "gate_proj",
+        "up_proj",
+    }

@@ -33,9 +33,13 @@ def _vllm_budget(folder, mml, limits, mnbt, mst, extra):
 
     kwargs = {"max_soft_tokens": mst} if mst is not None else None
     mc = ModelConfig(
-        model=str(folder), tokenizer=str(folder), dtype="float32", max_model_len=mml,
-        limit_mm_per_prompt=limits, mm_processor_kwargs=kwargs,
-    )  # fmt: skip
+        model=str(folder),
+        tokenizer=str(folder),
+        dtype="float32",
+        max_model_len=mml,
+        limit_mm_per_prompt=limits,
+        mm_processor_kwargs=kwargs,
+    )
     sc = SchedulerConfig(
         max_model_len=mml,
         is_encoder_decoder=False,
@@ -57,11 +61,14 @@ def test_plan_equals_vllms_multimodal_budget(saved_dirs, family):
     for mml, limits, mnbt, mst, extra in COMBOS:
         b = _vllm_budget(folder, mml, limits, mnbt, mst, extra)
         plan = plan_serving(
-            model, max_model_len=mml, limit_mm_per_prompt=limits, max_num_batched_tokens=mnbt,
+            model,
+            max_model_len=mml,
+            limit_mm_per_prompt=limits,
+            max_num_batched_tokens=mnbt,
             max_soft_tokens=mst if family != "gemma3n" else None,
             max_num_seqs=extra.get("max_num_seqs", 128),
             enable_chunked_prefill=extra.get("enable_chunked_prefill", True),
-        )  # fmt: skip
+        )
         case = (family, mml, limits, mnbt, mst, extra)
         assert plan.max_tokens_per_item == dict(b.mm_max_toks_per_item), case
         assert plan.max_items_per_prompt == dict(b.mm_max_items_per_prompt), case
@@ -83,9 +90,12 @@ def test_disabled_chunked_mm_input_refuses_like_vllm(saved_dirs):
     from vllm.v1.core.encoder_cache_manager import compute_mm_encoder_budget
 
     sc = SchedulerConfig(
-        max_model_len=8192, is_encoder_decoder=False, max_num_batched_tokens=2048,
-        disable_chunked_mm_input=True, enable_chunked_prefill=True,
-    )  # fmt: skip
+        max_model_len=8192,
+        is_encoder_decoder=False,
+        max_num_batched_tokens=2048,
+        disable_chunked_mm_input=True,
+        enable_chunked_prefill=True,
+    )
     with pytest.raises(ValueError) as theirs:
         compute_mm_encoder_budget(sc, {"image": 280, "video": 2496})
     assert str(ours.value) == str(theirs.value)
@@ -176,15 +186,28 @@ def _shared_config(family: str):
     if family == "gemma4":
         from transformers import Gemma4TextConfig
 
-        sizes.update(num_hidden_layers=6, sliding_window=32, num_kv_shared_layers=3,
-                     layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2)  # fmt: skip
+        sizes.update(
+            num_hidden_layers=6,
+            sliding_window=32,
+            num_kv_shared_layers=3,
+            layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2,
+        )
         config.text_config = Gemma4TextConfig(**sizes, global_head_dim=48)
     else:
         from transformers import Gemma3nTextConfig
 
-        sizes.update(num_hidden_layers=5, sliding_window=32, num_kv_shared_layers=2,
-                     layer_types=["sliding_attention", "full_attention", "sliding_attention",
-                                  "full_attention", "full_attention"])  # fmt: skip
+        sizes.update(
+            num_hidden_layers=5,
+            sliding_window=32,
+            num_kv_shared_layers=2,
+            layer_types=[
+                "sliding_attention",
+                "full_attention",
+                "sliding_attention",
+                "full_attention",
+                "full_attention",
+            ],
+        )
         config.text_config = Gemma3nTextConfig(
             **sizes, laurel_rank=8, altup_num_inputs=2, activation_sparsity_pattern=[0.0] * 5
         )
@@ -219,9 +242,14 @@ def _real_text_config(name: str):
         "full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)
     ]
     return Gemma4TextConfig(
-        num_hidden_layers=layers, num_kv_shared_layers=shared, num_key_value_heads=kv,
-        head_dim=256, global_head_dim=512, sliding_window=512, layer_types=types,
-    )  # fmt: skip
+        num_hidden_layers=layers,
+        num_kv_shared_layers=shared,
+        num_key_value_heads=kv,
+        head_dim=256,
+        global_head_dim=512,
+        sliding_window=512,
+        layer_types=types,
+    )
 
 
 @pytest.mark.parametrize(
@@ -249,8 +277,9 @@ def test_kv_arithmetic_scales_to_real_configs(name, full, sliding, at_8192):
         if la.stores_kv:
             kv = torch.empty(1, la.kv_heads, 8192, la.head_dim, dtype=torch.bfloat16, device="meta")
             cache.update(kv, kv, la.index)
-    ours = sum(la.bytes_per_token(2) * (8192 if la.window is None else la.window - 1)
-               for la in layers)  # fmt: skip
+    ours = sum(
+        la.bytes_per_token(2) * (8192 if la.window is None else la.window - 1) for la in layers
+    )
     assert ours == _cache_bytes(cache) == at_8192
 
 

@@ -69,8 +69,11 @@ def test_committed_notebooks_are_already_stripped():
 def test_gitattributes_registers_the_filter():
     out = subprocess.run(
         ["git", "check-attr", "filter", "notebooks/00_quickstart.ipynb"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip().endswith("filter: strip-notebook")
 
 

@@ -4,11 +4,17 @@ from gemma_explore.tables import Table
 
 
 def test_key_value_and_flagged_tables():
-    kv = Table((), (("budget", 280), ("tokens", None)), title="Plan", notes=("a", "b"),
-               notes_title="steps")  # fmt: skip
+    kv = Table(
+        (), (("budget", 280), ("tokens", None)), title="Plan", notes=("a", "b"), notes_title="steps"
+    )
     assert kv.text().splitlines() == [
-        "Plan", "  budget  280", "  tokens  —", "  steps:", "    1. a", "    2. b",
-    ]  # fmt: skip
+        "Plan",
+        "  budget  280",
+        "  tokens  —",
+        "  steps:",
+        "    1. a",
+        "    2. b",
+    ]
     assert "| budget | 280 |" in kv.markdown() and "1. a" in kv.markdown()
     grid = Table(("step", "ours", "theirs"), (("x", 1, 1), ("y", 2, 3)), flagged=(1,))
     text = grid.text().splitlines()

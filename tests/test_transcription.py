@@ -73,9 +73,13 @@ def test_vllms_own_function_gives_the_same_text():
     audio = np.zeros(1600, np.float32)
     for task, language, to_language in _combinations():
         params = SpeechToTextParams(
-            audio=audio, stt_config=config, model_config=None, language=language,
-            task_type=task, to_language=to_language,
-        )  # fmt: skip
+            audio=audio,
+            stt_config=config,
+            model_config=None,
+            language=language,
+            task_type=task,
+            to_language=to_language,
+        )
         theirs = G.get_generation_prompt(params)
         ours = transcription_prompt(language=language, task=task, to_language=to_language)
         assert theirs["prompt"] == ours, (task, language, to_language)
@@ -87,7 +91,6 @@ def test_unknown_codes_list_the_supported_ones():
     with pytest.raises(ValueError, match="Unknown target language 'french'"):
         transcription_prompt(task="translate", to_language="french")
     assert require_language("EN") == "en" and require_language(None) is None
-
 
 
 def test_to_language_needs_translate():

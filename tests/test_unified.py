@@ -67,8 +67,12 @@ def test_tiny_unified_is_deterministic_and_round_trips(tinyu, saved_dirs, photo)
     loaded = ge.load(folder, device="cpu")
     assert loaded.family == "gemma4_unified" and loaded.is_random_weights
     wave = (np.random.RandomState(0).uniform(-0.3, 0.3, 17_000).astype(np.float32), 16_000)
-    msgs = [{"role": "user", "content": [{"type": "image", "image": photo},
-                                         {"type": "audio", "audio": wave}]}]  # fmt: skip
+    msgs = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "image": photo}, {"type": "audio", "audio": wave}],
+        }
+    ]
     with torch.inference_mode():
         a = tinyu.model(**ge.prepare_inputs(msgs, bundle=tinyu).to_model(tinyu.model)).logits
         b = loaded.model(**ge.prepare_inputs(msgs, bundle=loaded).to_model(loaded.model)).logits
@@ -131,8 +135,10 @@ def test_the_embedder_gives_one_row_per_placeholder(tinyu, size, budget):
     # (vLLM assumes another resize for 3×900, as for Gemma 4; its clamped count agrees.)
     placeholders = next(r for r in report.rows if r.step == "prompt placeholders")
     assert placeholders.agree, report
-    assert report.encoder_count == ge.plan_image(size, family="gemma4_unified",
-                                                 max_soft_tokens=budget).num_soft_tokens  # fmt: skip
+    assert (
+        report.encoder_count
+        == ge.plan_image(size, family="gemma4_unified", max_soft_tokens=budget).num_soft_tokens
+    )
 
 
 def test_a_token_is_exactly_its_48px_block(tinyu):
@@ -177,9 +183,7 @@ def _vllm_rule(n: int) -> int:
 @example(n=480_001).via("just over 30 s: no cap in transformers")
 def test_audio_plan_equals_the_unified_processor(tinyu, n):
     wave = np.full(n, 0.01, np.float32)
-    out = tinyu.processor(
-        text=[tinyu.processor.audio_token], audio=[wave], return_tensors="pt"
-    )  # fmt: skip
+    out = tinyu.processor(text=[tinyu.processor.audio_token], audio=[wave], return_tensors="pt")
     n_ids = int((out["input_ids"][0] == tinyu.processor.audio_token_id).sum())
     plan = ge.plan_audio(n, family="gemma4_unified")
     assert plan.num_feature_frames == out["input_features"].shape[1] == math.ceil(n / 640)
@@ -253,10 +257,17 @@ def test_audio_parity_names_the_rows_vllm_drops(tinyu, n, dropped):
 def test_layout_gives_vllms_ids_for_unified_prompts(tinyu, photo, n1, n2, template):
     clips = [(np.full(n, 0.02, np.float32), 16_000) for n in (n1, n2)]
     if template:
-        msgs = [{"role": "user", "content": [
-            {"type": "audio", "audio": clips[0]}, {"type": "image", "image": photo},
-            {"type": "text", "text": "and"}, {"type": "audio", "audio": clips[1]},
-        ]}]  # fmt: skip
+        msgs = [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "audio", "audio": clips[0]},
+                    {"type": "image", "image": photo},
+                    {"type": "text", "text": "and"},
+                    {"type": "audio", "audio": clips[1]},
+                ],
+            }
+        ]
         layout = ge.layout_prompt(msgs, bundle=tinyu)
         prepared = ge.prepare_inputs(msgs, bundle=tinyu)
     else:
@@ -266,8 +277,9 @@ def test_layout_gives_vllms_ids_for_unified_prompts(tinyu, photo, n1, n2, templa
         prepared = ge.prepare_inputs(raw, bundle=tinyu, **kw)
     out = vllm_process(tinyu, prepared.text, vllm_mm_data(prepared))
     assert out["prompt_token_ids"] == list(layout.vllm_input_ids or layout.input_ids)
-    differs = [vllm_audio_tokens(n, family="gemma4_unified") != math.ceil(n / 640)
-               for n in (n1, n2)]  # fmt: skip
+    differs = [
+        vllm_audio_tokens(n, family="gemma4_unified") != math.ceil(n / 640) for n in (n1, n2)
+    ]
     assert len(layout.divergences) == sum(differs)
     theirs = sorted((o, k) for m in out["placeholders"] for (o, k, _) in out["placeholders"][m])
     assert sorted((o, k) for _, o, k in layout.vllm_ranges) == theirs
@@ -390,8 +402,10 @@ def test_the_leak_detector_detects_the_leak(tinyu):
     )
 
     before = _defaults()
-    saved = {k: dict(v) if isinstance(v, dict) else v
-             for k, v in Gemma4UnifiedProcessorKwargs._defaults.items()}  # fmt: skip
+    saved = {
+        k: dict(v) if isinstance(v, dict) else v
+        for k, v in Gemma4UnifiedProcessorKwargs._defaults.items()
+    }
     try:
         tinyu.processor._get_num_multimodal_tokens(image_sizes=[(300, 500)], max_soft_tokens=70)
         assert _defaults() != before
@@ -441,6 +455,8 @@ def test_three_way_comparison(photo, tiny3n, tiny4, tinyu):
     assert by["gemma4_unified"].sizes.audio_params < by["gemma4"].sizes.audio_params / 100
     fig = ge.show_three_way(cmp)
     assert [ax.get_title().split("\n")[0] for ax in fig.axes[:3]] == [
-        "Gemma 3n", "Gemma 4", "Gemma 4 Unified"
-    ]  # fmt: skip
+        "Gemma 3n",
+        "Gemma 4",
+        "Gemma 4 Unified",
+    ]
     assert "Gemma 4 Unified" in cmp.table().text()

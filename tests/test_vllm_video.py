@@ -31,9 +31,14 @@ def _vllm_stamps(bundle, videos: list) -> tuple[list[str], list]:
 
 @pytest.mark.parametrize(
     "metadata",
-    [{}, {"fps": None}, {"fps": 0}, {"fps": 4.0},
-     {"fps": 4.0, "frames_indices": list(range(0, 80, 2))}],
-)  # fmt: skip
+    [
+        {},
+        {"fps": None},
+        {"fps": 0},
+        {"fps": 4.0},
+        {"fps": 4.0, "frames_indices": list(range(0, 80, 2))},
+    ],
+)
 def test_timestamps_equal_vllms(tiny4, metadata):
     ours = vllm_video_timestamps(40, metadata=metadata)
     stamps, _ = _vllm_stamps(tiny4, [(_frames(40), metadata)])

@@ -40,7 +40,6 @@ class TabResult:
 
     error: str | None = None  # the one-line message when the input was bad, else None
 
-
     @classmethod
     def blank(cls) -> Self:
         """No input yet: every figure None, every text empty, no error."""

@@ -60,13 +60,18 @@ def transcribe_tab(
             ) from None
         task = "translate" if translate_to else "transcribe"
         result = bundle.transcribe(
-            audio, language=language or None, task=task, to_language=translate_to or None,
+            audio,
+            language=language or None,
+            task=task,
+            to_language=translate_to or None,
             max_new_tokens=max_new_tokens,
-        )  # fmt: skip
+        )
     except Exception as exc:  # noqa: BLE001 - a message for the page, never a crash
-        message = str(exc) if isinstance(exc, ValueError | RuntimeError | ConnectionError) else (
-            f"Something went wrong ({type(exc).__name__}: {exc}). Try another clip."
-        )  # fmt: skip
+        message = (
+            str(exc)
+            if isinstance(exc, ValueError | RuntimeError | ConnectionError)
+            else (f"Something went wrong ({type(exc).__name__}: {exc}). Try another clip.")
+        )
         return TranscribeResult.failed(f"✗ {message}")
     names = [LANGUAGES[c] for c in (result.language, result.to_language) if c]
     how = ", ".join([result.task, *names])

@@ -149,8 +149,12 @@ def build_image_tab(ctx: Context) -> None:
     with gr.Tab("Image", id="image"):
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
-                image_in = gr.File(ctx.samples["photo"], label="Image (PNG, JPEG, WebP…)",
-                                   type="filepath", elem_id="image_in")  # fmt: skip
+                image_in = gr.File(
+                    ctx.samples["photo"],
+                    label="Image (PNG, JPEG, WebP…)",
+                    type="filepath",
+                    elem_id="image_in",
+                )
                 budget = _budget_box("image_budget", ctx)
                 gr.Examples([[ctx.samples["photo"]]], inputs=[image_in], label="Example image")
                 counts = gr.Markdown(elem_id="image_counts")
@@ -168,8 +172,13 @@ def build_image_tab(ctx: Context) -> None:
         def run(model: str, image: Any, b: Any) -> tuple[Any, ...]:
             r = ImageResult.blank() if image is None else image_tab(model, image, b)
             shown = r.pooled_figure is not None or image is None or r.error is not None
-            return r.patch_figure, r.pooled_figure, r.counts, r.parity, r.timings, gr.Column(
-                visible=shown
+            return (
+                r.patch_figure,
+                r.pooled_figure,
+                r.counts,
+                r.parity,
+                r.timings,
+                gr.Column(visible=shown),
             )
 
         gr.on(
@@ -192,8 +201,12 @@ def build_audio_tab(ctx: Context) -> None:
             with gr.Column(scale=1, min_width=300):
                 # A file input, as on the Image tab: gr.Audio would refuse a wrong file
                 # with gradio's MIME toast before our handler could say what is wrong.
-                audio_in = gr.File(ctx.samples["speech"], label="Clip (WAV, FLAC, MP3…)",
-                                   type="filepath", elem_id="audio_in")  # fmt: skip
+                audio_in = gr.File(
+                    ctx.samples["speech"],
+                    label="Clip (WAV, FLAC, MP3…)",
+                    type="filepath",
+                    elem_id="audio_in",
+                )
                 _recorder(audio_in, "audio_record")
                 gr.Examples([[ctx.samples["speech"]]], inputs=[audio_in], label="Example clip")
                 counts = gr.Markdown(elem_id="audio_counts")
@@ -222,8 +235,9 @@ def _recorder(target: Any, elem_id: str) -> Any:
     """A microphone box whose recording becomes ``target``'s file (and so runs its tab)."""
     import gradio as gr
 
-    mic = gr.Audio(sources=["microphone"], type="filepath", label="…or record a clip",
-                   elem_id=elem_id)  # fmt: skip
+    mic = gr.Audio(
+        sources=["microphone"], type="filepath", label="…or record a clip", elem_id=elem_id
+    )
     mic.stop_recording(lambda path: path or gr.update(), [mic], [target], queue=False)
     return mic
 
@@ -312,9 +326,12 @@ def build_video_tab(ctx: Context) -> None:
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
                 # A file input: gr.Video would need ffmpeg to re-encode uploads.
-                video_in = gr.File(ctx.samples["video"],
-                                   label="Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)",
-                                   type="filepath", elem_id="video_in")  # fmt: skip
+                video_in = gr.File(
+                    ctx.samples["video"],
+                    label="Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)",
+                    type="filepath",
+                    elem_id="video_in",
+                )
                 gr.Examples([[ctx.samples["video"]]], inputs=[video_in], label="Example video")
                 counts = gr.Markdown(elem_id="video_counts")
                 parity = gr.Markdown(elem_id="video_parity")
@@ -351,12 +368,19 @@ def build_layout_tab(ctx: Context) -> None:
                     "one <|image|> / <image_soft_token> per attachment)",
                     elem_id="layout_raw",
                 )
-                text = gr.Textbox("Describe this.", label="Text", lines=3,
-                                  elem_id="layout_text")  # fmt: skip
-                image = gr.File(ctx.samples["photo"], label="Image (optional)", type="filepath",
-                                elem_id="layout_image")  # fmt: skip
-                audio = gr.File(ctx.samples["speech"], label="Clip (optional)", type="filepath",
-                                elem_id="layout_audio")  # fmt: skip
+                text = gr.Textbox("Describe this.", label="Text", lines=3, elem_id="layout_text")
+                image = gr.File(
+                    ctx.samples["photo"],
+                    label="Image (optional)",
+                    type="filepath",
+                    elem_id="layout_image",
+                )
+                audio = gr.File(
+                    ctx.samples["speech"],
+                    label="Clip (optional)",
+                    type="filepath",
+                    elem_id="layout_audio",
+                )
                 budget = _budget_box("layout_budget", ctx)
                 gr.Examples(
                     [["Describe this.", ctx.samples["photo"], ctx.samples["speech"]]],
@@ -383,14 +407,21 @@ def build_layout_tab(ctx: Context) -> None:
             return r.layout_figure, r.layout_html, r.counts, r.parity, r.timings
 
         gr.on(
-            [text.change, image.change, audio.change, budget.change, raw.change,
-             ctx.model.change, *ctx.on_open()],
+            [
+                text.change,
+                image.change,
+                audio.change,
+                budget.change,
+                raw.change,
+                ctx.model.change,
+                *ctx.on_open(),
+            ],
             run,
             [ctx.model, text, image, audio, budget, raw],
             [plot, page, counts, checks, timings],
             api_name="layout",
             **LIVE,
-        )  # fmt: skip
+        )
 
 
 class _StopEvents:
@@ -435,8 +466,9 @@ def build_chat_tab(ctx: Context) -> None:
         )
         with gr.Row():
             stop_btn = gr.Button("Stop", variant="stop", elem_id="chat_stop", scale=0)
-            max_tokens = gr.Slider(1, 256, value=32, step=1, label="Max new tokens",
-                                   elem_id="chat_max_tokens")  # fmt: skip
+            max_tokens = gr.Slider(
+                1, 256, value=32, step=1, label="Max new tokens", elem_id="chat_max_tokens"
+            )
             budget = _budget_box("chat_budget", ctx)
         examples = gr.Examples(
             [[example]],
@@ -447,8 +479,7 @@ def build_chat_tab(ctx: Context) -> None:
         def respond(m, message, history, n, b, request: gr.Request):
             stop = _STOPS.new(getattr(request, "session_hash", None) or "")
             outcome: dict[str, Any] = {}
-            for hist, line in chat_stream(m, message, history, n, b, stop=stop,
-                                          outcome=outcome):  # fmt: skip
+            for hist, line in chat_stream(m, message, history, n, b, stop=stop, outcome=outcome):
                 # A turn that failed keeps the question in the box, to fix and resend.
                 yield hist, (message if outcome.get("failed") else None), line
 
@@ -483,7 +514,6 @@ TABS: list[Callable[[Context], None]] = [
     build_serving_tab,
     build_chat_tab,
 ]
-
 
 
 def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None]] | None = None):
@@ -536,8 +566,13 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
                 updates = [budget_choices(spec, value) for value in current]
                 return [gr.update(choices=c, value=v, interactive=on) for c, v, on in updates]
 
-            gr.on([model_box.change, ready.change], budgets, [model_box, *ctx.budgets],
-                  ctx.budgets, api_visibility="private")  # fmt: skip
+            gr.on(
+                [model_box.change, ready.change],
+                budgets,
+                [model_box, *ctx.budgets],
+                ctx.budgets,
+                api_visibility="private",
+            )
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     return demo
 

@@ -248,8 +248,9 @@ def _audio_tokens(frames: int, rate: int, family: str) -> int:
     return plan_audio(frames, family=family, sampling_rate=rate).total_tokens
 
 
-def _bill_item(item: Item, family: str, budgets: tuple[int | None, ...], out: dict[str, Any]
-               ) -> tuple[str, tuple[int, ...], float]:  # fmt: skip
+def _bill_item(
+    item: Item, family: str, budgets: tuple[int | None, ...], out: dict[str, Any]
+) -> tuple[str, tuple[int, ...], float]:
     """(kind, tokens per budget, header seconds) of one item; raises on a bad item."""
     kind, suffix = _item_kind(item)
     if kind is None:
@@ -284,8 +285,13 @@ def _bill_item(item: Item, family: str, budgets: tuple[int | None, ...], out: di
         v = video_header(item.path)
     header = time.perf_counter() - start
     n = plan_video(v.frames, fps=v.fps, frame_size=v.size, family=family).total_tokens
-    for key, value in (("height", v.size[0]), ("width", v.size[1]), ("frames", v.frames),
-                       ("fps", v.fps), ("duration_s", v.frames / v.fps)):  # fmt: skip
+    for key, value in (
+        ("height", v.size[0]),
+        ("width", v.size[1]),
+        ("frames", v.frames),
+        ("fps", v.fps),
+        ("duration_s", v.frames / v.fps),
+    ):
         out.setdefault(key, value)
     return kind, (n,) * len(budgets), header  # frames always use the video budget (70)
 
@@ -326,9 +332,11 @@ def bill_sample(
             kind = _item_kind(item)[0]
             where = f"{item.name}: " if multi or item.data is not None else ""
             return BillRow(
-                sample.id, kind if not multi else None, error=where + _one_line(exc),
+                sample.id,
+                kind if not multi else None,
+                error=where + _one_line(exc),
                 header_s=header_s + time.perf_counter() - start,
-            )  # fmt: skip
+            )
         header_s += seconds
         plan_s += time.perf_counter() - start - seconds
         parts.append((kind, tokens))
@@ -344,9 +352,16 @@ def bill_sample(
     totals = tuple(sum(t[i] for _, t in parts) for i in range(len(budgets)))
     kind = "+".join(dict.fromkeys(k for k, _ in parts))
     return BillRow(
-        sample.id, kind, tokens=totals, header_s=header_s, plan_s=plan_s, parts=tuple(parts),
-        text_tokens=text_tokens, text_s=text_s, **extra,
-    )  # fmt: skip
+        sample.id,
+        kind,
+        tokens=totals,
+        header_s=header_s,
+        plan_s=plan_s,
+        parts=tuple(parts),
+        text_tokens=text_tokens,
+        text_s=text_s,
+        **extra,
+    )
 
 
 def bill_file(path: str | os.PathLike, *, family: str, budgets: tuple[int | None, ...]) -> BillRow:

@@ -64,8 +64,9 @@ def _cached(source: str, cache_dir: str | None) -> bool:
     """Whether a folder or the hub cache holds this tokenizer (a file lookup: cheap, and
     no transformers import when nothing is there)."""
     if os.path.isdir(source):
-        return any(os.path.isfile(os.path.join(source, f))
-                   for f in ("tokenizer.json", "tokenizer.model"))  # fmt: skip
+        return any(
+            os.path.isfile(os.path.join(source, f)) for f in ("tokenizer.json", "tokenizer.model")
+        )
     folder = hf_cache_folder(source, cache=cache_dir, repo_type="models")
     return folder is not None and _cached(str(folder), None)
 

@@ -136,8 +136,9 @@ def ray_rows(
     mapped = ds.map_batches(_ray_batch, fn_kwargs=kwargs, batch_size=1, compute=compute)
     # batch_size=None: Ray's blocks as they are, one per task (never re-cut across tasks)
     for batch in mapped.iter_batches(batch_size=None, batch_format="numpy"):
-        groups = itertools.groupby(zip(batch["_task"], batch["row"], strict=True),
-                                   key=lambda pair: int(pair[0]))  # fmt: skip
+        groups = itertools.groupby(
+            zip(batch["_task"], batch["row"], strict=True), key=lambda pair: int(pair[0])
+        )
         for index, pairs in groups:
             rows = [pickle.loads(r) for _, r in pairs if len(r)]
             yield listed[index], rows

@@ -160,21 +160,30 @@ class Task:
     def as_dict(self) -> dict[str, Any]:
         """Plain data (lists, strings, ints) for a Ray Data row."""
         return {
-            "format": self.format, "path": self.path, "paths": list(self.paths),
-            "row_groups": list(self.row_groups), "rows": self.rows, "nbytes": self.nbytes,
-            "column": self.column or "", "text_column": self.text_column or "",
+            "format": self.format,
+            "path": self.path,
+            "paths": list(self.paths),
+            "row_groups": list(self.row_groups),
+            "rows": self.rows,
+            "nbytes": self.nbytes,
+            "column": self.column or "",
+            "text_column": self.text_column or "",
             "features": self.features,
-        }  # fmt: skip
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Task:
         return cls(
-            format=str(d["format"]), path=str(d["path"]),
+            format=str(d["format"]),
+            path=str(d["path"]),
             paths=tuple(str(p) for p in d["paths"]),
-            row_groups=tuple(int(g) for g in d["row_groups"]), rows=int(d["rows"]),
-            nbytes=int(d["nbytes"]), column=str(d["column"]) or None,
-            text_column=str(d["text_column"]) or None, features=str(d["features"]),
-        )  # fmt: skip
+            row_groups=tuple(int(g) for g in d["row_groups"]),
+            rows=int(d["rows"]),
+            nbytes=int(d["nbytes"]),
+            column=str(d["column"]) or None,
+            text_column=str(d["text_column"]) or None,
+            features=str(d["features"]),
+        )
 
 
 @dataclass
@@ -236,8 +245,9 @@ class Source:
             # so they are looked for there; media files below stay unbilled (--recursive).
             deep = walk_files(self.root, recursive=True)
             known = set(shards)
-            shards += [p for p in deep if SHARD_SUFFIXES.get(Path(p).suffix.lower())
-                       and p not in known]  # fmt: skip
+            shards += [
+                p for p in deep if SHARD_SUFFIXES.get(Path(p).suffix.lower()) and p not in known
+            ]
             self.problems += [p for p in deep.problems if p not in self.problems]
             self.seconds += deep.seconds
         start = time.perf_counter()
@@ -284,8 +294,13 @@ class Source:
         return tasks
 
 
-_HF_SIDE_FILES = {"dataset_info.json", "state.json", "dataset_dict.json", "README.md",
-                  ".gitattributes"}  # fmt: skip
+_HF_SIDE_FILES = {
+    "dataset_info.json",
+    "state.json",
+    "dataset_dict.json",
+    "README.md",
+    ".gitattributes",
+}
 
 
 def _save_to_disk_files(root: Path) -> tuple[list[str], str] | None:
@@ -420,8 +435,9 @@ def _is_struct_media(t: Any) -> bool:
     return "bytes" in names
 
 
-def media_columns(schema: Any, features_json: str = "", sample_row: dict | None = None
-                  ) -> list[MediaColumn]:  # fmt: skip
+def media_columns(
+    schema: Any, features_json: str = "", sample_row: dict | None = None
+) -> list[MediaColumn]:
     """The media columns of an arrow schema, in schema order.
 
     >>> import pyarrow as pa
@@ -543,8 +559,9 @@ def _item(name: str, value: Any, column: MediaColumn, folder: str) -> Item | str
     return f"{name}: no path in this row"
 
 
-def _row_samples(batch: Any, columns: list[MediaColumn], text: str | None, shard: str,
-                 first_row: int) -> Iterator[Sample]:  # fmt: skip
+def _row_samples(
+    batch: Any, columns: list[MediaColumn], text: str | None, shard: str, first_row: int
+) -> Iterator[Sample]:
     """Samples of one record batch: only the chosen columns are converted to Python."""
     folder = os.path.dirname(shard)
     data = {c.name: batch.column(c.name).to_pylist() for c in columns}
@@ -583,8 +600,9 @@ def _table_samples(task: Task) -> Iterator[Sample]:
         if not groups:
             return
         first_row = sum(pf.metadata.row_group(g).num_rows for g in range(groups[0]))
-        strings = [f.name for f in schema if pa.types.is_string(f.type)
-                   or pa.types.is_large_string(f.type)]  # fmt: skip
+        strings = [
+            f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+        ]
         peek = None
         if strings:  # a path column is told from its first value: read that value only
             head = next(pf.iter_batches(1, row_groups=groups[:1], columns=strings), None)
@@ -714,8 +732,11 @@ def task_samples(task: Task) -> Iterator[Sample]:
         else:
             yield from _table_samples(task)
     except ImportError:
-        yield Sample(task.path, error=f"reading {task.format} shards needs pyarrow: "
-                     "pip install pyarrow (a dependency of gemma-explore)")  # fmt: skip
+        yield Sample(
+            task.path,
+            error=f"reading {task.format} shards needs pyarrow: "
+            "pip install pyarrow (a dependency of gemma-explore)",
+        )
     except Exception as exc:  # noqa: BLE001 - a corrupt shard is a row, never a crash
         reason = " ".join(str(exc).split()) or type(exc).__name__
         yield Sample(task.path, error=f"cannot read this {task.format} shard: {reason}")

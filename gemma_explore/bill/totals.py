@@ -53,11 +53,14 @@ class BillSummary:
         out = [head]
         for c in self.lines:
             label = "fixed" if c.budget is None else str(c.budget)
-            line = (f"{label:>8} {c.total_tokens:>15,} {c.tokens_per_sample:>11,.1f} "
-                    f"{c.max_tokens:>8,}")  # fmt: skip
+            line = (
+                f"{label:>8} {c.total_tokens:>15,} {c.tokens_per_sample:>11,.1f} {c.max_tokens:>8,}"
+            )
             if c.kv_bytes_per_sample is not None:
-                line += (f" {_mib(c.kv_bytes_per_sample):>11} {_mib(c.kv_bytes_max):>11} "
-                         f"{_mib(c.kv_bytes_total):>16}")  # fmt: skip
+                line += (
+                    f" {_mib(c.kv_bytes_per_sample):>11} {_mib(c.kv_bytes_max):>11} "
+                    f"{_mib(c.kv_bytes_total):>16}"
+                )
             out.append(line)
         if self.checkpoint is not None:
             out.append(f"KV bytes on {self.checkpoint}: " + "; ".join(self.steps))
@@ -140,10 +143,17 @@ class Bill:
                 kv_total = sum(count * serving.kv_bytes(t) for t, count in hist.items())
                 kv_max = serving.kv_bytes(max(hist))
                 kv_mean = kv_total / n
-            lines.append(BudgetCost(
-                budget, total, total / n if n else 0.0, max(hist, default=0), kv_mean, kv_max,
-                kv_total,
-            ))  # fmt: skip
+            lines.append(
+                BudgetCost(
+                    budget,
+                    total,
+                    total / n if n else 0.0,
+                    max(hist, default=0),
+                    kv_mean,
+                    kv_max,
+                    kv_total,
+                )
+            )
         steps: tuple[str, ...] = ()
         name = None
         if serving is not None:
@@ -187,8 +197,10 @@ class Bill:
         parts = ", ".join(f"{k} {v:.3f} s" for k, v in self.part_seconds.items())
         out.append(f"Slowest part: {part} ({secs:.3f} s, {secs / total:.0%} of the work; {parts})")
         if self.slowest_files:
-            out.append(f"Slowest {units}: " + ", ".join(f"{Path(p).name} {s * 1000:.1f} ms"
-                                                        for p, s in self.slowest_files))  # fmt: skip
+            out.append(
+                f"Slowest {units}: "
+                + ", ".join(f"{Path(p).name} {s * 1000:.1f} ms" for p, s in self.slowest_files)
+            )
         first = self.budgets[0]
         title = "fixed" if first is None else f"budget {first}"
         out.append(f"Tokens per {unit} ({title}):")

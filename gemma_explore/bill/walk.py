@@ -199,8 +199,9 @@ def bill(
     run = local_rows if runner == "local" else ray_rows
     done_rows = done_bytes = 0
     seen: set[int] = set()  # tar tasks already counted (Ray may split a task's rows)
-    for task, rows in run(source.tasks(), family=spec.name, budgets=chosen, text=text,
-                          workers=workers):  # fmt: skip
+    for task, rows in run(
+        source.tasks(), family=spec.name, budgets=chosen, text=text, workers=workers
+    ):
         for row in rows:
             tally.add(row)
             if on_row is not None:
@@ -210,10 +211,16 @@ def bill(
             seen.add(id(task))
             done_bytes += task.nbytes
         if on_progress is not None:
-            on_progress(Progress(
-                done_rows, source.expected_rows or None, done_bytes, source.expected_bytes,
-                time.perf_counter() - start, source.scanned,
-            ))  # fmt: skip
+            on_progress(
+                Progress(
+                    done_rows,
+                    source.expected_rows or None,
+                    done_bytes,
+                    source.expected_bytes,
+                    time.perf_counter() - start,
+                    source.scanned,
+                )
+            )
     parts = {"walking folders and shard metadata": source.seconds, **dict(tally.parts)}
     return Bill(
         family=spec.name,

@@ -32,9 +32,18 @@ class BillWriter:
         self.format = self.check(self.path)
         self.budgets = budgets
         self.columns = [
-            "path", "kind", "height", "width", "duration_s", "frames", "fps",
-            *(budget_label(b) for b in budgets), "text_tokens", "error", "seconds",
-        ]  # fmt: skip
+            "path",
+            "kind",
+            "height",
+            "width",
+            "duration_s",
+            "frames",
+            "fps",
+            *(budget_label(b) for b in budgets),
+            "text_tokens",
+            "error",
+            "seconds",
+        ]
         self._batch: list[list[Any]] = []
         self._parquet: Any = None
         if self.format == "csv":
@@ -62,9 +71,18 @@ class BillWriter:
     def write(self, row: BillRow) -> None:
         tokens = list(row.tokens) or [None] * len(self.budgets)
         values = [
-            row.path, row.kind, row.height, row.width, row.duration_s, row.frames, row.fps,
-            *tokens, row.text_tokens, row.error, round(row.header_s + row.plan_s + row.text_s, 6),
-        ]  # fmt: skip
+            row.path,
+            row.kind,
+            row.height,
+            row.width,
+            row.duration_s,
+            row.frames,
+            row.fps,
+            *tokens,
+            row.text_tokens,
+            row.error,
+            round(row.header_s + row.plan_s + row.text_s, 6),
+        ]
         if self.format == "csv":
             self._csv.writerow(values)
             return

@@ -244,15 +244,19 @@ class OpenAIEngine:
         with self._answering():
             if task == "translate":
                 # OpenAI's translations API has no language fields; vLLM's takes both.
-                extra.update({k: v for k, v in (("language", language),
-                                                ("to_language", to_language)) if v})  # fmt: skip
+                extra.update(
+                    {k: v for k, v in (("language", language), ("to_language", to_language)) if v}
+                )
                 out = self.client.audio.translations.create(
                     model=self.model, file=clip, temperature=0.0, extra_body=extra or None
                 )
             else:
                 kwargs = {"language": language} if language else {}
                 out = self.client.audio.transcriptions.create(
-                    model=self.model, file=clip, temperature=0.0, extra_body=extra or None,
+                    model=self.model,
+                    file=clip,
+                    temperature=0.0,
+                    extra_body=extra or None,
                     **kwargs,
-                )  # fmt: skip
+                )
         return getattr(out, "text", out if isinstance(out, str) else "")

@@ -17,6 +17,33 @@ from gemma_explore.facts.families import get_family
 __all__ = ["serve_command", "serving_advice", "serving_recipe"]
 
 
+def _family_and_audio(model: str, family: str | None) -> tuple[str, bool]:
+    """A checkpoint's family and whether it has an audio tower (Gemma 4 26B/31B: none),
+    from its config: a local folder's, the local HF cache copy or the built-in facts."""
+    from gemma_explore.facts.released import is_released
+    from gemma_explore.models.checkpoints import (
+        config_for,
+        family_from_config,
+        guess_family,
+        modalities_of,
+    )
+    from gemma_explore.models.tiny import TINY_NAMES
+
+    config = None
+    if Path(model).is_dir():  # a local checkpoint: its config says the family and towers
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(model)
+    elif is_released(model):  # the local HF cache copy, else the built-in facts
+        config = config_for(model)[0]
+    if family is None:
+        family = TINY_NAMES.get(model) or (
+            family_from_config(config, model) if config is not None else guess_family(model)
+        )
+    fam = get_family(family).name
+    return fam, "audio" in modalities_of(fam, config, model)
+
+
 def serving_recipe(
     model: str,
     *,
@@ -45,29 +72,9 @@ def serving_recipe(
     {'max_soft_tokens': 560}
     """
     from gemma_explore.engines.vllm import engine_args
-    from gemma_explore.facts.released import is_released
-    from gemma_explore.models.checkpoints import (
-        config_for,
-        family_from_config,
-        guess_family,
-        modalities_of,
-    )
-    from gemma_explore.models.tiny import TINY_NAMES
     from gemma_explore.serving.recipe import Workload, engine_recipe
 
-    config = None
-    if Path(model).is_dir():  # a local checkpoint: its config says the family and towers
-        from transformers import AutoConfig
-
-        config = AutoConfig.from_pretrained(model)
-    elif is_released(model):  # the local HF cache copy, else the built-in facts
-        config = config_for(model)[0]
-    if family is None:
-        family = TINY_NAMES.get(model) or (
-            family_from_config(config, model) if config is not None else guess_family(model)
-        )
-    fam = get_family(family).name
-    has_audio = "audio" in modalities_of(fam, config, model)  # Gemma 4 26B/31B: none
+    fam, has_audio = _family_and_audio(model, family)
     if audios and not has_audio:
         raise ValueError(
             f"{model} has no audio tower (its config has no audio_config): drop --audios, or "
@@ -78,9 +85,13 @@ def serving_recipe(
         mode["gpu_memory_utilization"] = None
     if images is None and audios is None and videos is None:
         args = engine_args(
-            model, family=fam, max_soft_tokens=budget, max_model_len=max_model_len,
-            has_audio=has_audio, **mode,
-        )  # fmt: skip
+            model,
+            family=fam,
+            max_soft_tokens=budget,
+            max_model_len=max_model_len,
+            has_audio=has_audio,
+            **mode,
+        )
         return {k: v for k, v in args.items() if v is not None}
     work = Workload(
         images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
@@ -89,9 +100,13 @@ def serving_recipe(
         recipe = engine_recipe(model, workload=work, family=fam, has_audio=has_audio)
         reasons.update(recipe.reasons)
     args = engine_args(
-        model, family=fam, max_model_len=max_model_len, has_audio=has_audio, for_workload=work,
+        model,
+        family=fam,
+        max_model_len=max_model_len,
+        has_audio=has_audio,
+        for_workload=work,
         **mode,
-    )  # fmt: skip
+    )
     return {k: v for k, v in args.items() if v is not None}
 
 

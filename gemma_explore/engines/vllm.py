@@ -139,8 +139,11 @@ def engine_args(
         args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
     if for_workload is not None:
         recipe = engine_recipe(model, workload=for_workload, family=family, has_audio=has_audio)
-        explicit = {"max_model_len": max_model_len, "limit_mm_per_prompt": limit_mm_per_prompt,
-                    "mm_processor_kwargs": max_soft_tokens}  # fmt: skip
+        explicit = {
+            "max_model_len": max_model_len,
+            "limit_mm_per_prompt": limit_mm_per_prompt,
+            "mm_processor_kwargs": max_soft_tokens,
+        }
         args.update({k: v for k, v in recipe.args.items() if explicit.get(k) is None})
     args.update(overrides)
     return args

@@ -342,7 +342,7 @@ def _gemma4(
                 if has_audio
                 else "no audio_config in this variant (image and video only)"
             ),
-        ),  # fmt: skip
+        ),
         processor=_4_PROCESSOR,
         token_ids=_4_TOKENS,
         notes=notes,
@@ -352,39 +352,74 @@ def _gemma4(
 _E2B = _gemma4(
     "E2B",
     dict(
-        hidden_size=1536, hidden_size_per_layer_input=256, intermediate_size=4 * 1536,
-        num_hidden_layers=35, layer_types=_pattern(4, 7), num_attention_heads=8,
-        num_key_value_heads=1, num_global_key_value_heads=None, attention_k_eq_v=False,
-        use_bidirectional_attention=None, num_kv_shared_layers=20, use_double_wide_mlp=True,
+        hidden_size=1536,
+        hidden_size_per_layer_input=256,
+        intermediate_size=4 * 1536,
+        num_hidden_layers=35,
+        layer_types=_pattern(4, 7),
+        num_attention_heads=8,
+        num_key_value_heads=1,
+        num_global_key_value_heads=None,
+        attention_k_eq_v=False,
+        use_bidirectional_attention=None,
+        num_kv_shared_layers=20,
+        use_double_wide_mlp=True,
     ),
-    dict(global_head_dim=512, sliding_window=512, max_position_embeddings=131_072,
-         enable_moe_block=False),
+    dict(
+        global_head_dim=512,
+        sliding_window=512,
+        max_position_embeddings=131_072,
+        enable_moe_block=False,
+    ),
     _4_SMALL_VISION,
     has_audio=True,
     notes="max_position_embeddings 131072 (class default) agrees with a third-party E2B "
     "config fixture.",
-)  # fmt: skip
+)
 _E4B = _gemma4(
     "E4B",
     dict(
-        hidden_size=2560, hidden_size_per_layer_input=256, intermediate_size=4 * 2560,
-        num_hidden_layers=42, layer_types=_pattern(5, 7), num_attention_heads=8,
-        num_key_value_heads=2, num_global_key_value_heads=None, global_head_dim=512,
-        attention_k_eq_v=False, use_bidirectional_attention=None, num_kv_shared_layers=18,
+        hidden_size=2560,
+        hidden_size_per_layer_input=256,
+        intermediate_size=4 * 2560,
+        num_hidden_layers=42,
+        layer_types=_pattern(5, 7),
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        num_global_key_value_heads=None,
+        global_head_dim=512,
+        attention_k_eq_v=False,
+        use_bidirectional_attention=None,
+        num_kv_shared_layers=18,
     ),
-    dict(sliding_window=512, max_position_embeddings=131_072, use_double_wide_mlp=False,
-         enable_moe_block=False),
+    dict(
+        sliding_window=512,
+        max_position_embeddings=131_072,
+        use_double_wide_mlp=False,
+        enable_moe_block=False,
+    ),
     _4_SMALL_VISION,
     has_audio=True,
-)  # fmt: skip
+)
 _26B = _gemma4(
     "26B-A4B",
     dict(
-        hidden_size=2816, hidden_size_per_layer_input=0, intermediate_size=2112,
-        num_hidden_layers=30, layer_types=_pattern(5, 5), num_attention_heads=16,
-        num_key_value_heads=8, num_global_key_value_heads=2, attention_k_eq_v=True,
-        use_bidirectional_attention="vision", num_kv_shared_layers=0, enable_moe_block=True,
-        num_experts=128, moe_intermediate_size=704, top_k_experts=8, sliding_window=1024,
+        hidden_size=2816,
+        hidden_size_per_layer_input=0,
+        intermediate_size=2112,
+        num_hidden_layers=30,
+        layer_types=_pattern(5, 5),
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        num_global_key_value_heads=2,
+        attention_k_eq_v=True,
+        use_bidirectional_attention="vision",
+        num_kv_shared_layers=0,
+        enable_moe_block=True,
+        num_experts=128,
+        moe_intermediate_size=704,
+        top_k_experts=8,
+        sliding_window=1024,
         max_position_embeddings=262_144,
     ),
     dict(global_head_dim=512, use_double_wide_mlp=False),
@@ -392,14 +427,22 @@ _26B = _gemma4(
     has_audio=False,
     notes="intermediate_size 2112 is the shared expert's width (converter comment); the "
     "128 experts are 704 wide, 8 active per token.",
-)  # fmt: skip
+)
 _31B = _gemma4(
     "31B",
     dict(
-        hidden_size=5376, hidden_size_per_layer_input=0, intermediate_size=4 * 5376,
-        num_hidden_layers=60, layer_types=_pattern(5, 10), num_attention_heads=32,
-        num_key_value_heads=16, num_global_key_value_heads=4, attention_k_eq_v=True,
-        use_bidirectional_attention="vision", num_kv_shared_layers=0, sliding_window=1024,
+        hidden_size=5376,
+        hidden_size_per_layer_input=0,
+        intermediate_size=4 * 5376,
+        num_hidden_layers=60,
+        layer_types=_pattern(5, 10),
+        num_attention_heads=32,
+        num_key_value_heads=16,
+        num_global_key_value_heads=4,
+        attention_k_eq_v=True,
+        use_bidirectional_attention="vision",
+        num_kv_shared_layers=0,
+        sliding_window=1024,
         max_position_embeddings=262_144,
     ),
     dict(global_head_dim=512, use_double_wide_mlp=False, enable_moe_block=False),
@@ -407,7 +450,7 @@ _31B = _gemma4(
     has_audio=False,
     notes="apxml.com's 31B page gives 60 layers, 32 heads, 16 KV heads, window 1024 as here "
     "but labels 21504 (the MLP width) as the hidden size; the converter says hidden 5376.",
-)  # fmt: skip
+)
 
 # ----------------------------------------------------------------------------- Unified
 
@@ -419,14 +462,25 @@ _12B = Released(
     text=_facts(
         "convU: corroborated by an mlx port's TextConfig (3840, 48 layers, 15360, 16 heads, "
         "8 KV heads, head_dim 256, global 512)",
-        hidden_size=3840, intermediate_size=4 * 3840, num_hidden_layers=48,
-        layer_types=_pattern(5, 8), num_attention_heads=16, num_key_value_heads=8,
-        num_global_key_value_heads=1, attention_k_eq_v=True,
-        use_bidirectional_attention="vision", num_kv_shared_layers=0,
-        use_double_wide_mlp=False, final_logit_softcapping=30.0, rope_parameters=_ROPE,
+        hidden_size=3840,
+        intermediate_size=4 * 3840,
+        num_hidden_layers=48,
+        layer_types=_pattern(5, 8),
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        num_global_key_value_heads=1,
+        attention_k_eq_v=True,
+        use_bidirectional_attention="vision",
+        num_kv_shared_layers=0,
+        use_double_wide_mlp=False,
+        final_logit_softcapping=30.0,
+        rope_parameters=_ROPE,
     )
-    | _facts("convU: 'BC: not used by the model'", vocab_size_per_layer_input=0,
-             hidden_size_per_layer_input=0)
+    | _facts(
+        "convU: 'BC: not used by the model'",
+        vocab_size_per_layer_input=0,
+        hidden_size_per_layer_input=0,
+    )
     | _facts("cfgU", head_dim=256, global_head_dim=512, sliding_window=1024, vocab_size=262_144)
     | _facts(
         "cfgU: the 5.19 class default; an older revision of the class said 131072, and the "
@@ -435,7 +489,10 @@ _12B = Released(
     ),
     vision=_facts(
         "convU+cfgU: Gemma4UnifiedVisionConfig() defaults; mlx-derived config copies agree",
-        patch_size=16, pooling_kernel_size=3, mm_embed_dim=3840, mm_posemb_size=1120,
+        patch_size=16,
+        pooling_kernel_size=3,
+        mm_embed_dim=3840,
+        mm_posemb_size=1120,
         output_proj_dims=3840,
     )
     | _facts(
@@ -443,18 +500,29 @@ _12B = Released(
         num_soft_tokens=280,
     ),
     audio=_facts("convU+cfgU: Gemma4UnifiedAudioConfig() defaults", audio_embed_dim=640),
-    audio_presence=Fact(True, "convU: audio_config=Gemma4UnifiedAudioConfig() (an embedder, "
-                        "no tower); Gemma 4 model card: audio on E2B, E4B and 12B"),
+    audio_presence=Fact(
+        True,
+        "convU: audio_config=Gemma4UnifiedAudioConfig() (an embedder, "
+        "no tower); Gemma 4 model card: audio on E2B, E4B and 12B",
+    ),
     processor=_facts(
         "procU",
-        patch_size=16, pooling_kernel_size=3, max_soft_tokens=280, image_seq_length=280,
-        allowed_max_soft_tokens=[70, 140, 280, 560, 1120], video_max_soft_tokens=70,
-        video_num_frames=32, audio_samples_per_token=640, sampling_rate=16_000,
+        patch_size=16,
+        pooling_kernel_size=3,
+        max_soft_tokens=280,
+        image_seq_length=280,
+        allowed_max_soft_tokens=[70, 140, 280, 560, 1120],
+        video_max_soft_tokens=70,
+        video_num_frames=32,
+        audio_samples_per_token=640,
+        sampling_rate=16_000,
     ),
-    token_ids=_facts("cfgU: Gemma4UnifiedConfig defaults (the Gemma 4 ids)",
-                     **{k: f.value for k, f in _4_TOKENS.items()}),
+    token_ids=_facts(
+        "cfgU: Gemma4UnifiedConfig defaults (the Gemma 4 ids)",
+        **{k: f.value for k, f in _4_TOKENS.items()},
+    ),
     notes="max_position_embeddings: the hub value was not seen (5.19 default 262144).",
-)  # fmt: skip
+)
 
 _ALL = (
     _gemma3n("E2B", 30, 2048 * 4, 10),

@@ -162,9 +162,17 @@ def trace_embedder(
             )
         err = float((reference.reshape(out.shape).float() - out.float()).abs().max())
     return EmbedderTrace(
-        spec.name, modality, "hard" if hard else "soft", type(emb).__name__, tuple(stages), err,
-        reverse, spec.encoder_free, out, tuple(steps),
-    )  # fmt: skip
+        spec.name,
+        modality,
+        "hard" if hard else "soft",
+        type(emb).__name__,
+        tuple(stages),
+        err,
+        reverse,
+        spec.encoder_free,
+        out,
+        tuple(steps),
+    )
 
 
 def _hard_way_in(emb: Any, inputs: Any) -> tuple[list[EmbedderStage], Any, Any, list[str]]:

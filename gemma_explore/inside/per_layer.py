@@ -91,10 +91,19 @@ def per_layer_ids(input_ids: list[int], *, bundle: Bundle) -> PerLayerIds:
     layers = int(config.num_hidden_layers)
     if not width:
         return PerLayerIds(
-            spec.name, ids, None, None, (), None, layers, None,
-            (f"{spec.display_name} has no per-layer embeddings: every layer reads only the "
-             "hidden state.",),
-        )  # fmt: skip
+            spec.name,
+            ids,
+            None,
+            None,
+            (),
+            None,
+            layers,
+            None,
+            (
+                f"{spec.display_name} has no per-layer embeddings: every layer reads only the "
+                "hidden state.",
+            ),
+        )
     rows = int(getattr(config, "vocab_size_per_layer_input", config.vocab_size))
     soft = {spec.id_of(t) for t in spec.placeholder_tokens.values()}
     if spec.pads_placeholders_per_layer:  # Gemma 4: by position, to <pad> / token 0

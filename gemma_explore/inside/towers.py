@@ -51,7 +51,9 @@ class EncodedItems:
     features: list[torch.Tensor]  # one (tokens, hidden) per item, as the LM receives it
     valid: list[np.ndarray | None]  # per item: bool mask over the tower's slots (None: all)
     slot_norms: list[np.ndarray]  # per item: L2 norm of every slot, padding slots included
-    num_padding_soft_tokens: list[int]  # per item: placeholders filled with a padding embedding (3n audio)
+    num_padding_soft_tokens: list[
+        int
+    ]  # per item: placeholders filled with a padding embedding (3n audio)
     # The last stage before the language model: the multimodal embedder, traced step by
     # step on what it received in this very run (None when not captured, e.g. video).
     embedder: EmbedderTrace | None = None
@@ -328,10 +330,16 @@ class EncoderReport:
 
     def table(self) -> Table:
         rows = tuple(
-            (f"{i.modality} #{i.item}", i.embedding_shape, i.num_embeddings, i.num_placeholders,
-             "random" if self.is_random_weights else f"{i.norm_mean:.2f}", i.num_padding_soft_tokens)
+            (
+                f"{i.modality} #{i.item}",
+                i.embedding_shape,
+                i.num_embeddings,
+                i.num_placeholders,
+                "random" if self.is_random_weights else f"{i.norm_mean:.2f}",
+                i.num_padding_soft_tokens,
+            )
             for i in self.items
-        )  # fmt: skip
+        )
         verdict = "every item fits its placeholders" if self.agrees else "MISMATCH"
         if self.is_random_weights:
             verdict += " (random weights: shapes and counts only)"
@@ -394,9 +402,14 @@ def inspect_multimodal(
         items += _item_reports("video", encoded, runs)
     note, mm_norm, text_norm = _per_layer_note(bundle, ids)
     return EncoderReport(
-        bundle.family, tuple(items), int(ids.shape[0]), note, mm_norm, text_norm,
+        bundle.family,
+        tuple(items),
+        int(ids.shape[0]),
+        note,
+        mm_norm,
+        text_norm,
         bundle.is_random_weights,
-    )  # fmt: skip
+    )
 
 
 def _positions(ids: torch.Tensor, token_id: int) -> list[int]:
@@ -456,13 +469,18 @@ def _item_reports(
         valid = encoded.valid[i]
         reports.append(
             ItemReport(
-                modality, i, tuple(f.shape), mean, mx,
+                modality,
+                i,
+                tuple(f.shape),
+                mean,
+                mx,
                 num_embeddings=slots if slots is not None else int(f.shape[0]),
-                num_placeholders=len(pos), positions=tuple(pos),
+                num_placeholders=len(pos),
+                positions=tuple(pos),
                 valid_mask=None if valid is None else tuple(bool(v) for v in valid),
                 num_padding_soft_tokens=encoded.num_padding_soft_tokens[i],
             )
-        )  # fmt: skip
+        )
     return reports
 
 

@@ -157,9 +157,14 @@ class Bundle:
         generation starts.
         """
         prepared = prepare_inputs(
-            messages, bundle=self, images=images, audios=audios, videos=videos,
-            max_soft_tokens=max_soft_tokens, **processor_kwargs,
-        )  # fmt: skip
+            messages,
+            bundle=self,
+            images=images,
+            audios=audios,
+            videos=videos,
+            max_soft_tokens=max_soft_tokens,
+            **processor_kwargs,
+        )
         if stream:  # stop: a threading.Event that ends the stream at its next token
             if stop is None:
                 return self.engine.stream(prepared, max_new_tokens=max_new_tokens)
@@ -188,20 +193,29 @@ class Bundle:
         'Random weights: this text is noise, not a transcription.'
         """
         request = transcription_request(
-            audio, family=self.family, language=language, task=task, to_language=to_language,
+            audio,
+            family=self.family,
+            language=language,
+            task=task,
+            to_language=to_language,
             sampling_rate=sampling_rate,
-        )  # fmt: skip
+        )
         served = getattr(self.engine, "transcribe", None)
         if served is not None:  # a server: its own speech-to-text endpoints
             text = served(
-                request.wave, language=request.language, task=request.task,
-                to_language=request.to_language, max_new_tokens=max_new_tokens,
-            )  # fmt: skip
+                request.wave,
+                language=request.language,
+                task=request.task,
+                to_language=request.to_language,
+                max_new_tokens=max_new_tokens,
+            )
         else:
             out = self.generate(
-                request.prompt, audios=[(request.wave, self.spec.audio.sampling_rate)],
-                template=False, max_new_tokens=max_new_tokens,
-            )  # fmt: skip
+                request.prompt,
+                audios=[(request.wave, self.spec.audio.sampling_rate)],
+                template=False,
+                max_new_tokens=max_new_tokens,
+            )
             text = out.text
         return Transcription(
             text=text,

@@ -244,8 +244,6 @@ def require_checkpoint_folder(path: str | os.PathLike) -> Path:
     return path
 
 
-
-
 def is_random_weights(path: Path) -> bool:
     """True when a folder was saved from a random-weight (tiny) bundle."""
     marker = path / MARKER_FILE
@@ -369,8 +367,16 @@ def config_only_parts(model: str | os.PathLike, *, dtype: Any = None) -> Parts:
             + ", ".join(released_ids())
             + ", or a folder holding its config.json."
         )
-    return Parts(name, family, processor, _meta_model(config, dt), False, "meta", dt,
-                 modalities_of(family, config, name))  # fmt: skip
+    return Parts(
+        name,
+        family,
+        processor,
+        _meta_model(config, dt),
+        False,
+        "meta",
+        dt,
+        modalities_of(family, config, name),
+    )
 
 
 def released_ids() -> tuple[str, ...]:

@@ -89,8 +89,14 @@ def encoder_sizes(family: str) -> EncoderSizes:
         return _released_sizes(family)
     spec = get_family(family)
     sizes = _released_sizes(spec.hub_ids[0])
-    return EncoderSizes(spec.name, sizes.vision_params, sizes.audio_params, sizes.vision_kind,
-                        sizes.audio_kind, sizes.source)  # fmt: skip
+    return EncoderSizes(
+        spec.name,
+        sizes.vision_params,
+        sizes.audio_params,
+        sizes.vision_kind,
+        sizes.audio_kind,
+        sizes.source,
+    )
 
 
 def _released_sizes(model_id: str) -> EncoderSizes:
@@ -119,6 +125,10 @@ def _released_sizes(model_id: str) -> EncoderSizes:
         f" + {counted['audio'][1]}" if audio else "; no audio_config, so no audio tower"
     )
     return EncoderSizes(
-        spec.name, vision, audio, spec.image_encoder,
-        spec.audio_encoder if audio else "none (no audio tower)", source,
-    )  # fmt: skip
+        spec.name,
+        vision,
+        audio,
+        spec.image_encoder,
+        spec.audio_encoder if audio else "none (no audio tower)",
+        source,
+    )

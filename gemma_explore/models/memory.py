@@ -118,5 +118,3 @@ def require_fits(hub_id: str, *, device: str, dtype: Any) -> str:
             "or downloadable: without a network, pass a local checkpoint folder."
         )
     return hub_id
-
-

@@ -206,9 +206,15 @@ def check_image_parity(
     follows = _image_encoder_follows(spec, rows[-2].transformers, encoder_count)
     budget = f" at budget {plan.max_soft_tokens}" if plan.max_soft_tokens else ""
     return ParityReport(
-        "image", spec.name, f"{size_label(plan.original_size)} image{budget}", tuple(rows),
-        follows, encoder_count, v_proc is not None, tuple(notes),
-    )  # fmt: skip
+        "image",
+        spec.name,
+        f"{size_label(plan.original_size)} image{budget}",
+        tuple(rows),
+        follows,
+        encoder_count,
+        v_proc is not None,
+        tuple(notes),
+    )
 
 
 def _hf_image_counts(spec: FamilySpec, batch: Any) -> tuple[tuple[int, int], int, int]:
@@ -366,7 +372,9 @@ def check_audio_parity(
     ``audio`` is any audio input, a number of samples (a test clip of that length), or
     an :class:`Analysis` (read, not made again).
     """
-    run_encoder = (bundle is not None or isinstance(audio, Analysis)) if run_encoder is None else run_encoder
+    run_encoder = (
+        (bundle is not None or isinstance(audio, Analysis)) if run_encoder is None else run_encoder
+    )
     if isinstance(audio, int | np.integer) and not isinstance(audio, bool):
         audio = (_test_wave(int(audio)), sampling_rate or AUDIO_SAMPLING_RATE)  # a test clip
     analysis = _analysis(audio, "audio", family, bundle, sampling_rate=sampling_rate)
@@ -392,10 +400,16 @@ def check_audio_parity(
     notes += _cut_note(spec, plan, rows[0], cap, v_tokens)
     follows, slot_notes = _audio_encoder_follows(spec, plan, hf_ids, encoder_count)
     return ParityReport(
-        "audio", spec.name, f"{plan.duration_s:.3f} s clip ({n} samples)", tuple(rows), follows,
-        encoder_count, v_proc is not None, tuple(notes + slot_notes), dropped,
-    )  # fmt: skip
-
+        "audio",
+        spec.name,
+        f"{plan.duration_s:.3f} s clip ({n} samples)",
+        tuple(rows),
+        follows,
+        encoder_count,
+        v_proc is not None,
+        tuple(notes + slot_notes),
+        dropped,
+    )
 
 
 def _audio_frame_rows(
@@ -635,9 +649,18 @@ def vllm_replay(
     out = vllm_reexpand(spec, list(input_ids), counts)
     if out.ids is None:
         return VllmReplay(
-            spec.name, len(input_ids), (), out.placeholders, 0, 0, {}, {}, None, out.error,
+            spec.name,
+            len(input_ids),
+            (),
+            out.placeholders,
+            0,
+            0,
+            {},
+            {},
+            None,
+            out.error,
             (f"vLLM raises: {out.error}",),
-        )  # fmt: skip
+        )
     ids = out.ids
     stray, extra = _left_as_text(spec, ids, out.placeholders, counts)
     embeddings = sum(sum(c) for c in counts.values())
@@ -655,9 +678,18 @@ def vllm_replay(
         same = "the same ids" if vllm_ids == ids else f"{len(vllm_ids)} different ids"
         steps.append(f"vLLM's own processor returned {same}.")
     return VllmReplay(
-        spec.name, len(input_ids), ids, out.placeholders, embeddings, slots, stray, extra,
-        vllm_ids, None, tuple(steps),
-    )  # fmt: skip
+        spec.name,
+        len(input_ids),
+        ids,
+        out.placeholders,
+        embeddings,
+        slots,
+        stray,
+        extra,
+        vllm_ids,
+        None,
+        tuple(steps),
+    )
 
 
 def _start_markers(spec: FamilySpec) -> dict[str, str]:

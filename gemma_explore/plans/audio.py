@@ -117,9 +117,11 @@ def _read_clip(
         notes["resampled_from"] = rate
         return int(math.ceil(int(audio) * a.sampling_rate / rate)), None, notes  # librosa's
     wav, notes = load_audio(
-        audio, sampling_rate=sampling_rate, target_rate=a.sampling_rate,
+        audio,
+        sampling_rate=sampling_rate,
+        target_rate=a.sampling_rate,
         bare_array_rate=a.sampling_rate,
-    )  # fmt: skip
+    )
     return int(wav.shape[0]), wav, notes
 
 
@@ -175,9 +177,14 @@ def _raw_embedder_rule(spec: FamilySpec, rows: int) -> Rule[int]:
 def _tokens_of_raw_rows(spec: FamilySpec, padded: int) -> tuple[dict[str, int], list[str]]:
     rows = _raw_rows_rule(spec, padded)
     tokens = _raw_embedder_rule(spec, rows.value)
-    counts = dict(num_feature_frames=rows.value, num_valid_frames=rows.value,
-                  num_encoder_tokens=tokens.value, num_soft_tokens=tokens.value,
-                  num_padding_soft_tokens=0, dropped_tokens=0)  # fmt: skip
+    counts = dict(
+        num_feature_frames=rows.value,
+        num_valid_frames=rows.value,
+        num_encoder_tokens=tokens.value,
+        num_soft_tokens=tokens.value,
+        num_padding_soft_tokens=0,
+        dropped_tokens=0,
+    )
     return counts, [rows.step, tokens.step]
 
 
@@ -238,9 +245,14 @@ def _tokens_of_fixed_slots(
     frames = _centred_frames_rule(spec, padded, used)
     real = _conformer_rule(spec, *frames.value)
     slots = _fixed_slots_rule(spec, real.value)
-    counts = dict(num_feature_frames=frames.value[0], num_valid_frames=frames.value[1],
-                  num_encoder_tokens=real.value, num_soft_tokens=spec.audio.fixed_placeholders,
-                  num_padding_soft_tokens=slots.value[0], dropped_tokens=slots.value[1])  # fmt: skip
+    counts = dict(
+        num_feature_frames=frames.value[0],
+        num_valid_frames=frames.value[1],
+        num_encoder_tokens=real.value,
+        num_soft_tokens=spec.audio.fixed_placeholders,
+        num_padding_soft_tokens=slots.value[0],
+        dropped_tokens=slots.value[1],
+    )
     return counts, [frames.step, real.step, slots.step]
 
 
@@ -286,9 +298,14 @@ def _tokens_of_strided_frames(
 ) -> tuple[dict[str, int], list[str]]:
     frames = _semicausal_frames_rule(spec, padded, used)
     tokens = _strided_tokens_rule(spec, *frames.value)
-    counts = dict(num_feature_frames=frames.value[0], num_valid_frames=frames.value[1],
-                  num_encoder_tokens=tokens.value, num_soft_tokens=tokens.value,
-                  num_padding_soft_tokens=0, dropped_tokens=0)  # fmt: skip
+    counts = dict(
+        num_feature_frames=frames.value[0],
+        num_valid_frames=frames.value[1],
+        num_encoder_tokens=tokens.value,
+        num_soft_tokens=tokens.value,
+        num_padding_soft_tokens=0,
+        dropped_tokens=0,
+    )
     return counts, [frames.step, tokens.step]
 
 

@@ -429,12 +429,12 @@ def vllm_video_timestamps(num_frames: int, *, metadata: dict | None) -> VllmVide
     indices = tuple(int(i) for i in metadata.get("frames_indices", range(num_frames)))
     stamps = tuple(format_timestamp(i / fps) for i in indices)
     steps = [
-        f"fps {fps:g}" + ("" if given else f" (no fps in the metadata: vLLM assumes "
-                                          f"{VLLM_VIDEO_FPS_FALLBACK})"),
+        f"fps {fps:g}"
+        + ("" if given else f" (no fps in the metadata: vLLM assumes {VLLM_VIDEO_FPS_FALLBACK})"),
         f"{len(indices)} frames, indices "
         + ("from the metadata" if "frames_indices" in metadata else f"0 … {num_frames - 1}")
         + f": stamps {stamps[0] if stamps else '—'} … {stamps[-1] if stamps else '—'}",
-    ]  # fmt: skip
+    ]
     return VllmVideoStamps(float(fps), not given, indices, stamps, tuple(steps))
 
 

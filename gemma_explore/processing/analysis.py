@@ -104,5 +104,7 @@ def analysis_of(
             raise ValueError(f"This is the analysis of {subject.modality}, not of {modality}.")
         return subject
     if bundle is None:
-        raise ValueError('Give bundle= (a loaded model, e.g. ge.load("tiny-gemma4")) or an Analysis.')
+        raise ValueError(
+            'Give bundle= (a loaded model, e.g. ge.load("tiny-gemma4")) or an Analysis.'
+        )
     return analyse(subject, modality=modality, bundle=bundle, **options)

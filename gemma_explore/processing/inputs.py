@@ -233,7 +233,6 @@ def prepare_media(
     )
 
 
-
 @dataclass
 class _Loaded:
     """The media of one turn, loaded in prompt order while its messages are cleaned."""
@@ -304,9 +303,13 @@ def prepare_inputs(
     """
     _require_raw_text(messages_or_text, template=template)
     media = prepare_media(
-        "" if not template else messages_or_text, family=bundle.spec, images=images,
-        audios=audios, videos=videos, max_soft_tokens=max_soft_tokens,
-    )  # fmt: skip
+        "" if not template else messages_or_text,
+        family=bundle.spec,
+        images=images,
+        audios=audios,
+        videos=videos,
+        max_soft_tokens=max_soft_tokens,
+    )
     _require_audio_tower(bundle, media)
     if not template:
         _check_raw_placeholders(bundle.spec, messages_or_text, media)
@@ -327,9 +330,13 @@ def prepare_inputs(
     elapsed = time.perf_counter() - start
     budget = kwargs.get("images_kwargs", {}).get("max_soft_tokens", media.max_soft_tokens)
     return replace(
-        media, text=text, batch=batch, preprocess_s=elapsed, max_soft_tokens=budget,
+        media,
+        text=text,
+        batch=batch,
+        preprocess_s=elapsed,
+        max_soft_tokens=budget,
         template=template,
-    )  # fmt: skip
+    )
 
 
 def _require_raw_text(messages_or_text: Any, *, template: bool) -> None:

@@ -56,12 +56,21 @@ __all__ = [
 # segment (text, soft tokens, timestamps: True) or each token stands alone (markers,
 # turn tokens, newline wrappers: False). _segments reads it.
 SEGMENT_KINDS: dict[str, bool] = {
-    "bos": False, "turn_start": False, "turn_end": False, "text": True,
-    "newline": False, "newline_merge": False,
-    "boi": False, "image_soft": True, "eoi": False,
-    "boa": False, "audio_soft": True, "eoa": False,
-    "video_soft": True, "timestamp": True,
-}  # fmt: skip
+    "bos": False,
+    "turn_start": False,
+    "turn_end": False,
+    "text": True,
+    "newline": False,
+    "newline_merge": False,
+    "boi": False,
+    "image_soft": True,
+    "eoi": False,
+    "boa": False,
+    "audio_soft": True,
+    "eoa": False,
+    "video_soft": True,
+    "timestamp": True,
+}
 # A run that opens with this marker: (modality, soft-token kind, closing marker).
 _IMAGE_OR_AUDIO = {"boi": ("image", "image_soft", "eoi"), "boa": ("audio", "audio_soft", "eoa")}
 _TIMESTAMP = re.compile(r"^▁?\d\d:\d\d▁?$")
@@ -405,9 +414,15 @@ def layout_prompt(
     spec = bundle.spec
     if prepared is None:
         prepared = prepare_inputs(
-            messages_or_text, bundle=bundle, images=images, audios=audios, videos=videos,
-            max_soft_tokens=max_soft_tokens, template=template, **processor_kwargs,
-        )  # fmt: skip
+            messages_or_text,
+            bundle=bundle,
+            images=images,
+            audios=audios,
+            videos=videos,
+            max_soft_tokens=max_soft_tokens,
+            template=template,
+            **processor_kwargs,
+        )
     ids, divergences, found_by_vllm = list(prepared.input_ids), (), None
     if not prepared.template and spec.wraps_in_newlines:
         ids, divergences, found_by_vllm = _vllm_raw_ids(spec, bundle, prepared)

@@ -81,10 +81,15 @@ def plan_image_batches(
         raise ValueError(f"Give one free_bytes per bucket ({len(grouped)}), or one for all.")
     chunks: list[tuple[int, ...]] = []
     for (n, items), free in zip(grouped.items(), frees, strict=False):
-        size = min(len(items), encoder_chunk(
-            n, free_bytes=free, total_bytes=total_bytes,
-            position_embedding_size=position_embedding_size,
-        ).chunk)  # fmt: skip
+        size = min(
+            len(items),
+            encoder_chunk(
+                n,
+                free_bytes=free,
+                total_bytes=total_bytes,
+                position_embedding_size=position_embedding_size,
+            ).chunk,
+        )
         calls = [tuple(items[k : k + size]) for k in range(0, len(items), size)]
         chunks += calls
         steps.append(

@@ -168,11 +168,12 @@ def encoder_graph_budgets(
         f"budgets from {low} (the smallest image) doubling to min(max_num_batched_tokens "
         f"{max_num_batched_tokens}, max_model_len {max_model_len}) = {high}: {budgets}",
         f"max_batch_size = min({high} // {low}, smallest budget {min(budgets)}) = {batch}",
-        f"max_frames_per_batch = {batch} × {VIDEO_MAX_FRAMES} = {frames}" if video
+        f"max_frames_per_batch = {batch} × {VIDEO_MAX_FRAMES} = {frames}"
+        if video
         else "video limit 0: no frames per batch",
         f"vLLM 0.32: {len(budgets)} graphs, rows of min(budget, {row_width_0_32}) soft tokens",
         f"newer seed: {len(budgets)} × {len(widths)} graphs, one per row width {list(widths)}",
-    )  # fmt: skip
+    )
     return EncoderGraphs(tuple(budgets), batch, frames, row_width_0_32, widths, steps)
 
 
@@ -382,34 +383,52 @@ def plan_encoder_replay(
 
 
 def _replay_batch(
-    b: EncoderBatch, tokens: list[int], valid: list[int], graphs: EncoderGraphs, *,
-    seed: bool, pool_ratio: int,
-) -> tuple[ReplayBatch, str]:  # fmt: skip
+    b: EncoderBatch,
+    tokens: list[int],
+    valid: list[int],
+    graphs: EncoderGraphs,
+    *,
+    seed: bool,
+    pool_ratio: int,
+) -> tuple[ReplayBatch, str]:
     """One packed batch through the graph path: its graph, gather indices and verdict."""
     width = max(tokens[i] for i in b.items)  # replay buffers pad to the widest
     its = tuple(tokens[i] for i in b.items)
     if b.budget is None:
-        batch = ReplayBatch(b.items, its, tuple(valid[i] for i in b.items), None,
-                            width, None, (), True, True)  # fmt: skip
-        return batch, (f"images {list(b.items)}: {b.tokens} tokens exceed the largest "
-                       f"graph ({max(graphs.token_budgets)}): encoder_eager_forward.")  # fmt: skip
+        batch = ReplayBatch(
+            b.items, its, tuple(valid[i] for i in b.items), None, width, None, (), True, True
+        )
+        return batch, (
+            f"images {list(b.items)}: {b.tokens} tokens exceed the largest "
+            f"graph ({max(graphs.token_budgets)}): encoder_eager_forward."
+        )
     graph_width = width if seed else min(b.budget, graphs.row_width_0_32)
     gather = replay_gather_indices(list(its), width)
     # seed: only widths up to default_output_length are captured (a wider batch finds
     # no graph; 0.32's manager then asserts); 0.32: the batch must fit the capture
     fits = width in graphs.row_widths_seed if seed else width <= graph_width
     right = fits and (graph_width == width or len(its) == 1)
-    batch = ReplayBatch(b.items, its, tuple(valid[i] for i in b.items), b.budget,
-                        width, graph_width, gather, fits, right)  # fmt: skip
+    batch = ReplayBatch(
+        b.items,
+        its,
+        tuple(valid[i] for i in b.items),
+        b.budget,
+        width,
+        graph_width,
+        gather,
+        fits,
+        right,
+    )
     what = (
-        "runs, each image its own rows" if right
+        "runs, each image its own rows"
+        if right
         else f"no graph was captured for rows of {width} tokens"
         if not fits and seed
         else f"the copy into the graph's {graph_width * pool_ratio}-patch rows fails"
         if not fits
         else f"images after the first read another image's rows (stride {width} "
-             f"assumed, {graph_width} computed)"
-    )  # fmt: skip
+        f"assumed, {graph_width} computed)"
+    )
     return batch, (
         f"images {list(b.items)}: graph {b.budget} with rows of {graph_width} tokens; "
         f"gather keeps {len(gather)} rows at stride {width}: {what}."
@@ -424,8 +443,9 @@ def _replay_versions(seed: bool) -> dict[str, str]:
         "gather_indices": V032,
         "dtype cast before the projection": V032,
         "row width of a captured graph": (
-            "newer seed: one graph per row width" if seed
+            "newer seed: one graph per row width"
+            if seed
             else "vLLM 0.32: min(budget, default budget); the seed changed this"
         ),
         "Gemma 4 declaring row width as a capture axis": SEED_ONLY,
-    }  # fmt: skip
+    }

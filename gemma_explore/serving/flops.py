@@ -86,9 +86,16 @@ class FlopsReport:
         raise ValueError(f"{self.model} has no {item} at {setting!r}; see .costs.")
 
     def table(self) -> Table:
-        rows = [(c.item, c.label, c.soft_tokens, f"{c.flops / 1e9:,.1f}",
-                 f"{c.flops / max(self.prefill_flops_per_token, 1):,.0f}")
-                for c in self.costs]  # fmt: skip
+        rows = [
+            (
+                c.item,
+                c.label,
+                c.soft_tokens,
+                f"{c.flops / 1e9:,.1f}",
+                f"{c.flops / max(self.prefill_flops_per_token, 1):,.0f}",
+            )
+            for c in self.costs
+        ]
         return Table(
             ("item", "setting", "soft tokens", "GFLOPs", "= prompt tokens of prefill"),
             tuple(rows),
@@ -118,8 +125,10 @@ def _count(fn: Any) -> int:
 def _eager(config: Any) -> Any:
     """A copy of ``config`` (and its sub-configs) with eager attention: its matmuls count."""
     config = copy.deepcopy(config)
-    for sub in (config, *(getattr(config, k, None) for k in ("vision_config", "audio_config",
-                                                             "text_config"))):  # fmt: skip
+    for sub in (
+        config,
+        *(getattr(config, k, None) for k in ("vision_config", "audio_config", "text_config")),
+    ):
         if sub is not None:
             # A timm tower (its config names a timm ``architecture``: 3n's MobileNet-V5)
             # picks its own attention, scaled_dot_product_attention, whose matmuls
@@ -318,8 +327,12 @@ def prefill_flops(config: Any, num_tokens: int = PREFILL_TOKENS, *, device: str 
     mask = torch.zeros(1, 1, num_tokens, num_tokens, device=device)  # (1, 1, T, T)
     masks = {"full_attention": mask, "sliding_attention": mask}
     pos = torch.arange(num_tokens, device=device)[None]  # (1, T)
-    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": masks, "position_ids": pos,
-                              "use_cache": False}  # fmt: skip
+    kwargs: dict[str, Any] = {
+        "input_ids": ids,
+        "attention_mask": masks,
+        "position_ids": pos,
+        "use_cache": False,
+    }
     with torch.no_grad():
         return _count(lambda: lm(**kwargs))
 
@@ -375,18 +388,27 @@ def flops_table(model_ids: tuple[str, ...] | None = None) -> Table:
         lo, hi = images[0], images[-1]
         frame = next((c for c in r.costs if c.item == "video frame"), None)
         clip = next((c for c in r.costs if c.item == "audio clip" and c.setting == longest), None)
-        rows.append((
-            model_id,
-            f"{lo.flops / 1e9:,.0f} ({lo.label})",
-            f"{hi.flops / 1e9:,.0f} ({hi.label})",
-            f"{hi.flops / lo.flops:.1f}×",
-            "—" if frame is None else f"{frame.flops / 1e9:,.0f}",
-            "—" if clip is None else f"{clip.flops / 1e9:,.0f}",
-            f"{r.prefill_flops_per_token / 1e9:,.1f}",
-        ))  # fmt: skip
+        rows.append(
+            (
+                model_id,
+                f"{lo.flops / 1e9:,.0f} ({lo.label})",
+                f"{hi.flops / 1e9:,.0f} ({hi.label})",
+                f"{hi.flops / lo.flops:.1f}×",
+                "—" if frame is None else f"{frame.flops / 1e9:,.0f}",
+                "—" if clip is None else f"{clip.flops / 1e9:,.0f}",
+                f"{r.prefill_flops_per_token / 1e9:,.1f}",
+            )
+        )
     return Table(
-        ("checkpoint", "image, smallest (GFLOPs)", "image, largest (GFLOPs)", "ratio",
-         "video frame (GFLOPs)", f"{longest:g} s clip (GFLOPs)", "prefill / token (GFLOPs)"),
+        (
+            "checkpoint",
+            "image, smallest (GFLOPs)",
+            "image, largest (GFLOPs)",
+            "ratio",
+            "video frame (GFLOPs)",
+            f"{longest:g} s clip (GFLOPs)",
+            "prefill / token (GFLOPs)",
+        ),
         tuple(rows),
         title="encoder and prefill FLOPs at released size (FlopCounterMode, meta device)",
-    )  # fmt: skip
+    )

@@ -42,12 +42,15 @@ __all__ = ["EngineInterface", "RawPromptPlaceholder", "raw_prompt_placeholders",
 # (name, vLLM's checker in interfaces.py, why it exists)
 _INTERFACES = (
     ("multimodal", "supports_multimodal", "images, audio and video reach the model"),
-    ("pipeline parallelism", "supports_pp",
-     "layers split over GPUs; the first rank embeds, later ranks take intermediate tensors"),
+    (
+        "pipeline parallelism",
+        "supports_pp",
+        "layers split over GPUs; the first rank embeds, later ranks take intermediate tensors",
+    ),
     ("LoRA", "supports_lora", "adapters on the language model (and towers, if declared)"),
     ("Eagle3", "supports_eagle3", "speculative decoding from hidden states of chosen layers"),
     ("transcription", "supports_transcription", "the /v1/audio/ speech-to-text endpoints"),
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,10 @@ def raw_prompt_placeholders(
     for modality, token in spec.placeholder_tokens.items():
         theirs = cls.get_placeholder_str(modality, 0) if cls is not None else None
         agrees = None if theirs is None else theirs == token
-        steps = [f"A raw {spec.display_name} prompt holds {token} once per {modality}, in the "
-                 f"order of the {modality} items; vLLM's processor expands each one."]  # fmt: skip
+        steps = [
+            f"A raw {spec.display_name} prompt holds {token} once per {modality}, in the "
+            f"order of the {modality} items; vLLM's processor expands each one."
+        ]
         if agrees is False:
             steps.append(
                 f"vLLM's {architecture}.get_placeholder_str gives {theirs!r}: only the "

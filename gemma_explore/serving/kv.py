@@ -191,8 +191,9 @@ def _layer_specs(
                 f"{la.kv_heads} KV heads: use a divisor of {la.kv_heads}."
             )
         heads = max(1, la.kv_heads // tp)
-        specs[la.index] = _Spec(la.window is not None, la.window, block_size, heads,
-                                la.head_dim, dtype_bytes)  # fmt: skip
+        specs[la.index] = _Spec(
+            la.window is not None, la.window, block_size, heads, la.head_dim, dtype_bytes
+        )
     kinds = sorted({(s.sliding, s.kv_heads, s.head_dim, s.per_token) for s in specs.values()})
     steps = [
         f"{len(specs)} of {len(layers)} layers store KV"
@@ -200,11 +201,14 @@ def _layer_specs(
             f" (layers {shared[0]}–{shared[-1]} read an earlier layer's cache: no spec)"
             if shared
             else ""
-        )  # fmt: skip
+        )
     ]
     for sliding, heads, dim, per_token in kinds:
-        n = sum(1 for s in specs.values() if (s.sliding, s.kv_heads) == (sliding, heads)
-                and s.head_dim == dim)  # fmt: skip
+        n = sum(
+            1
+            for s in specs.values()
+            if (s.sliding, s.kv_heads) == (sliding, heads) and s.head_dim == dim
+        )
         split = f" ({heads * tp} ÷ TP {tp})" if tp > 1 else ""
         steps.append(
             f"{n} {'sliding' if sliding else 'full'} layers: {heads} KV heads{split} × head dim "
@@ -224,9 +228,10 @@ def _promote_sliding(specs: dict[int, _Spec]) -> Rule[dict[int, _Spec]]:
     bs = next(iter(full_blocks)) if len(full_blocks) == 1 else None
     promoted = {
         i: _Spec(False, s.window, bs or s.block_size, s.kv_heads, s.head_dim, s.dtype_bytes)
-        if s.sliding else s
+        if s.sliding
+        else s
         for i, s in specs.items()
-    }  # fmt: skip
+    }
     return Rule(
         promoted,
         "hybrid KV cache manager off: every sliding layer is allocated as a full layer "
@@ -263,22 +268,38 @@ def _unify_pages(specs: dict[int, _Spec]) -> tuple[dict[int, _Spec], list[str]]:
         if s.page == biggest:
             unified[i] = s
         elif biggest % s.page == 0:
-            unified[i] = _Spec(s.sliding, s.window, s.block_size * (biggest // s.page),
-                               s.kv_heads, s.head_dim, s.dtype_bytes)  # fmt: skip
+            unified[i] = _Spec(
+                s.sliding,
+                s.window,
+                s.block_size * (biggest // s.page),
+                s.kv_heads,
+                s.head_dim,
+                s.dtype_bytes,
+            )
         else:
-            unified[i] = _Spec(s.sliding, s.window, s.block_size, s.kv_heads, s.head_dim,
-                               s.dtype_bytes, padded_page=biggest)  # fmt: skip
-    changed = {(specs[i].sliding, specs[i].page, u.block_size, u.padded_page)
-               for i, u in unified.items() if u != specs[i]}  # fmt: skip
+            unified[i] = _Spec(
+                s.sliding,
+                s.window,
+                s.block_size,
+                s.kv_heads,
+                s.head_dim,
+                s.dtype_bytes,
+                padded_page=biggest,
+            )
+    changed = {
+        (specs[i].sliding, specs[i].page, u.block_size, u.padded_page)
+        for i, u in unified.items()
+        if u != specs[i]
+    }
     steps = []
     for sliding, page, bs, padded in sorted(changed):
         kind = "sliding" if sliding else "full"
         steps.append(
             f"page sizes differ: {kind} layers' {page:,} B page is padded to {biggest:,} B"
-            if padded else
-            f"page sizes differ ({page:,} B vs {biggest:,} B per block): {kind} layers take "
+            if padded
+            else f"page sizes differ ({page:,} B vs {biggest:,} B per block): {kind} layers take "
             f"{bs}-token blocks so every page is {biggest:,} B"
-        )  # fmt: skip
+        )
     return unified, steps
 
 
@@ -376,8 +397,7 @@ def _blocks_steps(
         if window == "sliding":
             spec = next(s for s, idx, _ in groups if tuple(idx) == g.layers)
             held = min(spec.window - 1 + in_flight, mml)
-            how = (f"cdiv(min({spec.window} − 1 + {in_flight}, {mml}) = {held}, "
-                   f"{g.block_size}) + 1")  # fmt: skip
+            how = f"cdiv(min({spec.window} − 1 + {in_flight}, {mml}) = {held}, {g.block_size}) + 1"
         else:
             how = f"cdiv({mml}, {g.block_size})"
         steps.append(
@@ -426,8 +446,9 @@ def _refusal_rule(
     best = _longest_that_fits(blocks, bytes_per_block, usable, mml)
     estimate = (
         f"Based on the available memory, the estimated maximum model length is {best}. "
-        if best > 0 else ""
-    )  # fmt: skip
+        if best > 0
+        else ""
+    )
     msg = (
         f"To serve at least one request with the model's max seq len ({mml}), "
         f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV "
@@ -455,6 +476,21 @@ def _pool_rule(
         f"pool: {memory:,} B // {bytes_per_block:,} B = {num_blocks:,} blocks; "
         f"{num_blocks:,} / {need} = {conc:.2f} requests of {mml} tokens = {tokens:,} tokens "
         "(pages are handed out on demand: this is the worst case, every request at full length)",
+    )
+
+
+def _kv_groups(groups: list[Any], per_group: list[int]) -> tuple[KVGroup, ...]:
+    """Each group of layers as the result shows it: its kind, layers, block and page size,
+    and the blocks one request takes."""
+    return tuple(
+        KVGroup(
+            "sliding_attention" if spec.sliding else "full_attention",
+            tuple(idx),
+            spec.block_size,
+            layer_specs[0].page,
+            n,
+        )
+        for (spec, idx, layer_specs), n in zip(groups, per_group, strict=True)
     )
 
 
@@ -502,25 +538,33 @@ def capacity(
 
     bytes_per_block = max(sum(s.page for s in layer_specs) for _, _, layer_specs in groups)
     per_group = blocks(mml)
-    kv_groups = tuple(
-        KVGroup("sliding_attention" if spec.sliding else "full_attention", tuple(idx),
-                spec.block_size, layer_specs[0].page, n)
-        for (spec, idx, layer_specs), n in zip(groups, per_group, strict=True)
-    )  # fmt: skip
+    kv_groups = _kv_groups(groups, per_group)
     need = sum(per_group)
     steps += _blocks_steps(kv_groups, groups, in_flight.value, mml)
     steps.append(
         f"one block = the widest group's pages side by side = {bytes_per_block:,} B; one request "
         f"at {mml} tokens takes {need} blocks = {_gib(need * bytes_per_block)} GiB"
     )
-    common = dict(bytes_per_block=bytes_per_block, blocks_per_request=need, groups=kv_groups,
-                  kv_cache_memory_bytes=kv_cache_memory_bytes, max_model_len=mml,
-                  device=device)  # fmt: skip
+    common = dict(
+        bytes_per_block=bytes_per_block,
+        blocks_per_request=need,
+        groups=kv_groups,
+        kv_cache_memory_bytes=kv_cache_memory_bytes,
+        max_model_len=mml,
+        device=device,
+    )
     refusal = _refusal_rule(blocks, bytes_per_block, need, kv_cache_memory_bytes, mml)
     if refusal.value is not None:
         msg, best = refusal.value
-        return KVCapacity(0, 0.0, 0, refusal=msg, estimated_max_model_len=best,
-                          steps=(*steps, refusal.step), **common)  # fmt: skip
+        return KVCapacity(
+            0,
+            0.0,
+            0,
+            refusal=msg,
+            estimated_max_model_len=best,
+            steps=(*steps, refusal.step),
+            **common,
+        )
     pool = _pool_rule(kv_cache_memory_bytes, bytes_per_block, need, mml)
     num_blocks, conc, tokens = pool.value
     return KVCapacity(tokens, conc, num_blocks, steps=(*steps, pool.step), **common)
@@ -574,8 +618,16 @@ def kv_memory_estimate(
         "profiles it on the device)",
         f"KV cache ≈ {_gib(left)} GiB (an estimate; read vLLM's 'Available KV cache memory')",
     )
-    return KVMemoryEstimate(gpu_memory_bytes, gpu_memory_utilization, requested, weights, enc,
-                            activation_bytes, left, steps)  # fmt: skip
+    return KVMemoryEstimate(
+        gpu_memory_bytes,
+        gpu_memory_utilization,
+        requested,
+        weights,
+        enc,
+        activation_bytes,
+        left,
+        steps,
+    )
 
 
 # ----------------------------------------------------------------------- start-up settings
@@ -599,17 +651,28 @@ def _batch_defaults(
     """``EngineArgs.get_batch_defaults``: (max_num_batched_tokens, max_num_seqs) per entry
     point, and why."""
     if platform == "cpu":
-        return ({"LLM": 4096 * world, "serve": 2048 * world},
-                {"LLM": 256 * world, "serve": 128 * world},
-                f"vLLM's CPU platform scales its defaults by the {world} rank(s)")  # fmt: skip
+        return (
+            {"LLM": 4096 * world, "serve": 2048 * world},
+            {"LLM": 256 * world, "serve": 128 * world},
+            f"vLLM's CPU platform scales its defaults by the {world} rank(s)",
+        )
     if gpu_memory_bytes >= 160 * GIB:
-        return ({"LLM": 16384, "serve": 16384}, {"LLM": 1024, "serve": 1024},
-                "a GPU with ≥ 160 GiB (B200-class) gets the largest defaults")  # fmt: skip
+        return (
+            {"LLM": 16384, "serve": 16384},
+            {"LLM": 1024, "serve": 1024},
+            "a GPU with ≥ 160 GiB (B200-class) gets the largest defaults",
+        )
     if gpu_memory_bytes >= 70 * GIB and "a100" not in gpu_name.lower():
-        return ({"LLM": 16384, "serve": 8192}, {"LLM": 1024, "serve": 1024},
-                "a GPU with ≥ 70 GiB that is not an A100 (H100/H200-class)")  # fmt: skip
-    return ({"LLM": 8192, "serve": 2048}, {"LLM": 256, "serve": 256},
-            "a GPU under 70 GiB, or an A100")  # fmt: skip
+        return (
+            {"LLM": 16384, "serve": 8192},
+            {"LLM": 1024, "serve": 1024},
+            "a GPU with ≥ 70 GiB that is not an A100 (H100/H200-class)",
+        )
+    return (
+        {"LLM": 8192, "serve": 2048},
+        {"LLM": 256, "serve": 256},
+        "a GPU under 70 GiB, or an A100",
+    )
 
 
 def _supported_item_tokens(plan: Any) -> dict[str, int]:
@@ -622,13 +685,37 @@ def _supported_item_tokens(plan: Any) -> dict[str, int]:
         if m in plan.max_tokens_per_item:
             out[m] = plan.max_tokens_per_item[m]
         elif m == "image":
-            out[m] = (model.image_seq_length if spec.image.fixed_soft_tokens is not None
-                      else plan.max_soft_tokens or model.default_budget)  # fmt: skip
+            out[m] = (
+                model.image_seq_length
+                if spec.image.fixed_soft_tokens is not None
+                else plan.max_soft_tokens or model.default_budget
+            )
         elif m == "audio":
             out[m] = model.audio_seq_length
         elif m == "video":
             out[m] = vllm_video_tokens(plan.num_frames, family=spec)
     return out
+
+
+def _whole_items_rule(largest: int, mnbt: int) -> list[str]:
+    """On CUDA, vLLM forces ``disable_chunked_mm_input`` for a model whose image tokens
+    attend each other: the largest item must then fit one batch, or the engine stops."""
+    steps = [
+        "disable_chunked_mm_input forced on: on CUDA vLLM never splits an image across two "
+        "steps for a model whose image tokens attend each other (use_bidirectional_attention="
+        "'vision'; 'Forcing --disable_chunked_mm_input for models with multimodal-"
+        "bidirectional attention.')"
+    ]
+    if largest > mnbt:
+        raise ValueError(
+            f"Chunked MM input disabled but max_tokens_per_mm_item ({largest}) is larger than "
+            f"max_num_batched_tokens ({mnbt}). Please increase max_num_batched_tokens."
+        )
+    if largest:
+        steps.append(
+            f"the largest item ({largest} tokens) fits one batch of {mnbt}: the engine starts"
+        )
+    return steps
 
 
 def start_settings(
@@ -690,25 +777,16 @@ def start_settings(
         steps.append(f"max_num_batched_tokens={mnbt}: yours (no default applied)")
     if seqs is None:
         seqs = min(seqs_defaults[entry_point], mnbt)
-        steps.append(f"max_num_seqs: {name} defaults to {seqs_defaults[entry_point]} ({why})"
-                     + (f", capped at max_num_batched_tokens → {seqs}" if seqs < seqs_defaults[entry_point] else ""))  # fmt: skip
-    forced = platform == "cuda" and prefix_lm
-    if forced:
         steps.append(
-            "disable_chunked_mm_input forced on: on CUDA vLLM never splits an image across two "
-            "steps for a model whose image tokens attend each other (use_bidirectional_attention="
-            "'vision'; 'Forcing --disable_chunked_mm_input for models with multimodal-"
-            "bidirectional attention.')"
+            f"max_num_seqs: {name} defaults to {seqs_defaults[entry_point]} ({why})"
+            + (
+                f", capped at max_num_batched_tokens → {seqs}"
+                if seqs < seqs_defaults[entry_point]
+                else ""
+            )
         )
-        if largest > mnbt:
-            raise ValueError(
-                f"Chunked MM input disabled but max_tokens_per_mm_item ({largest}) is larger than "
-                f"max_num_batched_tokens ({mnbt}). Please increase max_num_batched_tokens."
-            )
-        if largest:
-            steps.append(
-                f"the largest item ({largest} tokens) fits one batch of {mnbt}: the engine starts"
-            )
+    forced = platform == "cuda" and prefix_lm
+    steps += _whole_items_rule(largest, mnbt) if forced else []
     return StartSettings(entry_point, int(mnbt), int(seqs), forced, largest, tuple(steps))
 
 
@@ -755,8 +833,10 @@ def _budget_check(req: Request, plan: Any, spec: Any) -> Rule[tuple[int | None, 
     if req.images and spec.image.budgets:
         budget = req.max_soft_tokens or plan.max_soft_tokens or plan.model.default_budget
         if req.max_soft_tokens is not None and req.max_soft_tokens not in spec.image.budgets:
-            msg = (f"Unsupported max_soft_tokens value: {req.max_soft_tokens}. Valid values are "
-                   f"{tuple(spec.image.budgets)}.")  # fmt: skip
+            msg = (
+                f"Unsupported max_soft_tokens value: {req.max_soft_tokens}. Valid values are "
+                f"{tuple(spec.image.budgets)}."
+            )
             return Rule((budget, (msg, "budget")), "")
         return Rule((budget, None), "")
     if req.max_soft_tokens is not None and not spec.image.budgets:
@@ -811,8 +891,10 @@ def _item_tokens(
         steps.append(f"audio {s:g} s: {n} embeddings")
         per.append(("audio", n))
         prompt += n + spec.markers_per_item
-    steps.append(f"prompt: {req.text_tokens} text + items with {spec.markers_per_item} markers "
-                 f"each = {prompt} tokens (max_model_len {plan.max_model_len})")  # fmt: skip
+    steps.append(
+        f"prompt: {req.text_tokens} text + items with {spec.markers_per_item} markers "
+        f"each = {prompt} tokens (max_model_len {plan.max_model_len})"
+    )
     return per, prompt, steps
 
 
@@ -862,11 +944,18 @@ def admit(plan: Any, request: Request | None = None, **items: Any) -> AdmitResul
 
     >>> admit(plan, images=[(1080, 1920)], max_soft_tokens=1120).accepted    # doctest: +SKIP
     """
-    req = request if request is not None else Request(**{
-        k: tuple(tuple(v) if k == "images" else v for v in val)
-        if k in ("images", "audio_seconds") else val
-        for k, val in items.items()
-    })  # fmt: skip
+    req = (
+        request
+        if request is not None
+        else Request(
+            **{
+                k: tuple(tuple(v) if k == "images" else v for v in val)
+                if k in ("images", "audio_seconds")
+                else val
+                for k, val in items.items()
+            }
+        )
+    )
     spec = get_family(plan.model.family)
     mml, cache = plan.max_model_len, plan.encoder_cache_size
     common = dict(encoder_cache_size=cache, max_model_len=mml)

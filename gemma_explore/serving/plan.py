@@ -72,8 +72,18 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = (
     8192  # vLLM's LLM(...) default on GPUs under 70 GiB (16384 on H100)
 )
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default on GPUs under 70 GiB (1024 on H100/H200)
-_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2,
-                "half": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}  # fmt: skip
+_DTYPE_BYTES = {
+    "float32": 4,
+    "fp32": 4,
+    "bfloat16": 2,
+    "bf16": 2,
+    "float16": 2,
+    "fp16": 2,
+    "half": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+}
 
 
 # ----------------------------------------------------------------------- results
@@ -411,8 +421,11 @@ def _stated_items(
     if "image" in active:
         asked = max_soft_tokens in spec.image.budgets
         tokens["image"] = max_soft_tokens if asked else model.default_budget
-        source = ("mm_processor_kwargs max_soft_tokens" if asked
-                  else f"vision_config.{spec.budget_config_field}")  # fmt: skip
+        source = (
+            "mm_processor_kwargs max_soft_tokens"
+            if asked
+            else f"vision_config.{spec.budget_config_field}"
+        )
         why.append(f"image: {tokens['image']} soft tokens ({source}; markers not counted)")
     if "audio" in active:
         tokens["audio"] = model.audio_seq_length
@@ -520,16 +533,22 @@ def _weights_rule(model: ServingModel, w_bytes: int) -> Rule[int]:
     """The weights in bytes: every part built on the meta device, the routed experts and
     the per-layer embeddings apart."""
     parts = ", ".join(f"{k} {v:,}" for k, v in model.num_parameters_by_part.items())
-    text = (f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's "
-            f"shapes, meta device: {parts})")  # fmt: skip
+    text = (
+        f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's "
+        f"shapes, meta device: {parts})"
+    )
     if model.experts_per_token:
         k, n = model.experts_per_token
-        text += (f"; {model.expert_parameters:,} in {n} routed experts, {k} per token, so "
-                 f"{model.active_parameters:,} run per token (all stay in memory)")  # fmt: skip
+        text += (
+            f"; {model.expert_parameters:,} in {n} routed experts, {k} per token, so "
+            f"{model.active_parameters:,} run per token (all stay in memory)"
+        )
     if model.per_layer_embedding_parameters:
         ple = model.per_layer_embedding_parameters
-        text += (f"; {ple:,} of them are the per-layer embedding table (a lookup; "
-                 f"{model.num_parameters - ple:,} without it)")  # fmt: skip
+        text += (
+            f"; {ple:,} of them are the per-layer embedding table (a lookup; "
+            f"{model.num_parameters - ple:,} without it)"
+        )
     return Rule(model.num_parameters * w_bytes, text)
 
 
@@ -573,11 +592,18 @@ def plan_serving(
     dummy = _dummy_inputs_rule(model, active)
     compute = _encoder_budget_rule(tokens.value, mnbt, disable_chunked_mm_input)
     items = {
-        m: _items_rule(m, t, limit=limits.value[m], max_model_len=max_model_len,
-                       compute=compute.value, max_num_seqs=max_num_seqs, mnbt=mnbt,
-                       enable_chunked_prefill=enable_chunked_prefill)
+        m: _items_rule(
+            m,
+            t,
+            limit=limits.value[m],
+            max_model_len=max_model_len,
+            compute=compute.value,
+            max_num_seqs=max_num_seqs,
+            mnbt=mnbt,
+            enable_chunked_prefill=enable_chunked_prefill,
+        )
         for m, t in (tokens.value.items() if compute.value else ())
-    }  # fmt: skip
+    }
     w_bytes = _DTYPE_BYTES[str(dtype)]
     kv_bytes = _DTYPE_BYTES[str(kv_cache_dtype or dtype)]
     kv = _kv_rule(model, kv_bytes)
@@ -612,9 +638,11 @@ def _cached(source: Any) -> ServingModel:
     config passed in is read each time."""
     from gemma_explore.models.bundle import Bundle
 
-    key = source.name if isinstance(source, Bundle) else (
-        os.fspath(source) if isinstance(source, str | os.PathLike) else None
-    )  # fmt: skip
+    key = (
+        source.name
+        if isinstance(source, Bundle)
+        else (os.fspath(source) if isinstance(source, str | os.PathLike) else None)
+    )
     if key is None:
         return serving_model(source)
     return SERVING_MODELS.get_or_make(key, lambda: serving_model(source))

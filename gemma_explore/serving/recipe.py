@@ -123,9 +123,13 @@ def engine_recipe(
     )
     plan = None
     if sm is not None:
-        plan = plan_serving(sm, max_model_len=args["max_model_len"], limit_mm_per_prompt=limits,
-                            max_num_batched_tokens=args["max_num_batched_tokens"],
-                            max_soft_tokens=budget)  # fmt: skip
+        plan = plan_serving(
+            sm,
+            max_model_len=args["max_model_len"],
+            limit_mm_per_prompt=limits,
+            max_num_batched_tokens=args["max_num_batched_tokens"],
+            max_soft_tokens=budget,
+        )
         reasons["max_num_batched_tokens"] += (
             f"; the plan: encoder cache {plan.encoder_cache_size} tokens "
             f"({plan.encoder_cache_bytes / 2**20:.1f} MiB), KV "
@@ -196,9 +200,13 @@ def _model_len_arg(
     items = sum(n * (per_item[m] + (markers if m != "video" else 0)) for m, n in counted)
     need = items + workload.text_tokens + workload.max_new_tokens
     value = _round_up(need)
-    parts = " + ".join(
-        f"{n} {m} × ({per_item[m]}{f' + {markers}' if m != 'video' else ''})" for m, n in counted
-    ) or "no items"  # fmt: skip
+    parts = (
+        " + ".join(
+            f"{n} {m} × ({per_item[m]}{f' + {markers}' if m != 'video' else ''})"
+            for m, n in counted
+        )
+        or "no items"
+    )
     return value, (
         f"{parts} + {workload.text_tokens} text + {workload.max_new_tokens} answer = {need}, "
         f"rounded up to {value}: KV pages are allocated on demand, but vLLM "

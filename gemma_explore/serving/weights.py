@@ -84,10 +84,16 @@ class LoadingPlan:
 
     def table(self) -> Table:
         rows = tuple(
-            (r.released, r.vllm or "—", r.shard or "", "yes" if r.ignored else "",
-             r.part, {True: "yes", False: "", None: "?"}[r.quantized])
+            (
+                r.released,
+                r.vllm or "—",
+                r.shard or "",
+                "yes" if r.ignored else "",
+                r.part,
+                {True: "yes", False: "", None: "?"}[r.quantized],
+            )
             for r in self.rows
-        )  # fmt: skip
+        )
         return Table(
             ("released name", "vLLM name", "shard of", "ignored", "part", "quantized"),
             rows,

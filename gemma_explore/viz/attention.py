@@ -41,14 +41,23 @@ def _draw_mask(ax, masks: AttentionMasks, kind: str, title_ax) -> None:
     """One layer type's mask (white: may attend), and on a sliding layer its window edge;
     its title goes on ``title_ax`` (the kind strip above it)."""
     st = current_style()
-    mask, gid = (masks.sliding, "mask_sliding") if kind == "sliding_attention" else (
-        masks.full, "mask_full")  # fmt: skip
+    mask, gid = (
+        (masks.sliding, "mask_sliding")
+        if kind == "sliding_attention"
+        else (masks.full, "mask_full")
+    )
     ax.imshow(mask, cmap="gray", vmin=0, vmax=1, interpolation="nearest", gid=gid)
     sliding = kind == "sliding_attention"
     layers = masks.sliding_layers if sliding else masks.full_layers
     extra = f", window {masks.sliding_window}" if sliding else ""
-    title_ax.set_title(st.fill(f"{kind.split('_')[0]} layers {list(layers)}{extra}\nlater keys seen: "
-                         f"{masks.future_pairs(kind)}", 4.6), fontsize=st.body)  # fmt: skip
+    title_ax.set_title(
+        st.fill(
+            f"{kind.split('_')[0]} layers {list(layers)}{extra}\nlater keys seen: "
+            f"{masks.future_pairs(kind)}",
+            4.6,
+        ),
+        fontsize=st.body,
+    )
     ax.set_xlabel("key position")
     ax.set_ylabel("query position")
     n, w = masks.num_tokens, masks.sliding_window
@@ -79,19 +88,38 @@ def _legend(ax, masks: AttentionMasks) -> None:
         Patch(facecolor="black", label="black: masked"),
     ]
     if masks.sliding_window < masks.num_tokens:
-        meaning.append(Line2D([], [], color=_EDGE, lw=st.lw(2), label=(
-            f"window edge: key = query − {masks.sliding_window} + 1 (older keys fall out)")))  # fmt: skip
+        meaning.append(
+            Line2D(
+                [],
+                [],
+                color=_EDGE,
+                lw=st.lw(2),
+                label=(
+                    f"window edge: key = query − {masks.sliding_window} + 1 (older keys fall out)"
+                ),
+            )
+        )
     ax.axis("off")
-    top = ax.legend(handles=meaning, loc="upper center", fontsize=st.small,
-                    ncol=len(meaning) if st.small < 12 else 2,
-                    frameon=False)  # fmt: skip
+    top = ax.legend(
+        handles=meaning,
+        loc="upper center",
+        fontsize=st.small,
+        ncol=len(meaning) if st.small < 12 else 2,
+        frameon=False,
+    )
     top.set_gid("mask_legend")
     ax.add_artist(top)
     kinds = list(dict.fromkeys(masks.kinds))
     strips = [Patch(facecolor=kind_color(k), label=k) for k in kinds]
-    bottom = ax.legend(handles=strips, loc="lower center", ncol=min(len(kinds), 6 if st.small < 12 else 4),
-                       fontsize=st.small, title="token kinds (the strips above the masks)",
-                       title_fontsize=st.small, frameon=False)  # fmt: skip
+    bottom = ax.legend(
+        handles=strips,
+        loc="lower center",
+        ncol=min(len(kinds), 6 if st.small < 12 else 4),
+        fontsize=st.small,
+        title="token kinds (the strips above the masks)",
+        title_fontsize=st.small,
+        frameon=False,
+    )
     bottom.set_gid("kind_legend")
 
 
@@ -119,7 +147,9 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None) -> Figure:
     _draw_layers(fig.add_subplot(grid[2, :]), masks)
     _legend(fig.add_subplot(grid[3, :]), masks)
     src = "checkpoint" if masks.from_checkpoint else "set here"
-    fig.suptitle(f"{get_family(masks.family).display_name}: use_bidirectional_attention="
-                 f"{masks.use_bidirectional_attention!r} ({src}), {masks.num_tokens} tokens",
-                 fontsize=st.title)  # fmt: skip
+    fig.suptitle(
+        f"{get_family(masks.family).display_name}: use_bidirectional_attention="
+        f"{masks.use_bidirectional_attention!r} ({src}), {masks.num_tokens} tokens",
+        fontsize=st.title,
+    )
     return fig

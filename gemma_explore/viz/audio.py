@@ -37,8 +37,14 @@ def _draw_wave(ax, features: AudioFeatures, a: AudioSpec) -> None:
     if plan.truncated:
         cut = a.max_seconds
         ax.axvline(cut, color=PADDING, lw=st.lw(2), gid="cut_30s")
-        ax.text(cut, 0.9, f" {cut:g} s cut", color=PADDING, transform=ax.get_xaxis_transform(),
-                fontsize=st.small)  # fmt: skip
+        ax.text(
+            cut,
+            0.9,
+            f" {cut:g} s cut",
+            color=PADDING,
+            transform=ax.get_xaxis_transform(),
+            fontsize=st.small,
+        )
 
 
 def _draw_mel(ax, features: AudioFeatures, a: AudioSpec) -> None:
@@ -48,41 +54,64 @@ def _draw_mel(ax, features: AudioFeatures, a: AudioSpec) -> None:
 
     st, plan, mel = current_style(), features.plan, features.mel  # mel: (frames, bins)
     hop_s = a.hop_length / a.sampling_rate
-    ax.imshow(mel.T, origin="lower", aspect="auto", interpolation="nearest", cmap="magma",
-              extent=(0, mel.shape[0] * hop_s, 0, mel.shape[1]))  # fmt: skip  # (bins, frames)
+    ax.imshow(
+        mel.T,
+        origin="lower",
+        aspect="auto",
+        interpolation="nearest",
+        cmap="magma",
+        extent=(0, mel.shape[0] * hop_s, 0, mel.shape[1]),
+    )  # (bins, frames)
     tokens, bins = plan.num_encoder_tokens, mel.shape[1]
     band = bins * 0.1
     xs = [i * a.subsampling * hop_s for i in range(tokens)]
     ax.add_collection(
         LineCollection(
-            [((x, bins), (x, bins + band)) for x in xs], colors=_TOKEN_TICKS,
-            linewidths=st.lw(0.5 if tokens > 200 else 0.9), gid="token_boundaries",
+            [((x, bins), (x, bins + band)) for x in xs],
+            colors=_TOKEN_TICKS,
+            linewidths=st.lw(0.5 if tokens > 200 else 0.9),
+            gid="token_boundaries",
             label=f"start of an audio token (every {plan.ms_per_token:.0f} ms)",
         )
-    )  # fmt: skip
+    )
     ax.set_ylim(0, bins + band)
     ax.set_ylabel("mel bin")
     ax.set_xlabel("time (s)")
     ax.legend(loc="upper right", fontsize=st.small, framealpha=0.9)
     ax.set_title(
-        st.fill(f"{plan.num_feature_frames} mel frames × {a.mel_bins} bins → {tokens} tokens "
-                f"(one per {a.subsampling} frames = {plan.ms_per_token:.0f} ms); colour: "
-                "log-mel energy, bright = loud; low bins = low pitch", 9.5),
+        st.fill(
+            f"{plan.num_feature_frames} mel frames × {a.mel_bins} bins → {tokens} tokens "
+            f"(one per {a.subsampling} frames = {plan.ms_per_token:.0f} ms); colour: "
+            "log-mel energy, bright = loud; low bins = low pitch",
+            9.5,
+        ),
         fontsize=st.body,
-    )  # fmt: skip
+    )
 
 
 def _draw_frame_mask(ax, features: AudioFeatures, a: AudioSpec) -> None:
     """Which mel frames are real (black) and which are padding the encoder ignores."""
     st, mask = current_style(), features.mask  # (frames,)
     hop_s = a.hop_length / a.sampling_rate
-    ax.imshow(mask[None, :].astype(float), aspect="auto", cmap="Greys", vmin=0, vmax=1,
-              extent=(0, len(mask) * hop_s, 0, 1), gid="frame_mask")  # fmt: skip
+    ax.imshow(
+        mask[None, :].astype(float),
+        aspect="auto",
+        cmap="Greys",
+        vmin=0,
+        vmax=1,
+        extent=(0, len(mask) * hop_s, 0, 1),
+        gid="frame_mask",
+    )
     ax.set_yticks([])
     ax.set_xlabel("time (s)")
-    ax.set_title(st.fill(f"frame mask: {int(mask.sum())} real frames (black) of {len(mask)}; "
-                         "white = padding frames the encoder ignores", 9.5),
-                 fontsize=st.small)  # fmt: skip
+    ax.set_title(
+        st.fill(
+            f"frame mask: {int(mask.sum())} real frames (black) of {len(mask)}; "
+            "white = padding frames the encoder ignores",
+            9.5,
+        ),
+        fontsize=st.small,
+    )
 
 
 def _draw_slots(ax, features: AudioFeatures, a: AudioSpec) -> None:
@@ -91,15 +120,21 @@ def _draw_slots(ax, features: AudioFeatures, a: AudioSpec) -> None:
     slots = a.fixed_placeholders
     tokens = min(plan.num_encoder_tokens, slots)
     ax.add_collection(real_cells([rect(i, 0, 0.9, 1) for i in range(tokens)], gid="slots_real"))
-    ax.add_collection(padding_cells([rect(i, 0, 0.9, 1) for i in range(tokens, slots)],
-                                    gid="slots_padding", linewidth=0.3))  # fmt: skip
+    ax.add_collection(
+        padding_cells(
+            [rect(i, 0, 0.9, 1) for i in range(tokens, slots)], gid="slots_padding", linewidth=0.3
+        )
+    )
     ax.set_xlim(0, slots)
     ax.set_ylim(0, 1)
     ax.set_yticks([])
     ax.set_xlabel("placeholder slot (index in the prompt's audio run)")
     dropped = f", {plan.dropped_tokens} tokens dropped" if plan.dropped_tokens else ""
-    ax.set_title(f"{slots} placeholder slots: {tokens} real (blue), {plan.num_padding_soft_tokens} "
-                 f"padding (hatched){dropped}", fontsize=st.small)  # fmt: skip
+    ax.set_title(
+        f"{slots} placeholder slots: {tokens} real (blue), {plan.num_padding_soft_tokens} "
+        f"padding (hatched){dropped}",
+        fontsize=st.small,
+    )
 
 
 def _mel_axes(ax: Any, fixed: bool) -> tuple[Figure, list]:
@@ -120,9 +155,15 @@ def _mel_axes(ax: Any, fixed: bool) -> tuple[Figure, list]:
         height = (2.0 * n + 0.6) * (1 + (grow - 1) / 3)
         fig = Figure(figsize=(11, height))
         grid = fig.add_gridspec(
-            n, 1, height_ratios=ratios, left=0.8 * grow / 11, right=1 - 0.25 / 11,
-            top=1 - 0.75 * grow / height, bottom=0.55 * grow / height, hspace=0.8 * grow,
-        )  # fmt: skip
+            n,
+            1,
+            height_ratios=ratios,
+            left=0.8 * grow / 11,
+            right=1 - 0.25 / 11,
+            top=1 - 0.75 * grow / height,
+            bottom=0.55 * grow / height,
+            hspace=0.8 * grow,
+        )
     return fig, [fig.add_subplot(grid[i, 0]) for i in range(n)]
 
 
@@ -158,12 +199,15 @@ def show_mel(
     a, plan = spec.audio, features.plan
     fixed = a.fixed_placeholders is not None
     fig, axes = _mel_axes(ax, fixed)
-    for draw, panel in zip((_draw_wave, _draw_mel, _draw_frame_mask, _draw_slots), axes,
-                           strict=False):  # fmt: skip
+    for draw, panel in zip(
+        (_draw_wave, _draw_mel, _draw_frame_mask, _draw_slots), axes, strict=False
+    ):
         draw(panel, features, a)
     end = max(plan.duration_s, 1e-3, len(features.mask) * a.hop_length / a.sampling_rate)
     for panel in axes[:3]:
         panel.set_xlim(0, end)
-    fig.suptitle(f"{spec.display_name} audio: {plan.num_soft_tokens} placeholders",
-                 fontsize=current_style().title)  # fmt: skip
+    fig.suptitle(
+        f"{spec.display_name} audio: {plan.num_soft_tokens} placeholders",
+        fontsize=current_style().title,
+    )
     return fig

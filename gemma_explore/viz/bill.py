@@ -38,8 +38,7 @@ def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
         values, weights = zip(*sorted(counts.items()), strict=True)
         # Outlines, not translucent bars: overlapping filled bars mix into colours the
         # legend does not have.
-        ax.hist(values, bins=30, weights=weights, histtype="step", linewidth=st.lw(2),
-                label=label)  # fmt: skip
+        ax.hist(values, bins=30, weights=weights, histtype="step", linewidth=st.lw(2), label=label)
     unit = bill.unit  # "sample" for parquet, tar and arrow shards
     ax.set_xlabel(f"prompt tokens per {unit}")
     ax.set_ylabel(f"{unit}s")

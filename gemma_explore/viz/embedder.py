@@ -63,8 +63,18 @@ def _draw_block_grid(ax, plan: ImagePlan, block: tuple[int, int]) -> None:
         ax.imshow(np.asarray(image), extent=(0, tw, th, 0), interpolation="nearest")
     ax.add_collection(grid_lines(tw, th, cell, color=VALID, lw=1.0, gid="token_lines"))
     br, bc = block
-    ax.add_patch(rect(bc * cell, br * cell, cell, cell, fill=False, ec=PADDING,
-                      lw=st.lw(2.5), gid="zoom_block"))  # fmt: skip
+    ax.add_patch(
+        rect(
+            bc * cell,
+            br * cell,
+            cell,
+            cell,
+            fill=False,
+            ec=PADDING,
+            lw=st.lw(2.5),
+            gid="zoom_block",
+        )
+    )
     cell_axes(ax, tw, th)
     ax.set_title(
         f"{size_label((th, tw))} → {size_label(plan.pooled_grid, unit='blocks')} of {cell} px"
@@ -100,14 +110,16 @@ def _draw_block_rows(ax, plan: ImagePlan) -> None:
     cell = get_family(plan.family).image.cell_px
     budget, n = plan.max_soft_tokens, plan.num_soft_tokens
     per_row = max(1, min(budget, 70))
-    rows = slot_strip(ax, n, budget, per_row, gids=("real_rows", "padding_rows"),
-                      pad_linewidth=0.5)  # fmt: skip
+    rows = slot_strip(ax, n, budget, per_row, gids=("real_rows", "padding_rows"), pad_linewidth=0.5)
     cell_axes(ax, per_row, rows)
     ax.set_title(
-        st.fill(f"pixel_values ({budget}, {cell * cell * 3}): one square per row = one token; "
-                f"{n} blocks (blue) + {budget - n} padding rows (hatched)", 9.5),
+        st.fill(
+            f"pixel_values ({budget}, {cell * cell * 3}): one square per row = one token; "
+            f"{n} blocks (blue) + {budget - n} padding rows (hatched)",
+            9.5,
+        ),
         fontsize=st.body,
-    )  # fmt: skip
+    )
 
 
 def show_embedder_grid(
@@ -145,8 +157,9 @@ def show_embedder_grid(
     _draw_block_zoom(fig.add_subplot(grid[0, 1]), plan, divmod(index, cols), index)
     _draw_block_rows(fig.add_subplot(grid[1, :]), plan)
     if ax is None:
-        fig.suptitle(f"{spec.display_name}: pixels straight to tokens",
-                     fontsize=current_style().title)  # fmt: skip
+        fig.suptitle(
+            f"{spec.display_name}: pixels straight to tokens", fontsize=current_style().title
+        )
     return fig
 
 
@@ -187,18 +200,34 @@ def _draw_last_frames(ax, plan: AudioPlan, spec: FamilySpec, kept: int, n: int =
     lo, hi = ax.get_ylim()
     for i in range(first, frames):  # patches, so the overview's collections stay its own
         lost = i >= kept
-        ax.add_patch(rect(i * per / sr, lo, per / sr * 0.92, 0.18 * (hi - lo),
-                          facecolor="white" if lost else VALID, hatch="///" if lost else None,
-                          edgecolor=PADDING if lost else "none", lw=st.lw(1.0),
-                          gid="zoom_dropped" if lost else "zoom_kept"))  # fmt: skip
+        ax.add_patch(
+            rect(
+                i * per / sr,
+                lo,
+                per / sr * 0.92,
+                0.18 * (hi - lo),
+                facecolor="white" if lost else VALID,
+                hatch="///" if lost else None,
+                edgecolor=PADDING if lost else "none",
+                lw=st.lw(1.0),
+                gid="zoom_dropped" if lost else "zoom_kept",
+            )
+        )
     for i in range(first, frames + 1):
         ax.axvline(i * per / sr, color="black", lw=st.lw(0.8))
     ax.set_xlim(first * per / sr, frames * per / sr)
     ax.set_ylim(lo, hi)
     last = plan.num_samples - (frames - 1) * per
     dropped = f"; hatched: vLLM drops {frames - kept}" if frames > kept else ""
-    ax.set_title(st.fill(f"last {frames - first} frames enlarged: the last holds {last} of "
-                         f"{per} samples{dropped}", 2.6, size=st.small), fontsize=st.small)  # fmt: skip
+    ax.set_title(
+        st.fill(
+            f"last {frames - first} frames enlarged: the last holds {last} of "
+            f"{per} samples{dropped}",
+            2.6,
+            size=st.small,
+        ),
+        fontsize=st.small,
+    )
     ax.set_xlabel("time (s)")
     ax.set_yticks([])
 
@@ -233,17 +262,28 @@ def show_audio_frames(
     fax = fig.add_subplot(grid[1, 0], sharex=wax)
     note = _draw_envelope(wax, plan.waveform, sr)
     wax.set_ylabel("amplitude")
-    wax.set_title(st.fill(f"{spec.display_name}: {plan.duration_s:.3f} s of raw {sr / 1000:g} "
-                          f"kHz samples, no mel, no tower{note}", 7.5), fontsize=st.body)  # fmt: skip
+    wax.set_title(
+        st.fill(
+            f"{spec.display_name}: {plan.duration_s:.3f} s of raw {sr / 1000:g} "
+            f"kHz samples, no mel, no tower{note}",
+            7.5,
+        ),
+        fontsize=st.body,
+    )
     lost = _frame_cells(fax, range(frames), kept, per, sr, 0, 1)
     fax.set_ylim(0, 1)
     fax.set_yticks([])
     fax.set_xlabel("time (s)")
     wax.set_xlim(0, max(frames * per / sr, 1e-3))
-    fax.set_title(st.fill(
-        f"{frames} frames of {per} samples ({plan.ms_per_token:.0f} ms) = {frames} tokens"
-        + (f"; {lost} hatched: no placeholder in vLLM's prompt" if lost else ""), 7.5,
-        size=st.small), fontsize=st.small)  # fmt: skip
+    fax.set_title(
+        st.fill(
+            f"{frames} frames of {per} samples ({plan.ms_per_token:.0f} ms) = {frames} tokens"
+            + (f"; {lost} hatched: no placeholder in vLLM's prompt" if lost else ""),
+            7.5,
+            size=st.small,
+        ),
+        fontsize=st.small,
+    )
     _draw_last_frames(fig.add_subplot(grid[:, 1]), plan, spec, kept)
     return fig
 
@@ -273,9 +313,13 @@ def _family_notes(row: Any, width: int) -> str:
     lines = [_wrap(vision, width)]
     if row.audio_tokens is not None:
         vllm = row.vllm_audio_tokens
-        lines.append(_wrap(f"audio: {row.audio_tokens} tokens"
-                           + (f", vLLM's prompt {vllm}" if vllm != row.audio_tokens else ""),
-                           width))  # fmt: skip
+        lines.append(
+            _wrap(
+                f"audio: {row.audio_tokens} tokens"
+                + (f", vLLM's prompt {vllm}" if vllm != row.audio_tokens else ""),
+                width,
+            )
+        )
         audio = row.audio_encoder
         if row.sizes is not None:
             audio += f" ({row.sizes.audio_params / 1e6:,.1f} M params)"
@@ -296,8 +340,9 @@ def show_three_way(comparison: Any, *, ax: Any = None) -> Figure:
     column = int((width_in / len(rows) - 0.35) * 72 / (0.62 * st.small)) - 2  # characters
     notes = [_family_notes(r, column) for r in rows]
     notes_in = max(n.count("\n") + 1 for n in notes) * st.small * 1.3 / 72 + 0.2
-    fig, grid = panels(ax, (width_in, 4.6 + notes_in + 0.5), 2, len(rows),
-                       height_ratios=[4.6, notes_in])  # fmt: skip
+    fig, grid = panels(
+        ax, (width_in, 4.6 + notes_in + 0.5), 2, len(rows), height_ratios=[4.6, notes_in]
+    )
     for col, r in enumerate(rows):  # the images first: fig.axes[:n] are the families
         _draw_family_cells(fig.add_subplot(grid[0, col]), r)
     for col, note in enumerate(notes):
@@ -308,8 +353,9 @@ def show_three_way(comparison: Any, *, ax: Any = None) -> Figure:
     clip = (
         "" if comparison.audio_seconds is None else f" and a {comparison.audio_seconds:.2f} s clip"
     )
-    fig.suptitle(f"One {size_label((h, w))} image{clip} through {len(rows)} families",
-                 fontsize=st.title)  # fmt: skip
+    fig.suptitle(
+        f"One {size_label((h, w))} image{clip} through {len(rows)} families", fontsize=st.title
+    )
     return fig
 
 

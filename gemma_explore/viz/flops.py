@@ -45,13 +45,32 @@ def show_flops(reports: list[FlopsReport] | tuple[FlopsReport, ...], *, ax: Any 
     for i, r in enumerate(reports):
         images = [c for c in r.costs if c.item == "image"]
         lo, hi = images[0], images[-1]
-        ax.bar(i - bar / 2, lo.flops / 1e9, bar, color=OKABE_ITO["sky"],
-               label="smallest budget" if i == 0 else None, gid="flops_image_low")  # fmt: skip
-        ax.bar(i + bar / 2, hi.flops / 1e9, bar, color=OKABE_ITO["orange"],
-               label="largest budget" if i == 0 else None, gid="flops_image_high")  # fmt: skip
+        ax.bar(
+            i - bar / 2,
+            lo.flops / 1e9,
+            bar,
+            color=OKABE_ITO["sky"],
+            label="smallest budget" if i == 0 else None,
+            gid="flops_image_low",
+        )
+        ax.bar(
+            i + bar / 2,
+            hi.flops / 1e9,
+            bar,
+            color=OKABE_ITO["orange"],
+            label="largest budget" if i == 0 else None,
+            gid="flops_image_high",
+        )
         if hi is not lo:
-            ax.text(i, hi.flops / 1e9 * 1.15, f"{hi.flops / lo.flops:.0f}×", ha="center",
-                    va="bottom", fontsize=st.small, gid="flops_ratio")  # fmt: skip
+            ax.text(
+                i,
+                hi.flops / 1e9 * 1.15,
+                f"{hi.flops / lo.flops:.0f}×",
+                ha="center",
+                va="bottom",
+                fontsize=st.small,
+                gid="flops_ratio",
+            )
         per_token = r.prefill_flops_per_token / 1e9
         name = r.model.removeprefix("google/")
         setting = lo.label if hi is lo else f"{lo.label.split()[-1]} vs {hi.label.split()[-1]}"
@@ -59,8 +78,13 @@ def show_flops(reports: list[FlopsReport] | tuple[FlopsReport, ...], *, ax: Any 
     ax.set_yscale("log")
     ax.set_xticks(range(len(reports)), labels, fontsize=st.small)
     ax.set_ylabel("GFLOPs to encode one image", fontsize=st.body)
-    ax.set_title(st.fill("One image at the smallest and largest budget (FlopCounterMode, meta "
-                         "device)", fig.get_figwidth() - 1), fontsize=st.body)  # fmt: skip
+    ax.set_title(
+        st.fill(
+            "One image at the smallest and largest budget (FlopCounterMode, meta device)",
+            fig.get_figwidth() - 1,
+        ),
+        fontsize=st.body,
+    )
     ax.tick_params(axis="y", labelsize=st.small)
     ax.margins(y=0.15)
     ax.legend(fontsize=st.small, loc="upper left")

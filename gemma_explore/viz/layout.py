@@ -76,8 +76,7 @@ def _fold_frames(segments: list, keep_first: int = 2, keep_last: int = 1) -> lis
     if len(starts) <= keep_first + keep_last + 1:
         return [(s,) for s in segments]
     lo, hi = starts[keep_first], starts[-keep_last]
-    return ([(s,) for s in segments[:lo]] + [tuple(segments[lo:hi])]
-            + [(s,) for s in segments[hi:]])  # fmt: skip
+    return [(s,) for s in segments[:lo]] + [tuple(segments[lo:hi])] + [(s,) for s in segments[hi:]]
 
 
 def _place(groups: list[tuple], per_row: float) -> list[_Box]:
@@ -96,9 +95,10 @@ def _problems(layout: PromptLayout) -> str:
     """Where vLLM's prompt would differ from transformers', and the layout's warnings."""
     lines = [
         f"⚠ vLLM ≠ transformers at token {d.position}: "
-        + (d.error.split(":")[0] + " — " if d.error else "") + d.rule
+        + (d.error.split(":")[0] + " — " if d.error else "")
+        + d.rule
         for d in layout.divergences
-    ] + [f"⚠ {w}" for w in layout.warnings]  # fmt: skip
+    ] + [f"⚠ {w}" for w in layout.warnings]
     width = int(11.5 * 72 / (0.6 * current_style().small))
     return "\n".join(textwrap.fill(p, width) for p in lines)
 
@@ -119,24 +119,51 @@ def _draw_box(ax, box: _Box, layout: PromptLayout, merges: set[int]) -> None:
         )
     else:
         face, label, gid = kind_color(first.kind), _label(first), "segment"
-    patch = Rectangle((box.x, box.y), box.w, 1.0, facecolor=face, gid=gid,
-                      edgecolor="black" if box.folded else "white", lw=st.lw(0.5),
-                      hatch="..." if box.folded else None)  # fmt: skip
+    patch = Rectangle(
+        (box.x, box.y),
+        box.w,
+        1.0,
+        facecolor=face,
+        gid=gid,
+        edgecolor="black" if box.folded else "white",
+        lw=st.lw(0.5),
+        hatch="..." if box.folded else None,
+    )
     if box.folded:
         patch.set_label(str(len(box.segments)))
     ax.add_patch(patch)
     fits = int(box.w * 2.2 * 9 / st.small)
     label = label if len(label) <= fits else label[: max(fits - 1, 1)] + "…"
-    ax.text(box.x + box.w / 2, box.y + 0.5, label, ha="center", va="center", fontsize=st.small,
-            color="white" if first.kind in _DARK and not box.folded else "black",
-            clip_on=True, parse_math=False,  # "$x$" is token text, not math
-            bbox={"fc": "white", "lw": 0, "pad": 1} if box.folded else None)  # fmt: skip
+    ax.text(
+        box.x + box.w / 2,
+        box.y + 0.5,
+        label,
+        ha="center",
+        va="center",
+        fontsize=st.small,
+        color="white" if first.kind in _DARK and not box.folded else "black",
+        clip_on=True,
+        parse_math=False,  # "$x$" is token text, not math
+        bbox={"fc": "white", "lw": 0, "pad": 1} if box.folded else None,
+    )
     if first.start in merges:
-        ax.plot([box.x + box.w / 2], [box.y - 0.12], marker="v", color="black", ms=st.lw(5),
-                gid="merge_marker")  # fmt: skip
+        ax.plot(
+            [box.x + box.w / 2],
+            [box.y - 0.12],
+            marker="v",
+            color="black",
+            ms=st.lw(5),
+            gid="merge_marker",
+        )
     if any(first.start <= d.position < last.end for d in layout.divergences):
-        ax.plot([box.x + box.w / 2], [box.y + 1.12], marker="^", color=PADDING, ms=st.lw(7),
-                gid="divergence")  # fmt: skip
+        ax.plot(
+            [box.x + box.w / 2],
+            [box.y + 1.12],
+            marker="^",
+            color=PADDING,
+            ms=st.lw(7),
+            gid="divergence",
+        )
 
 
 def _title(layout: PromptLayout, folded: bool) -> str:
@@ -187,16 +214,30 @@ def show_layout(
     ax.set_xlim(-0.2, per_row + 0.2)
     ax.set_ylim(rows * _ROW - 0.1, -0.4)
     ax.axis("off")
-    handles = [Patch(facecolor=kind_color(k), label=f"{k} ({v})")
-               for k, v in layout.counts().items()]  # fmt: skip
-    (notes_ax or ax).legend(handles=handles, loc="upper center",
-                            bbox_to_anchor=(0.5, 1.0 if notes_ax else 0.0),
-                            ncol=min(6 if st.small < 12 else 4, len(handles)),
-                            fontsize=st.small, frameon=False)  # fmt: skip
+    handles = [
+        Patch(facecolor=kind_color(k), label=f"{k} ({v})") for k, v in layout.counts().items()
+    ]
+    (notes_ax or ax).legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1.0 if notes_ax else 0.0),
+        ncol=min(6 if st.small < 12 else 4, len(handles)),
+        fontsize=st.small,
+        frameon=False,
+    )
     ax.set_title(_title(layout, any(b.folded for b in boxes)), fontsize=st.body)
     if notes:
         where = notes_ax or ax
-        where.text(0.0, 0.0 if notes_ax else -0.35, notes, fontsize=st.small, color=PADDING,
-                   va="bottom", ha="left", transform=where.transAxes, gid="divergence_notes",
-                   parse_math=False)  # fmt: skip
+        where.text(
+            0.0,
+            0.0 if notes_ax else -0.35,
+            notes,
+            fontsize=st.small,
+            color=PADDING,
+            va="bottom",
+            ha="left",
+            transform=where.transAxes,
+            gid="divergence_notes",
+            parse_math=False,
+        )
     return fig

@@ -45,9 +45,13 @@ def padding_cells(rects: list, *, gid: str, linewidth: float = 0.4):
     from matplotlib.collections import PatchCollection
 
     return PatchCollection(
-        rects, facecolor="white", edgecolor=PADDING, hatch="///",
-        linewidth=current_style().lw(linewidth), gid=gid,
-    )  # fmt: skip
+        rects,
+        facecolor="white",
+        edgecolor=PADDING,
+        hatch="///",
+        linewidth=current_style().lw(linewidth),
+        gid=gid,
+    )
 
 
 def slot_strip(
@@ -167,8 +171,9 @@ def waveshow(ax, wave: Any, rate: int, *, columns: int = 2000, offset_s: float =
     from matplotlib.patches import Polygon
 
     xy = np.column_stack([np.concatenate([t, t[::-1]]), np.concatenate([hi, lo[::-1]])])
-    poly = Polygon(xy, closed=True, facecolor="#555555", edgecolor="#555555",
-                   lw=current_style().lw(0.5))  # fmt: skip
+    poly = Polygon(
+        xy, closed=True, facecolor="#555555", edgecolor="#555555", lw=current_style().lw(0.5)
+    )
     ax.add_artist(poly)
     poly.set_clip_path(ax.patch)
     ax.update_datalim(xy)

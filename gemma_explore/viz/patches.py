@@ -47,8 +47,15 @@ def _draw_image_or_note(ax, image, width: int, height: int, *, x0: float = 0.0) 
         ax.imshow(np.asarray(image), extent=(x0, x0 + width, height, 0), interpolation="nearest")
         return
     ax.add_patch(rect(x0, 0, width, height, color="#eeeeee"))
-    ax.text(x0 + width / 2, height / 2, _NO_PIXELS, ha="center", va="center",
-            fontsize=st.small, color="#555555")  # fmt: skip
+    ax.text(
+        x0 + width / 2,
+        height / 2,
+        _NO_PIXELS,
+        ha="center",
+        va="center",
+        fontsize=st.small,
+        color="#555555",
+    )
 
 
 def _number_cells(ax, plan: ImagePlan, cell: int) -> None:
@@ -58,9 +65,16 @@ def _number_cells(ax, plan: ImagePlan, cell: int) -> None:
     cols = plan.pooled_grid[1]
     for i in range(plan.num_soft_tokens):
         r, c = divmod(i, cols)
-        ax.text((c + 0.5) * cell, (r + 0.5) * cell, str(i), ha="center", va="center",
-                fontsize=current_style().small, color="white",
-                bbox={"boxstyle": "round,pad=0.1", "fc": "black", "alpha": 0.45, "lw": 0})  # fmt: skip
+        ax.text(
+            (c + 0.5) * cell,
+            (r + 0.5) * cell,
+            str(i),
+            ha="center",
+            va="center",
+            fontsize=current_style().small,
+            color="white",
+            bbox={"boxstyle": "round,pad=0.1", "fc": "black", "alpha": 0.45, "lw": 0},
+        )
 
 
 def _draw_budget_grid(ax, plan: ImagePlan, *, display_max: int = 1200) -> None:
@@ -70,8 +84,7 @@ def _draw_budget_grid(ax, plan: ImagePlan, *, display_max: int = 1200) -> None:
     th, tw = plan.resized_size
     scale = min(1.0, display_max / max(th, tw))
     _draw_image_or_note(ax, pixels(plan, (round(th * scale), round(tw * scale))), tw, th)
-    ax.add_collection(grid_lines(tw, th, plan.patch_size, color="white", lw=0.3,
-                                 gid="patch_lines"))  # fmt: skip
+    ax.add_collection(grid_lines(tw, th, plan.patch_size, color="white", lw=0.3, gid="patch_lines"))
     cell = plan.patch_size * plan.pooling_kernel
     ax.add_collection(grid_lines(tw, th, cell, color=VALID, lw=1.2, gid="token_lines"))
     _number_cells(ax, plan, cell)
@@ -96,20 +109,25 @@ def _draw_zoom(ax, plan: ImagePlan, main) -> None:
     st = current_style()
     cell = plan.patch_size * plan.pooling_kernel
     r, c = _zoom_cell(plan)
-    main.add_patch(rect(c * cell, r * cell, cell, cell, fill=False, ec=PADDING, lw=st.lw(2.5),
-                        gid="zoom_block"))  # fmt: skip
+    main.add_patch(
+        rect(
+            c * cell, r * cell, cell, cell, fill=False, ec=PADDING, lw=st.lw(2.5), gid="zoom_block"
+        )
+    )
     image = pixels(plan, plan.resized_size)
     if image is not None:
         crop = np.asarray(image)[r * cell : (r + 1) * cell, c * cell : (c + 1) * cell]
         ax.imshow(crop, extent=(0, cell, cell, 0), interpolation="nearest")
-    ax.add_collection(grid_lines(cell, cell, plan.patch_size, color="white", lw=2.0,
-                                 gid="zoom_patch_lines"))  # fmt: skip
+    ax.add_collection(
+        grid_lines(cell, cell, plan.patch_size, color="white", lw=2.0, gid="zoom_patch_lines")
+    )
     for spine in ax.spines.values():
         spine.set(edgecolor=PADDING, linewidth=st.lw(2.5))
     cell_axes(ax, cell, cell)
     k = plan.pooling_kernel
-    ax.set_title(f"one soft token (framed):\n{k} × {k} patches of {plan.patch_size} px",
-                 fontsize=st.body)  # fmt: skip
+    ax.set_title(
+        f"one soft token (framed):\n{k} × {k} patches of {plan.patch_size} px", fontsize=st.body
+    )
 
 
 def _line_legend(ax, plan: ImagePlan) -> None:
@@ -122,8 +140,14 @@ def _line_legend(ax, plan: ImagePlan) -> None:
         Line2D([], [], color="#999999", lw=st.lw(1), label=f"patch, {p}×{p} px (white)"),
         Line2D([], [], color=VALID, lw=st.lw(2), label=f"soft token, {cell}×{cell} px"),
     ]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
-              fontsize=st.small, frameon=False)  # fmt: skip
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=2,
+        fontsize=st.small,
+        frameon=False,
+    )
 
 
 def _draw_pixel_values(ax, plan: ImagePlan, *, per_row: int = 70) -> None:
@@ -137,22 +161,36 @@ def _draw_pixel_values(ax, plan: ImagePlan, *, per_row: int = 70) -> None:
     budget = plan.max_patches // k2  # squares: the budget's soft tokens
     real = plan.num_patches // k2
     per_row = max(1, min(budget, per_row))
-    rows = slot_strip(ax, real, budget, per_row, gids=("real_patches", "padding_patches"),
-                      pad_linewidth=1.0)  # fmt: skip
+    rows = slot_strip(
+        ax, real, budget, per_row, gids=("real_patches", "padding_patches"), pad_linewidth=1.0
+    )
     cell_axes(ax, per_row, rows)
     ax.set_title(
-        st.fill(f"pixel_values: {plan.max_patches} rows (one per patch) = {plan.num_patches} "
-                f"real + {plan.num_padding_patches} padding; one square = one soft token's "
-                f"{k2} rows", 9.0),
+        st.fill(
+            f"pixel_values: {plan.max_patches} rows (one per patch) = {plan.num_patches} "
+            f"real + {plan.num_padding_patches} padding; one square = one soft token's "
+            f"{k2} rows",
+            9.0,
+        ),
         fontsize=st.body,
-    )  # fmt: skip
+    )
     handles = [
         Patch(facecolor=VALID, label=f"real ({real} tokens)"),
-        Patch(facecolor="white", edgecolor=PADDING, hatch="///",
-              label=f"padding, position (−1, −1) ({budget - real})"),
-    ]  # fmt: skip
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
-              fontsize=st.small, frameon=False)  # fmt: skip
+        Patch(
+            facecolor="white",
+            edgecolor=PADDING,
+            hatch="///",
+            label=f"padding, position (−1, −1) ({budget - real})",
+        ),
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=2,
+        fontsize=st.small,
+        frameon=False,
+    )
 
 
 def _draw_squash(ax, plan: ImagePlan, spec: FamilySpec) -> None:
@@ -172,11 +210,17 @@ def _draw_squash(ax, plan: ImagePlan, spec: FamilySpec) -> None:
     )
     from matplotlib.lines import Line2D
 
-    label = (f"one soft token = {cell}×{cell} px of the squash\n"
-             f"= {size_label(plan.token_area)} of the original")  # fmt: skip
-    ax.legend(handles=[Line2D([], [], color=VALID, lw=st.lw(2), label=label)],
-              loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=st.small,
-              frameon=False)  # fmt: skip
+    label = (
+        f"one soft token = {cell}×{cell} px of the squash\n"
+        f"= {size_label(plan.token_area)} of the original"
+    )
+    ax.legend(
+        handles=[Line2D([], [], color=VALID, lw=st.lw(2), label=label)],
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        fontsize=st.small,
+        frameon=False,
+    )
 
 
 def _draw_original(ax, plan: ImagePlan) -> None:
@@ -184,8 +228,15 @@ def _draw_original(ax, plan: ImagePlan) -> None:
     if image is not None:
         ax.imshow(np.asarray(image))
     else:
-        ax.text(0.5, 0.5, _NO_PIXELS, ha="center", va="center",
-                fontsize=current_style().small, wrap=True)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            _NO_PIXELS,
+            ha="center",
+            va="center",
+            fontsize=current_style().small,
+            wrap=True,
+        )
     ax.set_title(f"original {size_label(plan.original_size)}", fontsize=current_style().body)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -195,9 +246,14 @@ def _draw_original(ax, plan: ImagePlan) -> None:
 def _budget_figure(plan: ImagePlan, *, ax: Any, show_padding: bool) -> Figure:
     """A family with budgets: the grid, one cell enlarged, and (``show_padding``) the
     pixel_values rows with their padding."""
-    fig, grid = panels(ax, (10, 8.4 if show_padding else 6), 2 if show_padding else 1, 2,
-                       height_ratios=[3, 1.3] if show_padding else None,
-                       width_ratios=[2.6, 1])  # fmt: skip
+    fig, grid = panels(
+        ax,
+        (10, 8.4 if show_padding else 6),
+        2 if show_padding else 1,
+        2,
+        height_ratios=[3, 1.3] if show_padding else None,
+        width_ratios=[2.6, 1],
+    )
     main = fig.add_subplot(grid[0, 0])
     _draw_budget_grid(main, plan)
     _line_legend(main, plan)
@@ -259,22 +315,37 @@ def show_budgets(
         _draw_image_or_note(ax, shown, tw, th, x0=x)
         if shown is not None:
             ax.images[-1].set_gid("budget_image")
-        ax.add_collection(grid_lines(tw, th, spec.image.cell_px, color=VALID, lw=0.6,
-                                     gid="budget_token_lines", x0=x))  # fmt: skip
-        ax.text(x + tw / 2, th + label_room * 0.1, f"{p.max_soft_tokens}\n→ {p.num_soft_tokens} tok",
-                ha="center", va="top", fontsize=st.small, gid="budget_label")  # fmt: skip
+        ax.add_collection(
+            grid_lines(
+                tw, th, spec.image.cell_px, color=VALID, lw=0.6, gid="budget_token_lines", x0=x
+            )
+        )
+        ax.text(
+            x + tw / 2,
+            th + label_room * 0.1,
+            f"{p.max_soft_tokens}\n→ {p.num_soft_tokens} tok",
+            ha="center",
+            va="top",
+            fontsize=st.small,
+            gid="budget_label",
+        )
     ax.set_xlim(-gap / 4, xs[-1] + plans[-1].resized_size[1] + gap / 4)
     ax.set_ylim(tallest + label_room * 1.1, 0)
     ax.set_aspect("equal")
     ax.axis("off")
-    sizes = ", ".join(f"{p.max_soft_tokens}: {size_label(p.resized_size, unit='px')}"
-                      for p in plans)  # fmt: skip
+    sizes = ", ".join(
+        f"{p.max_soft_tokens}: {size_label(p.resized_size, unit='px')}" for p in plans
+    )
     fig.suptitle(
-        st.fill(f"{spec.display_name}'s budgets for a {size_label((pil.height, pil.width))} "
-                f"image, drawn to one scale; blue: one soft token each "
-                f"({spec.image.cell_px} px cells)\nresized to {sizes}", 11, size=st.title),
+        st.fill(
+            f"{spec.display_name}'s budgets for a {size_label((pil.height, pil.width))} "
+            f"image, drawn to one scale; blue: one soft token each "
+            f"({spec.image.cell_px} px cells)\nresized to {sizes}",
+            11,
+            size=st.title,
+        ),
         fontsize=st.title,
-    )  # fmt: skip
+    )
     return fig
 
 

@@ -45,14 +45,26 @@ def _draw_slots(ax, pooled: PooledTokens) -> None:
     ax.add_collection(padding_cells(pad_r, gid="padding_cells"))
     cell_axes(ax, width, -(-pooled.slots // width))
     verdict = "= plan ✓" if pooled.agrees else f"≠ plan {pooled.plan.num_soft_tokens} ✗"
-    ax.set_title(st.fill(f"{pooled.slots} pooled slots: {pooled.num_valid} real {verdict}, "
-                         f"{pooled.slots - pooled.num_valid} padding", 5.5), fontsize=st.body)  # fmt: skip
+    ax.set_title(
+        st.fill(
+            f"{pooled.slots} pooled slots: {pooled.num_valid} real {verdict}, "
+            f"{pooled.slots - pooled.num_valid} padding",
+            5.5,
+        ),
+        fontsize=st.body,
+    )
     handles = [
         Patch(facecolor=VALID, label="real soft token"),
         Patch(facecolor="white", edgecolor=PADDING, hatch="///", label="padding slot"),
     ]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
-              fontsize=st.small, frameon=False)  # fmt: skip
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=2,
+        fontsize=st.small,
+        frameon=False,
+    )
 
 
 def _draw_norms(ax, pooled: PooledTokens) -> None:
@@ -66,8 +78,9 @@ def _draw_norms(ax, pooled: PooledTokens) -> None:
     bar = ax.figure.colorbar(im, ax=ax, shrink=0.8, label="embedding L2 norm")
     bar.formatter.set_useOffset(False)  # plain numbers, never "1e-6+7.99999"
     bar.update_ticks()
-    ax.set_title(f"token norms on the {size_label((rows, cols), unit='cells')} pooled grid",
-                 fontsize=st.body)  # fmt: skip
+    ax.set_title(
+        f"token norms on the {size_label((rows, cols), unit='cells')} pooled grid", fontsize=st.body
+    )
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -94,6 +107,10 @@ def show_pooled_mask(pooled: PooledTokens, *, ax: Any = None) -> Figure:
         _draw_norms(fig.add_subplot(grid[0, 1]), pooled)
     family = get_family(pooled.family).display_name
     weights = " (random weights: shape only)" if pooled.is_random_weights else ""
-    fig.suptitle(current_style().fill(f"{family} vision pooler{weights}", fig.get_figwidth() - 0.4, size=current_style().title),
-                 fontsize=current_style().title)  # fmt: skip
+    fig.suptitle(
+        current_style().fill(
+            f"{family} vision pooler{weights}", fig.get_figwidth() - 0.4, size=current_style().title
+        ),
+        fontsize=current_style().title,
+    )
     return fig

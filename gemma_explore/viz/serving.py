@@ -40,11 +40,19 @@ def _memory_parts(plan: ServingPlan, gpu_memory_gib: float | None, utilization: 
     """(label, bytes, colour, gid) for each part of one engine's memory, and whether it fits."""
     parts = [
         ("weights", plan.weights_bytes, OKABE_ITO["grey"], "mem_weights"),
-        (f"KV, one {plan.max_model_len}-token request", plan.vllm_kv_bytes_per_request,
-         OKABE_ITO["sky"], "mem_kv"),
-        (f"encoder cache ({plan.encoder_cache_size} tokens)", plan.encoder_cache_bytes,
-         OKABE_ITO["green"], "mem_encoder_cache"),
-    ]  # fmt: skip
+        (
+            f"KV, one {plan.max_model_len}-token request",
+            plan.vllm_kv_bytes_per_request,
+            OKABE_ITO["sky"],
+            "mem_kv",
+        ),
+        (
+            f"encoder cache ({plan.encoder_cache_size} tokens)",
+            plan.encoder_cache_bytes,
+            OKABE_ITO["green"],
+            "mem_encoder_cache",
+        ),
+    ]
     left = None
     if gpu_memory_gib is not None:
         left = gpu_memory_gib * _GIB * utilization - sum(p[1] for p in parts)
@@ -59,19 +67,31 @@ def _draw_memory(ax, plan: ServingPlan, parts: list, fits: bool, suffix: str = "
     bottom = 0.0
     for label, value, color, gid in parts:
         h = value / scale
-        ax.bar([0], [h], bottom=bottom, color=color, edgecolor="black", linewidth=st.lw(0.5),
-               label=f"{label}: {h:,.2f} {unit}", gid=gid + suffix)  # fmt: skip
+        ax.bar(
+            [0],
+            [h],
+            bottom=bottom,
+            color=color,
+            edgecolor="black",
+            linewidth=st.lw(0.5),
+            label=f"{label}: {h:,.2f} {unit}",
+            gid=gid + suffix,
+        )
         bottom += h
     ax.set_xticks([])
     ax.set_ylabel(unit)
     ax.set_xlim(-0.6, 0.6)
     ax.legend(fontsize=st.small, loc="upper center", bbox_to_anchor=(0.5, -0.02))
     name = plan.model.name.removeprefix("google/")
-    what = ("tiny random-weight model: its MiB are not a real checkpoint's"
-            if _is_tiny(plan) else f"released checkpoint, weights {plan.dtype_bytes} B/param")  # fmt: skip
+    what = (
+        "tiny random-weight model: its MiB are not a real checkpoint's"
+        if _is_tiny(plan)
+        else f"released checkpoint, weights {plan.dtype_bytes} B/param"
+    )
     title = f"{name}\n{what}" if fits else f"{name}: does not fit"
-    ax.set_title(st.fill(title, 5.0), fontsize=st.body,
-                 color="black" if fits else OKABE_ITO["vermillion"])  # fmt: skip
+    ax.set_title(
+        st.fill(title, 5.0), fontsize=st.body, color="black" if fits else OKABE_ITO["vermillion"]
+    )
 
 
 def _draw_item_tokens(ax, plan: ServingPlan, width_in: float) -> None:
@@ -79,26 +99,49 @@ def _draw_item_tokens(ax, plan: ServingPlan, width_in: float) -> None:
     st = current_style()
     mods = list(plan.max_tokens_per_item)
     totals = [plan.max_tokens_per_item[m] * plan.max_items_per_prompt[m] for m in mods]
-    bars = ax.barh(mods, totals, color=[_MODALITY_COLOR.get(m, "grey") for m in mods],
-                   gid="item_tokens")  # fmt: skip
+    bars = ax.barh(
+        mods, totals, color=[_MODALITY_COLOR.get(m, "grey") for m in mods], gid="item_tokens"
+    )
     for bar, m in zip(bars, mods, strict=True):
-        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
-                f" {plan.max_items_per_prompt[m]} × {plan.max_tokens_per_item[m]}",
-                va="center", fontsize=st.small)  # fmt: skip
-    ax.axvline(plan.max_model_len, color="black", gid="max_model_len", lw=st.lw(1.5),
-               label=f"max_model_len {plan.max_model_len}")  # fmt: skip
+        ax.text(
+            bar.get_width(),
+            bar.get_y() + bar.get_height() / 2,
+            f" {plan.max_items_per_prompt[m]} × {plan.max_tokens_per_item[m]}",
+            va="center",
+            fontsize=st.small,
+        )
+    ax.axvline(
+        plan.max_model_len,
+        color="black",
+        gid="max_model_len",
+        lw=st.lw(1.5),
+        label=f"max_model_len {plan.max_model_len}",
+    )
     if plan.encoder_cache_size:
-        ax.axvline(plan.encoder_compute_budget, color=OKABE_ITO["vermillion"], ls="--",
-                   gid="encoder_budget", lw=st.lw(1.5),
-                   label=f"encoder budget {plan.encoder_compute_budget}")  # fmt: skip
+        ax.axvline(
+            plan.encoder_compute_budget,
+            color=OKABE_ITO["vermillion"],
+            ls="--",
+            gid="encoder_budget",
+            lw=st.lw(1.5),
+            label=f"encoder budget {plan.encoder_compute_budget}",
+        )
     ax.set_xlabel(st.fill("tokens (worst case per prompt: items × tokens per item)", width_in))
-    ax.set_title(st.fill(f"what the profiler reserves per modality ({plan.model.name})",
-                         width_in), fontsize=st.body)  # fmt: skip
+    ax.set_title(
+        st.fill(f"what the profiler reserves per modality ({plan.model.name})", width_in),
+        fontsize=st.body,
+    )
     ax.legend(fontsize=st.small, loc="lower right", ncols=1, framealpha=0.95)
     ax.set_xlim(0, 1.3 * max([plan.max_model_len, plan.encoder_compute_budget, *totals]))
     if not mods:
-        ax.text(0.5, 0.5, "every modality has limit 0", transform=ax.transAxes, ha="center",
-                fontsize=st.small)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            "every modality has limit 0",
+            transform=ax.transAxes,
+            ha="center",
+            fontsize=st.small,
+        )
 
 
 def show_serving(

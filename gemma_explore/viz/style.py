@@ -50,8 +50,10 @@ class Style:
         # A size and its label ("720×864 px (W×H)") never break apart: no-break spaces,
         # which textwrap does not split on, hold it together until the lines are made.
         held = _SIZE.sub(lambda m: m.group(0).replace(" ", _NBSP), text)
-        lines = (textwrap.fill(line, chars, break_on_hyphens=False) if line else line
-                 for line in held.split("\n"))  # fmt: skip
+        lines = (
+            textwrap.fill(line, chars, break_on_hyphens=False) if line else line
+            for line in held.split("\n")
+        )
         return "\n".join(lines).replace(_NBSP, " ")
 
     def rc(self) -> dict[str, Any]:

@@ -21,15 +21,20 @@ __all__ = ["show_video_frames"]
 def _caption(plan: VideoPlan, n: int) -> str:
     """The figure's title: frames → tokens, what a caption says, and shared stamps."""
     per_stamp = n / max(len(set(plan.timestamps)), 1)
-    shared = (f"; stamps are mm:ss with the seconds truncated, so about {per_stamp:.0f} frames "
-              "share each stamp" if per_stamp > 1.5 else "")  # fmt: skip
+    shared = (
+        f"; stamps are mm:ss with the seconds truncated, so about {per_stamp:.0f} frames "
+        "share each stamp"
+        if per_stamp > 1.5
+        else ""
+    )
     return current_style().fill(
         f"{plan.num_frames} frames at {plan.fps:g} fps → {n} sampled × "
         f"{plan.soft_tokens_per_frame} = {plan.num_soft_tokens} soft tokens "
         f"(+{plan.total_tokens - plan.num_soft_tokens} markers + timestamps)"
         f"\ncaption: mm:ss stamp · frame index · soft tokens{shared}",
-        10.5, size=current_style().title,
-    )  # fmt: skip
+        10.5,
+        size=current_style().title,
+    )
 
 
 def show_video_frames(

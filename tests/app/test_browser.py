@@ -315,8 +315,10 @@ def test_every_tab_shows_its_example_on_load_and_reads_at_this_width(
             )
             assert cut == [], f"{tab}: headers cut: {cut}"
             assert _tofu(page) == [], f"{tab}: characters with no font here: {_tofu(page)}"
-            page.screenshot(path=str(artifacts_dir / f"{name}_{tab.lower().replace(' ', '_')}.png"),
-                            full_page=True)  # fmt: skip
+            page.screenshot(
+                path=str(artifacts_dir / f"{name}_{tab.lower().replace(' ', '_')}.png"),
+                full_page=True,
+            )
         body = page.locator("body").inner_text()
         assert "Something went wrong" not in body and "Traceback" not in body
     finally:

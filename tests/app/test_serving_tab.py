@@ -6,8 +6,13 @@ from gemma_explore.serving.plan import plan_serving
 
 def test_serving_tab_shows_the_plan():
     out = serving_tab("tiny-gemma4", 4096, 2, 1, 0, 2048, 560)
-    plan = plan_serving("tiny-gemma4", max_model_len=4096, max_num_batched_tokens=2048,
-                        limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0}, max_soft_tokens=560)  # fmt: skip
+    plan = plan_serving(
+        "tiny-gemma4",
+        max_model_len=4096,
+        max_num_batched_tokens=2048,
+        limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0},
+        max_soft_tokens=560,
+    )
     assert out.error is None and out.figure is not None
     assert out.plan.max_items_per_batch == plan.max_items_per_batch
     assert "encoder_cache_size" in out.table and str(plan.encoder_cache_size) in out.table
@@ -39,9 +44,13 @@ def test_demo_has_a_serving_endpoint(tmp_path):
 
     assert SERVING_DEFAULT in RELEASED_IDS and set(RELEASED_IDS) <= set(SERVING_CHOICES)
     _, released = fn.fn("tiny-gemma4", SERVING_DEFAULT, 280, 4096, 2, 1, 0, 2048)
-    plan = plan_serving(SERVING_DEFAULT, max_model_len=4096, max_num_batched_tokens=2048,
-                        limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0},
-                        max_soft_tokens=280)  # fmt: skip
+    plan = plan_serving(
+        SERVING_DEFAULT,
+        max_model_len=4096,
+        max_num_batched_tokens=2048,
+        limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0},
+        max_soft_tokens=280,
+    )
     assert SERVING_DEFAULT in released
     assert f"{plan.model.num_parameters:,} parameters" in released  # the released shapes
     assert f"{plan.model.num_parameters:,} parameters" not in table  # not the tiny model's

@@ -56,28 +56,54 @@ def installed(tmp_path_factory):
         ROOT,
         source,
         ignore=shutil.ignore_patterns(
-            ".git", ".venv*", "build", "*.egg-info", "__pycache__", "artifacts", "notebooks",
-            "tests", "benchmarks", "docs", ".*_cache", ".hypothesis", "demo_app.py",
+            ".git",
+            ".venv*",
+            "build",
+            "*.egg-info",
+            "__pycache__",
+            "artifacts",
+            "notebooks",
+            "tests",
+            "benchmarks",
+            "docs",
+            ".*_cache",
+            ".hypothesis",
+            "demo_app.py",
         ),
-    )  # fmt: skip
+    )
     env_dir = base / "venv"
     venv.create(env_dir, system_site_packages=True, with_pip=False, symlinks=True)
     bin_dir = env_dir / "bin"
     py = bin_dir / "python"
     site = subprocess.run(
         [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     # This environment's packages, after the venv's own: nothing to download.
     ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (Path(site) / "_test_environment.pth").write_text("\n".join(ours) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", GRADIO_ANALYTICS_ENABLED="0")
     pip = subprocess.run(
-        [py, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-         "--disable-pip-version-check", "--quiet", str(source)],
-        capture_output=True, text=True, env=env, cwd=base,
-    )  # fmt: skip
+        [
+            py,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--disable-pip-version-check",
+            "--quiet",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=base,
+    )
     assert pip.returncode == 0, pip.stderr[-3000:]
     shutil.rmtree(source)  # nothing of the checkout is left to fall back on
     cwd = base / "elsewhere"
@@ -89,8 +115,12 @@ def test_the_installed_package_is_the_one_that_runs(installed):
     bin_dir, env, cwd = installed
     where = subprocess.run(
         [bin_dir / "python", "-c", "import gemma_explore.app.demo as d; print(d.__file__)"],
-        capture_output=True, text=True, env=env, cwd=cwd, check=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        check=True,
+    ).stdout.strip()
     assert where.startswith(str(bin_dir.parent)), where  # the venv's copy, not the checkout
     assert str(ROOT) not in where
 
@@ -99,8 +129,12 @@ def test_demo_help_from_the_installed_script(installed):
     bin_dir, env, cwd = installed
     run = subprocess.run(
         [bin_dir / "gemma-explore", "demo", "--help"],
-        capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("usage: gemma-explore demo")
     assert "--engine {hf,vllm,openai}" in run.stdout and "--port PORT" in run.stdout
@@ -112,9 +146,13 @@ def test_the_installed_demo_serves_its_page(installed):
     port = _free_port()
     server = subprocess.Popen(
         [bin_dir / "gemma-explore", "demo", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=cwd,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         page, deadline = None, time.monotonic() + 120
         while page is None and time.monotonic() < deadline and server.poll() is None:
@@ -142,8 +180,11 @@ def test_the_installed_demo_serves_its_page(installed):
 def test_python_dash_m_gemma_explore_app_has_the_same_flags():
     run = subprocess.run(
         [sys.executable, "-m", "gemma_explore.app", "--help"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert run.returncode == 0 and "--engine {hf,vllm,openai}" in run.stdout
 
 

@@ -47,10 +47,14 @@ def video(seed: int):
 # (family, modality): every modality a family serves; Unified audio differs by design
 # (test_unified_audio_vllm_drops_embedder_rows_by_design), so it is checked apart.
 CASES = [
-    ("gemma3n", "image"), ("gemma3n", "audio"),
-    ("gemma4", "image"), ("gemma4", "audio"), ("gemma4", "video"),
-    ("gemma4_unified", "image"), ("gemma4_unified", "video"),
-]  # fmt: skip
+    ("gemma3n", "image"),
+    ("gemma3n", "audio"),
+    ("gemma4", "image"),
+    ("gemma4", "audio"),
+    ("gemma4", "video"),
+    ("gemma4_unified", "image"),
+    ("gemma4_unified", "video"),
+]
 
 
 def media_for(modality: str, seed: int = 1) -> dict[str, Any]:
@@ -83,8 +87,14 @@ def _hf(model: Any, prepared: Any, spec: Any) -> tuple[list[int], torch.Tensor]:
     )
     try:
         with torch.inference_mode():
-            out = model.generate(**inputs, max_new_tokens=STEPS, do_sample=False, top_p=None,
-                                 top_k=None, pad_token_id=0)  # fmt: skip
+            out = model.generate(
+                **inputs,
+                max_new_tokens=STEPS,
+                do_sample=False,
+                top_p=None,
+                top_k=None,
+                pad_token_id=0,
+            )
     finally:
         hook.remove()
     ids = torch.tensor(prepared.input_ids)
@@ -108,8 +118,14 @@ def run_both(engine, hf_bundle, text, **media) -> Run:
         raise
     rows = torch.cat([t for call in calls for t in call]) if calls else None
     hf_tokens, hf_rows = _hf(hf_bundle.model, prepared, hf_bundle.spec)
-    return Run(prepared, list(out.prompt_token_ids), list(out.outputs[0].token_ids), rows,
-               hf_tokens, hf_rows)  # fmt: skip
+    return Run(
+        prepared,
+        list(out.prompt_token_ids),
+        list(out.outputs[0].token_ids),
+        rows,
+        hf_tokens,
+        hf_rows,
+    )
 
 
 @dataclass(frozen=True)
@@ -124,18 +140,37 @@ class Check:
 def checks(run: Run) -> list[Check]:
     """The three comparisons, each with what differed."""
     ids_ok = run.vllm_ids == run.prepared.input_ids
-    first = next((i for i, (a, b) in enumerate(zip(run.vllm_ids, run.prepared.input_ids, strict=False))
-                  if a != b), min(len(run.vllm_ids), len(run.prepared.input_ids)))  # fmt: skip
-    out = [Check("prompt ids", ids_ok, "" if ids_ok else
-                 f"{len(run.vllm_ids)} vs {len(run.prepared.input_ids)} ids, first "
-                 f"difference at {first}")]  # fmt: skip
+    first = next(
+        (
+            i
+            for i, (a, b) in enumerate(zip(run.vllm_ids, run.prepared.input_ids, strict=False))
+            if a != b
+        ),
+        min(len(run.vllm_ids), len(run.prepared.input_ids)),
+    )
+    out = [
+        Check(
+            "prompt ids",
+            ids_ok,
+            ""
+            if ids_ok
+            else f"{len(run.vllm_ids)} vs {len(run.prepared.input_ids)} ids, first "
+            f"difference at {first}",
+        )
+    ]
     tok_ok = run.vllm_tokens == run.hf_tokens
-    out.append(Check(f"greedy {STEPS} tokens", tok_ok, "" if tok_ok else
-                     f"vLLM {run.vllm_tokens} vs transformers {run.hf_tokens}"))  # fmt: skip
+    out.append(
+        Check(
+            f"greedy {STEPS} tokens",
+            tok_ok,
+            "" if tok_ok else f"vLLM {run.vllm_tokens} vs transformers {run.hf_tokens}",
+        )
+    )
     if run.vllm_rows is None or run.vllm_rows.shape != run.hf_rows.shape:
         shape = None if run.vllm_rows is None else tuple(run.vllm_rows.shape)
-        out.append(Check("embeddings", False, f"vLLM {shape} vs transformers "
-                                               f"{tuple(run.hf_rows.shape)}"))  # fmt: skip
+        out.append(
+            Check("embeddings", False, f"vLLM {shape} vs transformers {tuple(run.hf_rows.shape)}")
+        )
     else:
         diff = float((run.vllm_rows - run.hf_rows).abs().max())
         scale = float(run.hf_rows.abs().max())

@@ -31,8 +31,9 @@ def test_generate_and_stream(family, request, photo):
     assert gen.prompt_tokens == len(prepared.input_ids)
     assert gen.multimodal_tokens == bundle.spec.count_placeholders(prepared.input_ids)
     assert gen.generated_tokens == 6 and gen.text
-    pieces = list(bundle.generate("Describe the picture.", images=[photo], max_new_tokens=6,
-                                  stream=True))  # fmt: skip
+    pieces = list(
+        bundle.generate("Describe the picture.", images=[photo], max_new_tokens=6, stream=True)
+    )
     assert len(pieces) > 1  # token by token, as the engine steps
     assert "".join(pieces) == gen.text  # greedy: the same answer
 
@@ -40,19 +41,31 @@ def test_generate_and_stream(family, request, photo):
 @pytest.mark.parametrize(
     "family",
     [
-        pytest.param("gemma3n", marks=pytest.mark.xfail(
-            strict=True, reason="vLLM 0.32's Gemma 3n greedy tokens differ on multimodal "
-            "prompts (test_parity.py::TOKENS_DIFFER)")),
+        pytest.param(
+            "gemma3n",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="vLLM 0.32's Gemma 3n greedy tokens differ on multimodal "
+                "prompts (test_parity.py::TOKENS_DIFFER)",
+            ),
+        ),
         "gemma4",
     ],
-)  # fmt: skip
+)
 def test_same_answer_as_the_transformers_engine(family, request, photo):
     """Random weights: both engines keep to the same readable ids, so the noise is the
     same, token for token (the notebook shows them side by side)."""
     engine = request.getfixturevalue(ENGINE_OF[family])
     hf = request.getfixturevalue({"gemma3n": "tiny3n", "gemma4": "tiny4"}[family])
-    msgs = [{"role": "user", "content": [{"type": "image", "image": photo},
-                                         {"type": "text", "text": "Who is this?"}]}]  # fmt: skip
+    msgs = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": photo},
+                {"type": "text", "text": "Who is this?"},
+            ],
+        }
+    ]
     ours, theirs = (
         engine.bundle.generate(msgs, max_new_tokens=12),
         hf.generate(msgs, max_new_tokens=12),
@@ -78,9 +91,12 @@ def test_gemma3n_in_vllms_own_processes(saved_dirs, engine3n, photo):
     """vLLM's default: the engine core in its own process. The tiny MobileNet reaches it
     through the package's vllm.general_plugins entry point (register_tiny_mobilenet)."""
     bundle = ge.load(
-        str(saved_dirs["gemma3n"]), engine="vllm", in_process=False, max_model_len=1024,
+        str(saved_dirs["gemma3n"]),
+        engine="vllm",
+        in_process=False,
+        max_model_len=1024,
         limit_mm_per_prompt={"image": 1, "audio": 0},
-    )  # fmt: skip
+    )
     try:
         from vllm.v1.engine.core_client import SyncMPClient
 

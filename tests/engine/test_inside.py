@@ -75,8 +75,13 @@ def test_per_layer_ids_are_what_vllms_model_looks_up(family, media, request):
 
 
 def _chat(img, text, history=()):
-    return [*history, {"role": "user", "content": [{"type": "image", "image": img},
-                                                   {"type": "text", "text": text}]}]  # fmt: skip
+    return [
+        *history,
+        {
+            "role": "user",
+            "content": [{"type": "image", "image": img}, {"type": "text", "text": text}],
+        },
+    ]
 
 
 @pytest.mark.parametrize("family", ["gemma4", "gemma3n"])
@@ -100,17 +105,27 @@ def test_encoder_outputs_are_reused_across_requests_and_turns(family, request):
     assert items() == 1 and first.num_cached_tokens == 0
     # 1. Another request, other words *before* the image: no shared prefix reaches the
     # image, yet it is not encoded again (the encoder cache, keyed by the image's hash).
-    text = [{"role": "user", "content": [{"type": "text", "text": "Another question."},
-                                         {"type": "image", "image": photo},
-                                         {"type": "text", "text": "Colours?"}]}]  # fmt: skip
+    text = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Another question."},
+                {"type": "image", "image": photo},
+                {"type": "text", "text": "Colours?"},
+            ],
+        }
+    ]
     _generate(engine, ge.prepare_inputs(text, bundle=bundle))
     assert items() == 0
     # 2. The next turn of the chat: the first turn (image and answer) is a cached prefix.
-    history = [*_chat(photo, "Describe it."),
-               {"role": "assistant", "content": [{"type": "text",
-                                                   "text": first.outputs[0].text}]}]  # fmt: skip
-    turn2 = ge.prepare_inputs([*history, {"role": "user", "content": [
-        {"type": "text", "text": "And the colours?"}]}], bundle=bundle)  # fmt: skip
+    history = [
+        *_chat(photo, "Describe it."),
+        {"role": "assistant", "content": [{"type": "text", "text": first.outputs[0].text}]},
+    ]
+    turn2 = ge.prepare_inputs(
+        [*history, {"role": "user", "content": [{"type": "text", "text": "And the colours?"}]}],
+        bundle=bundle,
+    )
     second = _generate(engine, turn2)
     assert items() == 0
     # The prefix cache serves whole KV blocks of the earlier turn (its image included, as

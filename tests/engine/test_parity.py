@@ -39,16 +39,19 @@ def _cpu() -> bool:
 
 # Found by these tests, not by design (the README's table names them):
 GEMMA4_AUDIO_ON_CPU = pytest.mark.xfail(
-    condition=_cpu(), strict=True, raises=RuntimeError,
+    condition=_cpu(),
+    strict=True,
+    raises=RuntimeError,
     reason="vLLM 0.32 CPU: Gemma 4's audio tower hands a non-contiguous tensor to vLLM's "
-           "CPU linear kernel ('Expected a.stride(-1) == 1')",
-)  # fmt: skip
+    "CPU linear kernel ('Expected a.stride(-1) == 1')",
+)
 TOKENS_DIFFER = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
+    strict=True,
+    raises=AssertionError,
     reason="vLLM 0.32's Gemma 3n and Unified language models: equal prompt ids and "
-           "embeddings (Gemma 3n: text-only logits equal too), but greedy tokens differ "
-           "from the first on a multimodal prompt",
-)  # fmt: skip
+    "embeddings (Gemma 3n: text-only logits equal too), but greedy tokens differ "
+    "from the first on a multimodal prompt",
+)
 # Families whose greedy tokens differ (Gemma 4 agrees): found here, not by design.
 TOKENS_DIFFER_IN = {"gemma3n", "gemma4_unified"}
 
@@ -95,8 +98,10 @@ def test_raw_prompt_same_ids_and_embeddings(family, request):
     engine = request.getfixturevalue(ENGINE_OF[family])
     hf = request.getfixturevalue(HF_OF[family])
     spec = hf.spec
-    text = (f"{spec.turn_start}user\nLook: {spec.image_token} please"
-            f"{spec.turn_end}\n{spec.turn_start}model\n")  # fmt: skip
+    text = (
+        f"{spec.turn_start}user\nLook: {spec.image_token} please"
+        f"{spec.turn_end}\n{spec.turn_start}model\n"
+    )
     media = {"images": [image(3)]}
     run = run_both(engine, hf, text, template=False, **media)
     same_everything(run, tokens=family not in TOKENS_DIFFER_IN)

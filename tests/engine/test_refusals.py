@@ -99,8 +99,14 @@ def no_audio_engine(tiny4, tmp_path_factory):
     gen = json.loads((folder / "generation_config.json").read_text())
     gen["suppress_tokens"] = [tiny4.spec.id_of(t) for t in tiny4.spec.placeholder_tokens.values()]
     (folder / "generation_config.json").write_text(json.dumps(gen))
-    bundle = ge.load(str(folder), engine="vllm", max_model_len=2048, max_soft_tokens=70,
-                     limit_mm_per_prompt={"image": 1, "video": 0}, max_num_batched_tokens=512)  # fmt: skip
+    bundle = ge.load(
+        str(folder),
+        engine="vllm",
+        max_model_len=2048,
+        max_soft_tokens=70,
+        limit_mm_per_prompt={"image": 1, "video": 0},
+        max_num_batched_tokens=512,
+    )
     yield bundle
     bundle.engine.llm.llm_engine.engine_core.shutdown()
 
@@ -113,17 +119,21 @@ def test_audio_on_a_checkpoint_without_an_audio_tower(no_audio_engine, tiny4, to
         no_audio_engine.generate("Hear this.", audios=[(tone, 16_000)], max_new_tokens=2)
     request = vllm_request(ge.prepare_inputs("Hear this.", audios=[(tone, 16_000)], bundle=tiny4))
     with pytest.raises(ValueError) as theirs:
-        no_audio_engine.engine.llm.generate([request], SamplingParams(max_tokens=2),
-                                            use_tqdm=False)  # fmt: skip
+        no_audio_engine.engine.llm.generate([request], SamplingParams(max_tokens=2), use_tqdm=False)
     assert "does not have an audio tower" in str(theirs.value)
     assert "no audio tower" in str(ours.value)
 
 
 def test_an_item_over_the_encoder_cache(no_audio_engine):
     image = _image(12, size=(1000, 1000))
-    plan = ge.plan_serving(no_audio_engine.name, max_model_len=2048, max_soft_tokens=70,
-                           limit_mm_per_prompt={"image": 1, "video": 0}, max_num_batched_tokens=512,
-                           dtype="float32")  # fmt: skip
+    plan = ge.plan_serving(
+        no_audio_engine.name,
+        max_model_len=2048,
+        max_soft_tokens=70,
+        limit_mm_per_prompt={"image": 1, "video": 0},
+        max_num_batched_tokens=512,
+        dtype="float32",
+    )
     count = ge.plan_image(image, family="gemma4", max_soft_tokens=1120).num_soft_tokens
     assert plan.encoder_cache_size == 512 < count
     with pytest.raises(EngineError) as info:

@@ -17,8 +17,12 @@ def test_four_images_at_560_and_one_clip():
     # With these arguments vLLM's profiler allows the whole workload in one prompt.
     assert r.plan.max_items_per_prompt == {"image": 4, "audio": 1}
     assert r.plan.max_tokens_per_item == {"image": 560, "audio": 750}
-    assert set(r.reasons) == {"limit_mm_per_prompt", "mm_processor_kwargs", "max_model_len",
-                              "max_num_batched_tokens"}  # fmt: skip
+    assert set(r.reasons) == {
+        "limit_mm_per_prompt",
+        "mm_processor_kwargs",
+        "max_model_len",
+        "max_num_batched_tokens",
+    }
     assert "video at 0" in r.reasons["limit_mm_per_prompt"]
     # A released id: the same arguments, and a plan from its built-in config (no network).
     hub = engine_recipe("google/gemma-4-E4B-it", family="gemma4", workload=w)
@@ -36,8 +40,12 @@ def test_engine_args_takes_the_recipe_and_explicit_arguments_win():
         "audio": 0,
         "video": {"count": 1, "num_frames": 8},
     }
-    plan = plan_serving("tiny-gemma4", max_model_len=args["max_model_len"],
-                        limit_mm_per_prompt=args["limit_mm_per_prompt"], max_soft_tokens=280)  # fmt: skip
+    plan = plan_serving(
+        "tiny-gemma4",
+        max_model_len=args["max_model_len"],
+        limit_mm_per_prompt=args["limit_mm_per_prompt"],
+        max_soft_tokens=280,
+    )
     assert plan.max_tokens_per_item["video"] == 8 * 78
     assert 2 * 282 + 8 * 78 <= args["max_model_len"]
     assert (
@@ -57,5 +65,9 @@ def test_a_big_item_raises_max_num_batched_tokens_and_bad_workloads_say_why():
     with pytest.raises(ValueError, match="no video"):
         engine_recipe("tiny-gemma3n", workload=Workload(videos=1))
     with pytest.raises(ValueError, match="no audio tower"):
-        engine_recipe("google/gemma-4-31B-it", family="gemma4", has_audio=False,
-                      workload=Workload(audio_clips=1))  # fmt: skip
+        engine_recipe(
+            "google/gemma-4-31B-it",
+            family="gemma4",
+            has_audio=False,
+            workload=Workload(audio_clips=1),
+        )

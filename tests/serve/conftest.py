@@ -104,13 +104,22 @@ def launch_server(argv: list[str], *, family: str, log: Path, env: dict[str, str
     assert argv[:2] == ["vllm", "serve"], argv
     port = _free_port()
     command = [*_vllm_executable(), *argv[1:], "--host", "127.0.0.1", "--port", str(port)]
-    full_env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}  # fmt: skip
+    full_env = {
+        **os.environ,
+        **env,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
     with open(log, "w") as out:
         process = subprocess.Popen(
-            command, cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+            command,
+            cwd=REPO,
+            env=full_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the engine's children go with it
-        )  # fmt: skip
+        )
     return Server(argv[2], family, argv, port, log, process, time.monotonic(), env)
 
 

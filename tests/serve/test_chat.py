@@ -87,9 +87,10 @@ def test_chat_request_body_is_what_the_server_takes(gemma4_server, tiny4, photo)
     messages = _turn({"type": "image", "image": photo})
     body = chat_request(messages, model=gemma4_server.name, max_tokens=2, max_soft_tokens=140)
     request = urllib.request.Request(
-        gemma4_server.base_url + "/chat/completions", data=json.dumps(body).encode(),
+        gemma4_server.base_url + "/chat/completions",
+        data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(request, timeout=300) as answer:
         out = json.load(answer)
     assert out["choices"][0]["message"]["content"]

@@ -35,16 +35,22 @@ def _prompt_count(prompt: str, bundle, tone) -> int:
 
 @pytest.mark.parametrize(
     "task, language, to_language",
-    [("transcribe", None, None), ("transcribe", "fr", None), ("translate", "de", "en"),
-     ("translate", None, "ja")],
-)  # fmt: skip
-def test_the_server_builds_our_prompt(gemma3n_server, stt, tiny3n, tone, task, language,
-                                      to_language):  # fmt: skip
+    [
+        ("transcribe", None, None),
+        ("transcribe", "fr", None),
+        ("translate", "de", "en"),
+        ("translate", None, "ja"),
+    ],
+)
+def test_the_server_builds_our_prompt(
+    gemma3n_server, stt, tiny3n, tone, task, language, to_language
+):
     """The server's prompt-token counter grows by our layout's count of
     transcription_prompt(...): the languages reached the prompt it built."""
     before = gemma3n_server.prompt_tokens_total()
-    out = stt.transcribe((tone, 16_000), task=task, language=language,
-                         to_language=to_language, max_new_tokens=2)  # fmt: skip
+    out = stt.transcribe(
+        (tone, 16_000), task=task, language=language, to_language=to_language, max_new_tokens=2
+    )
     grew = gemma3n_server.prompt_tokens_total() - before
     assert out.text and out.engine == "openai" and out.task == task
     prompt = transcription_prompt(task=task, language=language, to_language=to_language)
@@ -72,9 +78,21 @@ def test_cli_transcribe_on_the_openai_engine(gemma3n_server, tmp_path):
     clip = tmp_path / "tone.wav"
     t = np.arange(16_000 * 2) / 16_000
     sf.write(clip, (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), 16_000)
-    args = ["transcribe", str(clip), "--language", "fr", "--engine", "openai",
-            "--base-url", gemma3n_server.base_url, "--model", gemma3n_server.name,
-            "--max-new-tokens", "4", "--show-prompt"]  # fmt: skip
+    args = [
+        "transcribe",
+        str(clip),
+        "--language",
+        "fr",
+        "--engine",
+        "openai",
+        "--base-url",
+        gemma3n_server.base_url,
+        "--model",
+        gemma3n_server.name,
+        "--max-new-tokens",
+        "4",
+        "--show-prompt",
+    ]
     result = CliRunner().invoke(cli.app, args, prog_name="gemma-explore")
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()

@@ -27,23 +27,36 @@ BUDGET = 140
 
 def _post(server, body: dict) -> bytes:
     request = urllib.request.Request(
-        server.base_url + "/chat/completions", data=json.dumps(body).encode(),
+        server.base_url + "/chat/completions",
+        data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(request, timeout=300) as answer:
         return answer.read()
 
 
 def _messages(photo) -> list[dict]:
-    return [{"role": "user", "content": [{"type": "image", "image": photo},
-                                         {"type": "text", "text": "What is this?"}]}]  # fmt: skip
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": photo},
+                {"type": "text", "text": "What is this?"},
+            ],
+        }
+    ]
 
 
 def test_the_server_counts_and_returns_every_token(gemma4_server, tiny4, photo):
     messages = _messages(photo)
     body = chat_request(messages, model=gemma4_server.name, max_tokens=3, max_soft_tokens=BUDGET)
-    body |= {"return_token_ids": True, "logprobs": True, "top_logprobs": 0,
-             "return_tokens_as_token_ids": True, "prompt_logprobs": 0}  # fmt: skip
+    body |= {
+        "return_token_ids": True,
+        "logprobs": True,
+        "top_logprobs": 0,
+        "return_tokens_as_token_ids": True,
+        "prompt_logprobs": 0,
+    }
     out = json.loads(_post(gemma4_server, body))
     ours = layout_prompt(messages, bundle=tiny4, max_soft_tokens=BUDGET)
     prompt = out["prompt_token_ids"]
@@ -61,11 +74,15 @@ def test_the_server_counts_and_returns_every_token(gemma4_server, tiny4, photo):
 
 def test_a_stream_reports_usage_at_the_end(gemma4_server, tiny4, photo):
     messages = _messages(photo)
-    body = chat_request(messages, model=gemma4_server.name, max_tokens=3, stream=True,
-                        max_soft_tokens=BUDGET)  # fmt: skip
+    body = chat_request(
+        messages, model=gemma4_server.name, max_tokens=3, stream=True, max_soft_tokens=BUDGET
+    )
     body |= {"stream_options": {"include_usage": True}, "return_token_ids": True}
-    chunks = [json.loads(line[6:]) for line in _post(gemma4_server, body).decode().splitlines()
-              if line.startswith("data: {")]  # fmt: skip
+    chunks = [
+        json.loads(line[6:])
+        for line in _post(gemma4_server, body).decode().splitlines()
+        if line.startswith("data: {")
+    ]
     usage = [c["usage"] for c in chunks if c.get("usage")]
     ours = layout_prompt(messages, bundle=tiny4, max_soft_tokens=BUDGET)
     assert usage[-1]["prompt_tokens"] == len(ours.input_ids)

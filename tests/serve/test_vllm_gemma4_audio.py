@@ -32,8 +32,15 @@ CPU_KERNEL_ERRORS = ("Expected a.stride(-1) == 1", "mat1must be contiguous at la
 
 def test_gemma4_audio_chat(gemma4_server, tiny4, tone):
     bundle = ge.load(gemma4_server.name, engine="openai", base_url=gemma4_server.base_url)
-    messages = [{"role": "user", "content": [{"type": "audio", "audio": (tone, 16_000)},
-                                              {"type": "text", "text": "What is this?"}]}]  # fmt: skip
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "audio", "audio": (tone, 16_000)},
+                {"type": "text", "text": "What is this?"},
+            ],
+        }
+    ]
     if not on_cpu():
         gen = bundle.generate(messages, max_new_tokens=4)
         assert gen.text and gen.prompt_tokens == len(

@@ -18,8 +18,18 @@ from matplotlib.figure import Figure
 import gemma_explore as ge
 from gemma_explore.viz.style import STYLES, current_style
 
-VIZ = ("attention", "audio", "bill", "embedder", "flops", "layout", "patches", "pooling",
-       "serving", "video")  # fmt: skip
+VIZ = (
+    "attention",
+    "audio",
+    "bill",
+    "embedder",
+    "flops",
+    "layout",
+    "patches",
+    "pooling",
+    "serving",
+    "video",
+)
 SHOW = {
     name: getattr(importlib.import_module(f"gemma_explore.viz.{m}"), name)
     for m in VIZ
@@ -135,8 +145,12 @@ def test_serving_sets_a_released_checkpoint_beside_the_tiny_one():
 
 
 def test_attention_has_a_legend_that_names_the_window_edge(tiny4, photo):
-    msgs = [{"role": "user", "content": [{"type": "image", "image": photo},
-                                         {"type": "text", "text": "Hi"}]}]  # fmt: skip
+    msgs = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "image": photo}, {"type": "text", "text": "Hi"}],
+        }
+    ]
     layout = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70)
     masks = ge.attention_mask(layout, use_bidirectional_attention="vision", bundle=tiny4)
     fig = ge.show_attention(masks)

@@ -24,8 +24,18 @@ from tests.size_rule import unlabelled_pairs
 
 MIN_PT = {"screen": 9, "projector": 14}
 MAX_WIDTH_IN = 12  # notebooks show figures at 90 dpi: wider ones get scaled down, text too
-VIZ_MODULES = ("attention", "audio", "bill", "embedder", "flops", "layout", "patches",
-               "pooling", "serving", "video")  # fmt: skip
+VIZ_MODULES = (
+    "attention",
+    "audio",
+    "bill",
+    "embedder",
+    "flops",
+    "layout",
+    "patches",
+    "pooling",
+    "serving",
+    "video",
+)
 
 
 def _tick_labels(axis: Axis) -> list[Text]:
@@ -33,8 +43,10 @@ def _tick_labels(axis: Axis) -> list[Text]:
     lo, hi = sorted(axis.get_view_interval())
     tol = 1e-9 * (hi - lo) + 1e-12
     out: list[Text] = []
-    for locs, ticks in ((axis.get_majorticklocs(), axis.get_major_ticks),
-                        (axis.get_minorticklocs(), axis.get_minor_ticks)):  # fmt: skip
+    for locs, ticks in (
+        (axis.get_majorticklocs(), axis.get_major_ticks),
+        (axis.get_minorticklocs(), axis.get_minor_ticks),
+    ):
         for tick, loc in zip(ticks(len(locs)), locs, strict=True):
             if lo - tol <= loc <= hi + tol:
                 out += [lab for lab in (tick.label1, tick.label2) if lab.get_visible()]

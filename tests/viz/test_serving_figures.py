@@ -15,8 +15,12 @@ from gemma_explore.viz.serving import show_serving
 
 
 def _gid(fig, gid):
-    return [a for ax in fig.axes for a in list(ax.patches) + list(ax.images) + list(ax.lines)
-            if a.get_gid() == gid]  # fmt: skip
+    return [
+        a
+        for ax in fig.axes
+        for a in list(ax.patches) + list(ax.images) + list(ax.lines)
+        if a.get_gid() == gid
+    ]
 
 
 def test_serving_figure_stacks_the_plans_bytes():
