@@ -138,7 +138,7 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
     return lines, failures
 
 
-# Per-request image budgets in one request, as tests/test_encoder_batching.py replays them
+# Per-request image budgets in one request, as tests/serving/test_encoder.py replays them
 # on CPU with vLLM 0.32's own functions (REPLAY_CASES there).
 ENCODER_GRAPH_CASES = [[280, 280], [140], [140, 140], [560]]
 
@@ -153,7 +153,7 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
     if not (device.startswith("cuda") and torch.cuda.is_available()):
         return [
             "encoder CUDA graphs: skipped (needs a CUDA GPU; the CPU test "
-            "tests/test_encoder_batching.py replays the same arithmetic)"
+            "tests/serving/test_encoder.py replays the same arithmetic)"
         ], 0
     import tempfile
 

@@ -19,7 +19,7 @@ from gemma_explore.facts.families import GEMMA4_UNIFIED
 from gemma_explore.plans.image import gemma4_resized_size
 from gemma_explore.plans.vllm import vllm_audio_tokens
 from tests.conftest import examples
-from tests.test_plans import BUDGETS, _run_gemma4, image_sizes
+from tests.plans.test_plans import BUDGETS, _run_gemma4, image_sizes
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 CELL = 48 * 48 * 3  # raw values in one merged block

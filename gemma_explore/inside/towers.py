@@ -1,7 +1,5 @@
-"""A look inside the real encoders: the vision pooler's valid mask and embedding norms.
-
-(Named ``inspection``, not ``inspect``, so it never hides the standard library's module;
-``gemma_explore.inspect`` still imports, with a warning, until 0.3.)
+"""A look inside the real towers: the vision pooler's valid mask and embedding norms, and
+every item's embeddings held against its placeholders.
 
 >>> import gemma_explore as ge
 >>> pooled = ge.vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP

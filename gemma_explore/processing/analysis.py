@@ -39,7 +39,8 @@ class Analysis:
     one turn that holds just this item, and the tower's run once it has happened."""
 
     modality: str  # "image", "audio" or "video": which plan, which placeholders, which tower
-    spec: FamilySpec  # the family's facts, held here: no consumer looks them up by name again
+    # The family's facts, held here: no consumer looks them up by name again.
+    spec: FamilySpec = field(repr=False)
     plan: ImagePlan | AudioPlan | VideoPlan  # our arithmetic for the item, made once
     # The loaded model whose processor ran, and whose tower (if any) encodes the item.
     model: LoadedModel = field(repr=False, compare=False)

@@ -1,6 +1,6 @@
 """Loading a checkpoint (issue 22, item 8): vLLM's own classes run on the tiny bundles'
 weight names. The engine check (every kept name is a loaded parameter) lives in
-tests/test_sentences.py, which shares one engine."""
+tests/plans/test_sentences.py, which shares one engine."""
 
 from __future__ import annotations
 

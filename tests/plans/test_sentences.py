@@ -28,7 +28,7 @@ from gemma_explore.plans.vllm import (
 )
 from gemma_explore.samples import sample_photo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
 

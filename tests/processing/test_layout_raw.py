@@ -21,7 +21,7 @@ def raw3n(bundle, text, n_images=1):
 
 
 def vllm_says(bundle, text, n_images=1):
-    from tests.inference.test_vllm_raw_prompts import vllm_raw
+    from tests.engines.test_vllm_raw_prompts import vllm_raw
 
     return vllm_raw(bundle, text, {"image": [IMG] * n_images})
 
@@ -150,7 +150,7 @@ def test_one_bos_through_vllms_own_tokenization(family, tiny3n, tiny4, photo):
 @needs_vllm
 def test_several_videos_and_per_request_budgets_equal_vllm(tiny4):
     from gemma_explore.engines.vllm_processor import vllm_mm_data
-    from tests.inference.test_vllm_raw_prompts import vllm_raw
+    from tests.engines.test_vllm_raw_prompts import vllm_raw
 
     rng = np.random.RandomState(1)
     clips = [(rng.randint(0, 255, (n, 48, 64, 3), np.uint8), 4.0) for n in (6, 40)]
@@ -197,7 +197,7 @@ def test_a_checkpoint_without_audio_tower(tmp_path, tiny4):
     with pytest.raises(ValueError, match="no audio tower"):
         engine_args(str(folder), family="gemma4", has_audio=False, limit_mm_per_prompt={"audio": 1})
     if vllm_available():
-        from tests.inference.test_vllm_raw_prompts import vllm_raw
+        from tests.engines.test_vllm_raw_prompts import vllm_raw
 
         said = vllm_raw(bundle, "<bos><|audio|>", {"audio": [np.zeros(1600, np.float32)]})
         assert isinstance(said, ValueError) and "does not have an audio tower" in str(said)

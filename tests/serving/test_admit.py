@@ -15,7 +15,7 @@ from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.serving.kv import Request, admit, start_settings
 from gemma_explore.serving.plan import plan_serving
 
-from .test_kv_capacity import config_only_folder, released_text_config, text_plan
+from .test_kv import config_only_folder, released_text_config, text_plan
 
 pytestmark = [
     pytest.mark.vllm,

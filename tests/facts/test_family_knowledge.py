@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gemma_explore.facts.families import FAMILIES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "gemma_explore"
 FACTS = PACKAGE / "facts" / "families.py"  # the one module that may name families
 
