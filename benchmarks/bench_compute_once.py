@@ -28,12 +28,12 @@ def main() -> None:
     from test_compute_once import count_calls
 
     import gemma_explore as ge
-    from gemma_explore.app import handlers as h
+    from gemma_explore.app import bundles, tabs
     from gemma_explore.samples import SAMPLES_DIR
 
     photo, speech = str(SAMPLES_DIR / "photo.jpg"), str(SAMPLES_DIR / "speech.wav")
     for model in ("tiny-gemma4", "tiny-gemma3n"):
-        bundle = h.get_bundle(model)
+        bundle = bundles.get_bundle(model)
         family = bundle.family
         budget = 280 if bundle.spec.image.budgets else None
 
@@ -53,10 +53,10 @@ def main() -> None:
             ge.check_audio_parity(wave, bundle=bundle, use_vllm=False, run_encoder=False)
 
         def new_image(model=model):
-            h.image_tab(model, photo, 280)
+            tabs.image_tab(model, photo, 280)
 
         def new_audio(model=model):
-            h.audio_tab(model, speech)
+            tabs.audio_tab(model, speech)
 
         for tab, old, new in (("image", old_image, new_image), ("audio", old_audio, new_audio)):
             old(), new()  # warm

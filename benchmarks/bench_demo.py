@@ -27,7 +27,7 @@ def main() -> None:
     from gradio_client import Client, handle_file
 
     import demo_app
-    from gemma_explore.app import handlers as h
+    from gemma_explore.app import bundles, tabs
 
     rng = np.random.RandomState(0)
     yy, xx = np.mgrid[0:1080, 0:1920]
@@ -43,11 +43,11 @@ def main() -> None:
     )
     path = Path(tempfile.mkdtemp()) / "photo_1080p.png"
     photo.save(path)
-    bundle = h.get_bundle("tiny-gemma4")
+    bundle = bundles.get_bundle("tiny-gemma4")
     p = bundle.processor
     base = median_seconds(lambda: p(text=[p.image_token], images=[[photo]]))
-    h.image_tab("tiny-gemma4", str(path))  # warm-up
-    direct = median_seconds(lambda: h.image_tab("tiny-gemma4", str(path)))
+    tabs.image_tab("tiny-gemma4", str(path))  # warm-up
+    direct = median_seconds(lambda: tabs.image_tab("tiny-gemma4", str(path)))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

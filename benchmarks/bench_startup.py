@@ -57,10 +57,10 @@ print(json.dumps({"s": time.perf_counter() - t0}))
 """
 DEMO_AUDIO = """
 import io, json, time
-from gemma_explore.app import handlers as h, ui
+from gemma_explore.app import tabs, ui
 from gemma_explore.samples import SAMPLES_DIR
 ui.preload("tiny-gemma3n").join()  # what the demo does in the background at start
-r = h.audio_tab("tiny-gemma3n", str(SAMPLES_DIR / "speech.wav"))
+r = tabs.audio_tab("tiny-gemma3n", str(SAMPLES_DIR / "speech.wav"))
 lap = [p for p in r.timings.split(" · ") if p.startswith("mel figure")][0]
 t0 = time.perf_counter()
 r.mel_figure.savefig(io.BytesIO(), format="webp")  # what gr.Plot sends the browser

@@ -57,6 +57,6 @@ __all__ = [
     "video_tab",
 ]
 
-# Kept for old imports: the default family's default budget. The handlers' own default
+# The default family's default budget, for tests that name it. The handlers' own default
 # is None, which means the loaded family's default.
 DEFAULT_BUDGET = DEFAULT_FAMILY.image.default_budget
