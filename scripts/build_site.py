@@ -31,6 +31,7 @@ import html
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -300,7 +301,12 @@ def build_slides(executed: dict[str, object], out: Path) -> int:
 
 
 def build_gallery(out: Path) -> list[str]:
-    import gallery  # scripts/gallery.py, beside this file
+    import importlib.util
+
+    # scripts/gallery.py, beside this file (scripts/ is a folder of tools, not a package).
+    spec = importlib.util.spec_from_file_location("gallery", Path(__file__).with_name("gallery.py"))
+    gallery = sys.modules.setdefault("gallery", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(gallery)
 
     folder = out / "gallery"
     paths = gallery.main([str(folder)])

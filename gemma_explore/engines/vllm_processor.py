@@ -2,9 +2,9 @@
 
 vLLM's placeholder logic (the model file's processor and prompt updates) runs without
 starting an engine, so it is cheap to call per request (the engine itself runs on a CUDA
-GPU or, with vLLM's CPU build, on the CPU: ``engines/vllm.py``). :data:`VLLM_PROCESSORS` makes each bundle's processor
-once, from the bundle's folder or from a temporary copy that is deleted again when the
-cache is cleared or the process exits.
+GPU or, with vLLM's CPU build, on the CPU: ``engines/vllm.py``). :data:`VLLM_PROCESSORS`
+makes each bundle's processor once, from the bundle's folder or from a temporary copy
+that is deleted again when the cache is cleared or the process exits.
 
 >>> out = vllm_process(ge.load("tiny-gemma4"), text, {"image": [photo]})   # doctest: +SKIP
 >>> out["placeholders"]["image"][0]   # (offset, length, embeddings)  # doctest: +SKIP
@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +27,15 @@ if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
 
 __all__ = ["VLLM_PROCESSORS", "VllmProcessors", "vllm_available", "vllm_mm_data", "vllm_process"]
+
+# vLLM's CPU build scans every loaded module for Triton kernels to swap for C++ ones
+# (vllm/triton_utils/dispatcher.py, run when vllm._custom_ops loads). Reading
+# torch.distributed.reduce_op on the way raises torch's FutureWarning about its own API:
+# a notice for vLLM's developers that would land in a learner's notebook. Only that one
+# message is silenced; every other warning still shows.
+warnings.filterwarnings(
+    "ignore", message=r"`torch\.distributed\.reduce_op` is deprecated", category=FutureWarning
+)
 
 
 def vllm_available() -> bool:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gemma_explore.facts.families import FamilySpec
 from gemma_explore.processing.layout import PromptLayout
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ MM_TOKEN_TYPES = {"image_soft": 1, "video_soft": 2, "audio_soft": 3}
 class AttentionMasks:
     """The boolean masks (True = may attend) one prompt meets on each layer type."""
 
-    family: str
+    spec: FamilySpec = field(repr=False)  # the family whose masks these are
     use_bidirectional_attention: str | None  # what the masks were built with
     from_checkpoint: bool  # True when that is the checkpoint's own setting
     sliding_window: int  # W: a sliding layer sees keys k > q − W
@@ -62,6 +63,11 @@ class AttentionMasks:
     full: np.ndarray = field(repr=False)  # (T, T) bool, query × key
     sliding: np.ndarray = field(repr=False)  # (T, T) bool
     steps: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def family(self) -> str:
+        """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
+        return self.spec.name
 
     @property
     def num_tokens(self) -> int:
@@ -122,7 +128,7 @@ def attention_mask(
     else:
         masks, rule = _causal_masks(kwargs)
     out = AttentionMasks(
-        family=bundle.family,
+        spec=bundle.spec,
         use_bidirectional_attention=flag,
         from_checkpoint=flag == ckpt,
         sliding_window=int(text.sliding_window),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gemma_explore.facts.families import FamilySpec
 from gemma_explore.inside.embedders import EmbedderTrace, embedder_of, trace_embedder
 from gemma_explore.plans.image import ImagePlan
 from gemma_explore.plans.vllm import VLLM_MERGE_ERROR
@@ -183,13 +184,18 @@ def encode_audio(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
 class PooledTokens:
     """What the vision tower's pooler produced for one image."""
 
-    family: str
+    spec: FamilySpec = field(repr=False)  # the family whose pooler ran
     plan: ImagePlan = field(repr=False)  # the plan of the same image and budget
     slots: int  # pooled slots the pooler filled (Gemma 4: the budget; 3n: 256)
     valid: np.ndarray = field(repr=False)  # (slots,) bool: True = real soft token
     norms: np.ndarray = field(repr=False)  # (slots,) L2 norm of each slot's embedding
     grid: tuple[int, int]  # (rows, cols) the valid tokens form on the image
     is_random_weights: bool = False  # the norms are noise when True: read the mask only
+
+    @property
+    def family(self) -> str:
+        """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
+        return self.spec.name
 
     @property
     def num_valid(self) -> int:
@@ -240,7 +246,7 @@ def vision_pooling(
     norms = encoded.slot_norms[0]  # (slots,)
     valid = encoded.valid[0] if encoded.valid[0] is not None else np.ones(len(norms), bool)
     return PooledTokens(
-        family=analysis.spec.name,
+        spec=analysis.spec,
         plan=plan,
         slots=int(valid.shape[0]),
         valid=valid,

@@ -94,7 +94,7 @@ class ParityReport:
     """Where the four views agree, and the first step where they part."""
 
     kind: str  # "image", "audio" or "video"
-    family: str
+    spec: FamilySpec = field(repr=False)  # the family whose four views these are
     description: str  # e.g. "3×900 image at budget 280"
     rows: tuple[ParityRow, ...]
     encoder_follows: str  # which side the model's encoder output matches, and why
@@ -104,6 +104,11 @@ class ParityReport:
     # Encoder/embedder output rows vLLM's runner slices away because its prompt has no
     # placeholder for them (Unified audio); empty when every row lands.
     vllm_dropped_rows: tuple[int, ...] = ()
+
+    @property
+    def family(self) -> str:
+        """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
+        return self.spec.name
 
     @property
     def agree(self) -> bool:
@@ -207,7 +212,7 @@ def check_image_parity(
     budget = f" at budget {plan.max_soft_tokens}" if plan.max_soft_tokens else ""
     return ParityReport(
         "image",
-        spec.name,
+        spec,
         f"{size_label(plan.original_size)} image{budget}",
         tuple(rows),
         follows,
@@ -401,7 +406,7 @@ def check_audio_parity(
     follows, slot_notes = _audio_encoder_follows(spec, plan, hf_ids, encoder_count)
     return ParityReport(
         "audio",
-        spec.name,
+        spec,
         f"{plan.duration_s:.3f} s clip ({n} samples)",
         tuple(rows),
         follows,
@@ -569,7 +574,7 @@ def check_video_parity(
         f"{spec.image.video_budget}; the encoder follows transformers' pixel_values_videos"
     )
     desc = f"{v.num_frames} frames at {v.fps:g} fps ({size_label((h, w))})"
-    return ParityReport("video", spec.name, desc, tuple(rows), follows, None, v_proc is not None)
+    return ParityReport("video", spec, desc, tuple(rows), follows, None, v_proc is not None)
 
 
 _CHECKS = {"image": check_image_parity, "audio": check_audio_parity, "video": check_video_parity}

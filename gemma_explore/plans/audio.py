@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
+from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec
 from gemma_explore.media.loaders import (
     load_audio,
 )
@@ -33,7 +33,8 @@ def conv_out(frames: int) -> int:
 class AudioPlan:
     """How one clip becomes mel frames and audio tokens (all counts at 16 kHz)."""
 
-    family: str
+    # The family whose rules made the plan: its facts, held, so no reader looks them up again.
+    spec: FamilySpec = field(repr=False)
     sampling_rate: int  # the rate the user's audio had
     resampled: bool  # librosa resampled it to 16 kHz
     downmixed_channels: int | None  # stereo etc. averaged to mono (channel count)
@@ -60,19 +61,24 @@ class AudioPlan:
     waveform: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
+    def family(self) -> str:
+        """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
+        return self.spec.name
+
+    @property
     def frame_kind(self) -> str:
         """ "mel" (log-mel frames for a tower) or "raw" (encoder-free: slices of
         ``samples_per_token`` samples of the waveform itself, one token each;
         num_feature_frames then counts those)."""
-        return "mel" if get_family(self.family).audio.has_mel else "raw"
+        return "mel" if self.spec.audio.has_mel else "raw"
 
     @property
     def _frame_label(self) -> str:
-        a = get_family(self.family).audio
+        a = self.spec.audio
         return f"raw {a.samples_per_token}-sample" if self.frame_kind == "raw" else "mel"
 
     def _rows(self) -> list[tuple[str, Any]]:
-        khz = f"{get_family(self.family).audio.sampling_rate / 1000:g} kHz"
+        khz = f"{self.spec.audio.sampling_rate / 1000:g} kHz"
         return [
             ("duration", f"{self.duration_s:.3f} s ({self.num_samples} samples @{khz})"),
             ("used", f"{self.samples_used} samples{' (truncated)' if self.truncated else ''}"),
@@ -338,7 +344,7 @@ def plan_audio(
         counts, steps = _tokens_of_strided_frames(spec, padded.value, used.value)
     prompt = prompt_rule(spec, counts["num_soft_tokens"], "audio")
     return AudioPlan(
-        family=spec.name,
+        spec=spec,
         sampling_rate=int(notes.get("resampled_from") or a.sampling_rate),
         resampled=bool(notes.get("resampled_from")),
         downmixed_channels=notes.get("downmixed"),

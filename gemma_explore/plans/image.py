@@ -34,7 +34,8 @@ __all__ = ["ImagePlan", "gemma4_resized_size", "plan_image"]
 class ImagePlan:
     """How one image becomes soft tokens. Sizes are (height, width) in pixels."""
 
-    family: str  # "gemma3n", "gemma4" or "gemma4_unified"
+    # The family whose rules made the plan: its facts, held, so no reader looks them up again.
+    spec: FamilySpec = field(repr=False)
     original_size: tuple[int, int]  # what the user gave
     resized_size: tuple[int, int]  # what the vision tower sees (3n: always 768×768)
     patch_size: int  # px per patch side (3n: px per output cell of MobileNet-V5)
@@ -53,6 +54,11 @@ class ImagePlan:
     # The pixels the plan was made from (a PIL image or array), kept so a figure can draw
     # them without loading the image again; None when planned from a size or a file header.
     image: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def family(self) -> str:
+        """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
+        return self.spec.name
 
     def _rows(self) -> list[tuple[str, Any]]:
         return [
@@ -146,7 +152,7 @@ def _plan_fixed_image(spec: FamilySpec, h: int, w: int, pixels: Any) -> ImagePla
     n = grid.value[0] * grid.value[1]
     prompt = prompt_rule(spec, n)
     return ImagePlan(
-        family=spec.name,
+        spec=spec,
         original_size=(h, w),
         resized_size=size.value,
         patch_size=spec.image.patch_size,
@@ -261,7 +267,7 @@ def _plan_budget_image(
     n = pooled.value[0] * pooled.value[1]
     prompt = prompt_rule(spec, n)
     return ImagePlan(
-        family=spec.name,
+        spec=spec,
         original_size=(h, w),
         resized_size=size.value,
         patch_size=spec.image.patch_size,

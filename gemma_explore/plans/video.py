@@ -40,7 +40,8 @@ def format_timestamp(seconds: float) -> str:
 class VideoPlan:
     """How a video becomes timestamped frames of soft tokens (Gemma 4 only)."""
 
-    family: str
+    # The family whose rules made the plan: its facts, held, so no reader looks them up again.
+    spec: FamilySpec = field(repr=False)
     num_frames: int  # frames in the video
     fps: float  # frames per second of the video
     duration_s: float
@@ -56,6 +57,11 @@ class VideoPlan:
     # The sampled frames only, (len(frame_indices), H, W, 3) uint8, kept for figures;
     # None when planned from a frame count.
     frames: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def family(self) -> str:
+        """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
+        return self.spec.name
 
     def _rows(self) -> list[tuple[str, Any]]:
         return [
@@ -132,7 +138,7 @@ def plan_video(
         f"{len(idx) * spec.markers_per_item}.",
     )
     return VideoPlan(
-        family=spec.name,
+        spec=spec,
         num_frames=count,
         fps=float(fps),
         duration_s=count / fps,

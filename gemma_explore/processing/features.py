@@ -29,11 +29,16 @@ __all__ = ["AudioFeatures", "audio_features", "repad_clips"]
 class AudioFeatures:
     """One clip as the audio tower receives it, with the plan of the same clip."""
 
-    family: str
+    spec: FamilySpec = field(repr=False)  # the family whose extractor made the frames
     plan: AudioPlan = field(repr=False)  # counts, and the 16 kHz waveform in plan.waveform
     # (frames, mel_bins) log-mel, as input_features; Unified: (frames, 640) raw samples
     mel: np.ndarray = field(repr=False)
     mask: np.ndarray = field(repr=False)  # (frames,) bool: True = frame over real audio
+
+    @property
+    def family(self) -> str:
+        """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
+        return self.spec.name
 
     @property
     def num_frames(self) -> int:
@@ -74,7 +79,7 @@ def audio_features(
     if isinstance(audio, Analysis):
         spec, plan, prepared = audio.spec, audio.plan, audio.prepared
     elif isinstance(audio, AudioPlan):
-        spec, plan = get_family(audio.family), audio
+        spec, plan = audio.spec, audio
     else:
         if isinstance(audio, int | np.integer):
             raise ValueError("Features need the waveform, not a sample count; use plan_audio.")
@@ -90,7 +95,7 @@ def audio_features(
         out = _default_extractor(spec.name)([plan.waveform], return_tensors="np")
         mel = out["input_features"][0]  # (frames, mel_bins)
         mask = out["input_features_mask"][0].astype(bool)  # (frames,)
-    return AudioFeatures(family=spec.name, plan=plan, mel=mel, mask=mask)
+    return AudioFeatures(spec=spec, plan=plan, mel=mel, mask=mask)
 
 
 def repad_clips(

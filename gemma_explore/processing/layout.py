@@ -141,7 +141,7 @@ class NewlineMerge:
 class PromptLayout:
     """The expanded prompt of one chat turn."""
 
-    family: str
+    spec: FamilySpec = field(repr=False)  # the family whose processor expanded it
     text: str  # chat template output, before expansion
     input_ids: tuple[int, ...]
     tokens: tuple[str, ...]  # token strings
@@ -157,6 +157,11 @@ class PromptLayout:
     # The ids vLLM's processor makes, where they differ from input_ids without vLLM
     # raising (Unified audio: vLLM counts fewer placeholders); None when they agree.
     vllm_input_ids: tuple[int, ...] | None = None
+
+    @property
+    def family(self) -> str:
+        """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
+        return self.spec.name
 
     def counts(self) -> dict[str, int]:
         """Tokens per segment kind."""
@@ -440,7 +445,7 @@ def layout_prompt(
         audio_divergences, vllm_ids, ranges = _vllm_audio_counts(spec, ids, placeholders)
         divergences = divergences + audio_divergences
     return PromptLayout(
-        family=spec.name,
+        spec=spec,
         text=prepared.text,
         input_ids=tuple(ids),
         tokens=tuple(tokens),

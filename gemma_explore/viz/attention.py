@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemma_explore.colors import OKABE_ITO, kind_color
-from gemma_explore.facts.families import get_family
 from gemma_explore.inside.attention import AttentionMasks
 from gemma_explore.viz.palette import panels
 from gemma_explore.viz.style import current_style
@@ -148,7 +147,7 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None) -> Figure:
     _legend(fig.add_subplot(grid[3, :]), masks)
     src = "checkpoint" if masks.from_checkpoint else "set here"
     fig.suptitle(
-        f"{get_family(masks.family).display_name}: use_bidirectional_attention="
+        f"{masks.spec.display_name}: use_bidirectional_attention="
         f"{masks.use_bidirectional_attention!r} ({src}), {masks.num_tokens} tokens",
         fontsize=st.title,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gemma_explore.facts.families import AudioSpec, FamilySpec, get_family
+from gemma_explore.facts.families import AudioSpec, FamilySpec
 from gemma_explore.processing.features import AudioFeatures, audio_features
 from gemma_explore.viz.palette import PADDING, padding_cells, real_cells, rect, waveshow
 from gemma_explore.viz.style import current_style
@@ -191,7 +191,7 @@ def show_mel(
         if family is None:
             raise ValueError("Pass AudioFeatures, or a clip with family='gemma4' / 'gemma3n'.")
         features = audio_features(features, family=family, sampling_rate=sampling_rate)
-    spec = get_family(features.family)
+    spec = features.spec
     if not spec.audio.has_mel:  # no mel: the raw-frame view (viz/embedder.py)
         from gemma_explore.viz.embedder import show_audio_frames
 

@@ -57,7 +57,7 @@ def _draw_block_grid(ax, plan: ImagePlan, block: tuple[int, int]) -> None:
     """The resized image with one cell per soft token, and the enlarged block framed."""
     st = current_style()
     th, tw = plan.resized_size
-    cell = get_family(plan.family).image.cell_px
+    cell = plan.spec.image.cell_px
     image = pixels(plan, plan.resized_size)
     if image is not None:
         ax.imshow(np.asarray(image), extent=(0, tw, th, 0), interpolation="nearest")
@@ -86,7 +86,7 @@ def _draw_block_grid(ax, plan: ImagePlan, block: tuple[int, int]) -> None:
 def _draw_block_zoom(ax, plan: ImagePlan, block: tuple[int, int], index: int) -> None:
     """One block enlarged with its patches: these values are the token's whole input."""
     st = current_style()
-    spec = get_family(plan.family)
+    spec = plan.spec
     cell, p = spec.image.cell_px, spec.image.patch_size
     image = pixels(plan, plan.resized_size)
     if image is not None:
@@ -107,7 +107,7 @@ def _draw_block_zoom(ax, plan: ImagePlan, block: tuple[int, int], index: int) ->
 def _draw_block_rows(ax, plan: ImagePlan) -> None:
     """pixel_values: one row per token up to the budget, real blocks then padding."""
     st = current_style()
-    cell = get_family(plan.family).image.cell_px
+    cell = plan.spec.image.cell_px
     budget, n = plan.max_soft_tokens, plan.num_soft_tokens
     per_row = max(1, min(budget, 70))
     rows = slot_strip(ax, n, budget, per_row, gids=("real_rows", "padding_rows"), pad_linewidth=0.5)
@@ -143,7 +143,7 @@ def show_embedder_grid(
     if not isinstance(plan, ImagePlan):
         spec = _encoder_free(family)
         plan = plan_image(load_image(plan), family=spec, max_soft_tokens=max_soft_tokens)
-    spec = get_family(plan.family)
+    spec = plan.spec
     if not spec.encoder_free:
         raise ValueError(
             f"{spec.display_name} has a vision tower; use show_patch_grid(plan) for it."
@@ -251,7 +251,7 @@ def show_audio_frames(
     """
     if not isinstance(plan, AudioPlan):
         plan = plan_audio(plan, family=_encoder_free(family))
-    spec = get_family(plan.family)
+    spec = plan.spec
     a, st = spec.audio, current_style()
     if a.samples_per_token is None:
         raise ValueError(f"{spec.display_name} uses a mel spectrogram; use show_mel for it.")

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gemma_explore.colors import PADDING, kind_color
-from gemma_explore.facts.families import get_family
 from gemma_explore.processing.layout import PromptLayout
 from gemma_explore.viz.style import current_style
 
@@ -167,7 +166,7 @@ def _draw_box(ax, box: _Box, layout: PromptLayout, merges: set[int]) -> None:
 
 
 def _title(layout: PromptLayout, folded: bool) -> str:
-    family = get_family(layout.family).display_name
+    family = layout.spec.display_name
     status = "all placeholders match their plans ✓" if layout.agrees else "placeholder mismatch ✗"
     kind = "" if layout.template else f" ({layout.source})"
     return current_style().fill(

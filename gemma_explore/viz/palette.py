@@ -138,7 +138,6 @@ def panels(
 def pixels(plan: Any, size: tuple[int, int] | None = None):
     """The plan's image as RGB PIL (None when it was planned from a size), resized to
     ``size`` = (height, width) as the family's processor resamples, when given."""
-    from gemma_explore.facts.families import get_family
     from gemma_explore.media.loaders import load_image
 
     if plan.image is None:
@@ -147,7 +146,7 @@ def pixels(plan: Any, size: tuple[int, int] | None = None):
     if size is None:
         return pil
     h, w = size
-    return pil.resize((max(1, w), max(1, h)), resample=get_family(plan.family).image.resample)
+    return pil.resize((max(1, w), max(1, h)), resample=plan.spec.image.resample)
 
 
 def waveshow(ax, wave: Any, rate: int, *, columns: int = 2000, offset_s: float = 0.0) -> None:

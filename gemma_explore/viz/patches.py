@@ -377,7 +377,7 @@ def show_patch_grid(
         if max_soft_tokens == "all":
             return show_budgets(plan, family=family, ax=ax)
         plan = plan_image(load_image(plan), family=family, max_soft_tokens=max_soft_tokens)
-    spec = get_family(plan.family)
+    spec = plan.spec
     if spec.encoder_free:  # no tower: raw blocks (viz/embedder.py)
         from gemma_explore.viz.embedder import show_embedder_grid
 

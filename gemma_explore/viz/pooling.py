@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemma_explore.facts.families import get_family
 from gemma_explore.inside.towers import PooledTokens
 from gemma_explore.sizes import size_label
 from gemma_explore.viz.palette import (
@@ -105,7 +104,7 @@ def show_pooled_mask(pooled: PooledTokens, *, ax: Any = None) -> Figure:
     _draw_slots(fig.add_subplot(grid[0, 0]), pooled)
     if norms:
         _draw_norms(fig.add_subplot(grid[0, 1]), pooled)
-    family = get_family(pooled.family).display_name
+    family = pooled.spec.display_name
     weights = " (random weights: shape only)" if pooled.is_random_weights else ""
     fig.suptitle(
         current_style().fill(

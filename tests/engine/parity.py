@@ -106,7 +106,7 @@ def _hf(model: Any, prepared: Any, spec: Any) -> tuple[list[int], torch.Tensor]:
 def run_both(engine, hf_bundle, text, **media) -> Run:
     from vllm import SamplingParams
 
-    prepared = ge.prepare_inputs(hf_bundle, text, **media)
+    prepared = ge.prepare_inputs(text, **media, bundle=hf_bundle)
     request = vllm_request(ge.prepare_inputs(text, **media, bundle=engine.bundle))
     fresh(engine.llm)
     calls = capture_mm_embeddings(engine.llm)

@@ -31,7 +31,7 @@ def test_too_many_images_for_limit_mm_per_prompt(engine4):
 
 def test_prompt_over_max_model_len(engine4):
     text = "word " * MAX_MODEL_LEN
-    prepared = ge.prepare_inputs(engine4.bundle, text)
+    prepared = ge.prepare_inputs(text, bundle=engine4.bundle)
     assert len(prepared.input_ids) > MAX_MODEL_LEN
     with pytest.raises(EngineError) as info:
         engine4.bundle.engine.generate(prepared, max_new_tokens=2)
@@ -48,8 +48,8 @@ def test_unsupported_budget_is_refused_by_both(engine4):
     first, naming the budgets."""
     allowed = list(engine4.bundle.spec.image.budgets)
     with pytest.raises(ValueError, match=str(allowed[-1])):
-        ge.prepare_inputs(engine4.bundle, "Hi", images=[_image(9)], max_soft_tokens=333)
-    request = vllm_request(ge.prepare_inputs(engine4.bundle, "Hi", images=[_image(9)]))
+        ge.prepare_inputs("Hi", bundle=engine4.bundle, images=[_image(9)], max_soft_tokens=333)
+    request = vllm_request(ge.prepare_inputs("Hi", bundle=engine4.bundle, images=[_image(9)]))
     request["mm_processor_kwargs"] = {"max_soft_tokens": 333}
     from vllm import SamplingParams
 

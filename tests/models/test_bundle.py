@@ -93,8 +93,8 @@ def test_round_trip_gives_identical_logits(family, saved_dirs, tiny3n, tiny4, ph
             ],
         }
     ]
-    p1 = ge.prepare_inputs(original, msgs)
-    p2 = ge.prepare_inputs(reloaded, msgs)
+    p1 = ge.prepare_inputs(msgs, bundle=original)
+    p2 = ge.prepare_inputs(msgs, bundle=reloaded)
     assert p1.input_ids == p2.input_ids
     with torch.inference_mode():
         l1 = original.model(**p1.to_model(original.model)).logits
