@@ -210,15 +210,47 @@ def test_no_module_takes_a_standard_library_name():
     assert shadows == []
 
 
+DEPRECATIONS = {"DeprecationWarning", "PendingDeprecationWarning", "FutureWarning"}
+
+
+def _deprecations(tree: ast.AST) -> list[int]:
+    """Lines that warn or raise a deprecation: ``warnings.warn(..., DeprecationWarning)``
+    (or ``category=``) and ``raise DeprecationWarning(...)``. Filtering a library's own
+    notice out of a lesson (``filterwarnings``) is neither."""
+    lines = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "warn"
+        ):
+            given = [*node.args, *(k.value for k in node.keywords if k.arg == "category")]
+            if any(isinstance(a, ast.Name) and a.id in DEPRECATIONS for a in given):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id in DEPRECATIONS:
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
 def test_no_module_raises_a_deprecation_warning():
     """No compatibility layer before 1.0: a rename migrates every caller instead."""
     found = [
-        f"{p.relative_to(PACKAGE)}:{node.lineno}"
+        f"{p.relative_to(PACKAGE)}:{line}"
         for p in _modules()
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-        if isinstance(node, ast.Name) and node.id in {"DeprecationWarning", "FutureWarning"}
+        for line in _deprecations(ast.parse(p.read_text(encoding="utf-8")))
     ]
     assert found == []
+
+
+def test_the_deprecation_walk_sees_a_warning_and_a_raise():
+    planted = ast.parse(
+        "import warnings\n"
+        "def old():\n    warnings.warn('renamed', DeprecationWarning, stacklevel=2)\n"
+        "def older():\n    raise FutureWarning('gone')\n"
+        "warnings.filterwarnings('ignore', category=FutureWarning)\n"
+    )
+    assert _deprecations(planted) == [3, 5]
 
 
 # ------------------------------------------------------------- declared dependencies

@@ -421,8 +421,8 @@ def test_text_tokens_with_the_stand_in_and_a_cached_tokenizer(data, tmp_path):
     from gemma_explore.models.tiny import tiny_config
 
     tiny_config("gemma4").save_pretrained(snap)  # a cached checkpoint has its config too
-    (snap.parents[2] / "refs").mkdir()
-    (snap.parents[2] / "refs" / "main").write_text("r1")
+    (snap.parents[1] / "refs").mkdir()
+    (snap.parents[1] / "refs" / "main").write_text("r1")
     cached = text_counter("gemma4", cache_dir=str(tmp_path / "hub"))
     assert cached.source == "google/gemma-4-E2B-it" and "local Hugging Face cache" in cached.label
     assert cached("A cat on a mat.") == len(
