@@ -81,7 +81,7 @@ SOURCES: dict[str, str] = {
     "copies": "published copies of the released config.json seen in the search corpora "
     "(EasyDeL/gemma-4-E2B config page; third-party fixtures of the large Gemma 4 vision "
     "config: hidden 1152, 27 layers, 16 heads, head_dim 72, standardize true; mlx ports of "
-    "the 12B TextConfig); the project's shared first reading (released_configs.json) gathers them",
+    "the 12B TextConfig)",
     "ids": "released repository names: transformers auto_docstring checkpoints and vLLM "
     "tests/models/registry.py (-it ids); base ids without -it as listed by third-party "
     "download scripts (google/gemma-4-E2B, -E4B, -26B-A4B, -31B; google/gemma-4-12B; "

@@ -38,7 +38,8 @@ _CHAR_BASE_ID = 600  # printable ASCII characters and "▁"
 # Chat templates in the released format, written from each family's own tokens. Images,
 # clips and videos become one placeholder each; the processor expands them. Gemma 3n's
 # tokenizer adds <bos> on encoding; Gemma 4's text already starts with it, which is why
-# encoding its output with add_special_tokens=True gives a double BOS (see REFERENCE.md).
+# encoding its output with add_special_tokens=True gives a double BOS (vLLM's own rule for
+# which family adds one: plans/vllm.py, vllm_adds_bos).
 # Unified shares Gemma 4's tokens and turn format (transformers ships no template for it).
 def chat_template(family: str | FamilySpec) -> str:
     """The Jinja chat template of a family's stand-in tokenizer: turns opened and closed

@@ -2,8 +2,8 @@
 without vLLM installed.
 
 vLLM does not run transformers' token arithmetic when it plans placeholders: its model
-files (``gemma3n_mm.py``, ``gemma4_mm.py``; the seeds in ``shared/seeds``) count their
-own way. How vLLM counts, as read from those files:
+files (``vllm/model_executor/models/gemma3n_mm.py`` and ``gemma4_mm.py`` in vLLM 0.32)
+count their own way. How vLLM counts, as read from those files:
 
 * **images** (Gemma 4, ``_compute_num_soft_tokens``-style arithmetic): scale the image
   so ``(h/16)·(w/16)`` patches equal the budget × 9, round each side *down* to a
