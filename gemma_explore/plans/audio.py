@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec
+from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
 from gemma_explore.media.loaders import (
     load_audio,
 )
-from gemma_explore.plans.rules import Rule, family_spec, prompt_rule, steps_table
+from gemma_explore.plans.rules import Rule, prompt_rule, steps_table
 from gemma_explore.tables import Table
 
 __all__ = ["AudioPlan", "conv_out", "plan_audio"]
@@ -331,7 +331,7 @@ def plan_audio(
     >>> plan_audio(48_000, family="gemma4").num_soft_tokens
     75
     """
-    spec = family_spec(family)
+    spec = get_family(family)
     a = spec.audio
     n, wav, notes = _read_clip(audio, spec, sampling_rate)
     used = _cut_rule(spec, n)

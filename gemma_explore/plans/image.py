@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES, FamilySpec
+from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES, FamilySpec, get_family
 from gemma_explore.media.loaders import (
     image_size,
 )
-from gemma_explore.plans.rules import Rule, family_spec, prompt_rule, require_budget, steps_table
+from gemma_explore.plans.rules import Rule, prompt_rule, require_budget, steps_table
 from gemma_explore.sizes import size_label
 from gemma_explore.tables import Table
 
@@ -303,7 +303,7 @@ def plan_image(
     >>> plan_image((768, 1024), family="gemma3n").num_soft_tokens
     256
     """
-    spec = family_spec(family)
+    spec = get_family(family)
     h, w = image_size(image)
     # Keep in-memory pixels for figures; never load a file's pixels just to plan.
     pixels = image if hasattr(image, "getbands") or isinstance(image, np.ndarray) else None

@@ -18,23 +18,13 @@ from gemma_explore.tables import Table
 
 T = TypeVar("T")
 
-__all__ = ["Rule", "family_spec", "prompt_rule", "require_budget", "steps_table"]
+__all__ = ["Rule", "prompt_rule", "require_budget", "steps_table"]
 
 # --------------------------------------------------------------------------- helpers
 
 
 def steps_table(title: str, rows: list[tuple[str, Any]], steps: tuple[str, ...]) -> Table:
     return Table((), tuple(rows), title=title, notes=steps, notes_title="steps")
-
-
-def family_spec(family: str | FamilySpec | Any = DEFAULT_FAMILY) -> FamilySpec:
-    """The spec of a family given by name, as a :class:`FamilySpec`, or as anything that
-    carries one (a loaded ``Bundle``, a ``ServingModel``): how every ``family=`` reads.
-
-    >>> family_spec().name == DEFAULT_FAMILY.name, family_spec("3n").name
-    (True, 'gemma3n')
-    """
-    return get_family(getattr(family, "spec", family))
 
 
 def require_budget(
@@ -53,7 +43,7 @@ def require_budget(
     >>> require_budget(None, family="gemma4"), require_budget(560, family="gemma4")
     (280, 560)
     """
-    spec = family_spec(family)
+    spec = get_family(family)
     img = spec.image
     if not img.budgets:
         raise ValueError(

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES, FamilySpec
+from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES, FamilySpec, get_family
 from gemma_explore.media.loaders import (
     Video,
     image_size,
@@ -22,7 +22,7 @@ from gemma_explore.media.loaders import (
     sample_frame_indices,
 )
 from gemma_explore.plans.image import ImagePlan, plan_image
-from gemma_explore.plans.rules import family_spec, steps_table
+from gemma_explore.plans.rules import steps_table
 from gemma_explore.sizes import size_label
 from gemma_explore.tables import Table
 
@@ -100,7 +100,7 @@ def plan_video(
     >>> plan_video(48, fps=24, frame_size=(360, 640)).timestamps[:2]
     ('00:00', '00:00')
     """
-    spec = family_spec(family)
+    spec = get_family(family)
     if not spec.has_video:
         with_video = next(f.name for f in FAMILIES.values() if f.has_video)
         raise ValueError(

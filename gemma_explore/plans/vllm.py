@@ -48,7 +48,6 @@ from gemma_explore.facts.families import (
     get_family,
 )
 from gemma_explore.plans.audio import conv_out
-from gemma_explore.plans.rules import family_spec
 from gemma_explore.plans.video import format_timestamp
 
 __all__ = [
@@ -112,7 +111,7 @@ def vllm_image_size(
 ) -> tuple[int, int]:
     """The (h, w) vLLM's Gemma 4 count assumes: area scaled to the patch budget, each
     side floored to a multiple of one cell (48 px) with a minimum of one cell."""
-    img = family_spec(family).image
+    img = get_family(family).image
     patch, cell = img.patch_size, img.cell_px
     max_patches = max_soft_tokens * img.patches_per_token
     scale = math.sqrt(max_patches / ((height / patch) * (width / patch)))
@@ -131,7 +130,7 @@ def vllm_image_tokens(
 ) -> int:
     """Soft tokens vLLM's Gemma 4 reserves for an image. ``clamp=False`` gives the count
     before the fix that caps it at the budget (the "280 tokens for 289 placeholders" bug)."""
-    img = family_spec(family).image
+    img = get_family(family).image
     th, tw = vllm_image_size(height, width, max_soft_tokens=max_soft_tokens, family=family)
     patches = (th // img.patch_size) * (tw // img.patch_size)
     n = patches // img.patches_per_token
@@ -153,7 +152,7 @@ def vllm_audio_frames(num_samples: int, *, family: str | FamilySpec | Any = DEFA
     >>> vllm_audio_frames(45 * 16_000)  # transformers' extractor keeps 30 s: 2999 frames
     4499
     """
-    a = _audio_rule(family_spec(family)).audio
+    a = _audio_rule(get_family(family)).audio
     n = num_samples
     return max((n + a.frame_length // 2 - (a.frame_length + 1)) // a.hop_length + 1, 0)
 
@@ -176,7 +175,7 @@ def vllm_audio_tokens(
     >>> vllm_audio_tokens(45 * 16_000), vllm_audio_tokens(45 * 16_000, audio_seq_length=10**6)
     (750, 1125)
     """
-    spec = _audio_rule(family_spec(family))
+    spec = _audio_rule(get_family(family))
     if spec.audio.fixed_placeholders is not None:
         return spec.audio.fixed_placeholders
     frames = vllm_audio_frames(num_samples, family=spec)
@@ -203,7 +202,7 @@ def vllm_video_tokens(
     >>> vllm_video_tokens(4)
     312
     """
-    img = family_spec(family).image
+    img = get_family(family).image
     frames = min(img.max_video_frames, num_frames or img.max_video_frames)
     return frames * (img.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
 
