@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -26,7 +27,13 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from gemma_explore.engines.load import ENGINES, engine_help
-from gemma_explore.engines.serve_args import serve_command, serving_advice, serving_recipe
+from gemma_explore.engines.serve_args import (
+    fit_warnings,
+    serve_command,
+    serving_advice,
+    serving_plan_for,
+    serving_recipe,
+)
 from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES
 
 __all__ = ["app", "main", "serve_command", "serving_recipe"]
@@ -56,8 +63,33 @@ _plain_metavars()
 
 def _fail(message: str) -> NoReturn:
     """One line on stderr saying what to fix, and exit code 2 (bad input)."""
-    typer.echo(f"gemma-explore: error: {' '.join(str(message).split())}", err=True)
+    typer.echo(f"gemma-explore: error: {in_flags(message)}", err=True)
     raise typer.Exit(2)
+
+
+# The library's messages name Python arguments (``family='gemma4'``, ``videos=0``); on the
+# command line the same advice names the flag the user types.
+_FLAG_OF = {
+    "family": "--family",
+    "max_soft_tokens": "--budget",
+    "budget": "--budget",
+    "images": "--images",
+    "audios": "--audios",
+    "audio_clips": "--audios",
+    "videos": "--videos",
+    "max_model_len": "--max-model-len",
+}
+_ARGUMENT = re.compile(r"\b(" + "|".join(_FLAG_OF) + r")=('?)([\w.\-/]+)\2")
+
+
+def in_flags(message: str) -> str:
+    """A message on one line, its Python arguments written as this command line's flags.
+
+    >>> in_flags("Gemma 3n serves no video: set videos=0. Use family='gemma4'.")
+    'Gemma 3n serves no video: set --videos 0. Use --family gemma4.'
+    """
+    text = " ".join(str(message).split())
+    return _ARGUMENT.sub(lambda m: f"{_FLAG_OF[m.group(1)]} {m.group(3)}", text)
 
 
 _FAMILY_HELP = " or ".join([", ".join(list(FAMILIES)[:-1]), list(FAMILIES)[-1]]) + "."
@@ -102,14 +134,23 @@ def _family(name: str, budgets: list[int] | None = None, flag: str = "--budget")
 
 
 def _plain(value: Any) -> Any:
-    """A plan as JSON-ready data: dataclasses as dicts, tuples as lists, no pixel arrays."""
+    """A plan as JSON-ready data: dataclasses as dicts, tuples as lists, no pixel arrays,
+    and every ``*_size`` as ``{"width": …, "height": …}`` (plans hold sizes as (h, w), the
+    printed tables write W×H: named keys can't be read the wrong way round)."""
     if dataclasses.is_dataclass(value):
-        heavy = {"image", "waveform", "frames"}  # the pixels/samples kept for figures
-        return {
-            f.name: _plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.name not in heavy
-        }
+        heavy = {"image", "waveform", "frames", "spec"}  # pixels/samples for figures; facts
+        out = {}
+        for f in dataclasses.fields(value):
+            if f.name in heavy:
+                continue
+            v = getattr(value, f.name)
+            if f.name.endswith("_size") and isinstance(v, tuple) and len(v) == 2:
+                out[f.name] = {"width": int(v[1]), "height": int(v[0])}
+            else:
+                out[f.name] = _plain(v)
+        if hasattr(value, "spec"):
+            out["family"] = value.spec.name
+        return out
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if hasattr(value, "item"):  # numpy scalars
@@ -166,7 +207,7 @@ def plan(
                 typer.echo(f"{path}\n{result!r}\n")
     if errors:
         for line in errors[:-1]:
-            typer.echo(f"gemma-explore: error: {' '.join(line.split())}", err=True)
+            typer.echo(f"gemma-explore: error: {in_flags(line)}", err=True)
         _fail(errors[-1])
 
 
@@ -465,24 +506,28 @@ def serve_args(
             reasons=reasons,
             workshop=workshop,
         )
-        advice = serving_advice(args, gpu_memory_gib=gpu_memory_gib)
+        plan = serving_plan_for(args)
+        advice = serving_advice(args, gpu_memory_gib=gpu_memory_gib, plan=plan)
+        warnings = fit_warnings(args, plan=plan)
     except (ValueError, RuntimeError) as exc:  # bad budget, unknown family (ModelLoadError)
         _fail(str(exc))
     if as_json:
         out: dict[str, Any] = {"args": args}
-        if reasons:
-            out["reasons"] = reasons
-        if advice:
-            out["advice"] = advice
+        for key, value in (("reasons", reasons), ("advice", advice), ("warnings", warnings)):
+            if value:
+                out[key] = value
         typer.echo(json.dumps(out if len(out) > 1 else args, indent=2))
         return
-    for key, why in reasons.items():  # the workload recipe: why each argument
-        typer.echo(f"# {key}: {why}")
+    for line in warnings:  # on stderr, first: the command below would serve nothing of it
+        typer.echo(f"# warning: {line}", err=True)
     if "mm_processor_kwargs" in args:
         # A server flag, not an engine argument: without it `vllm serve` answers 400 to a
         # request's own mm_processor_kwargs (its image budget). It trusts the clients.
         args = {**args, "trust_request_mm_kwargs": True}
+    # Always the same order: the command, why each argument has its value, then advice.
     typer.echo(serve_command(args))
+    for key, why in reasons.items():  # the workload recipe: why each argument
+        typer.echo(f"# {key}: {why}")
     for flag, why in advice.items():
         typer.echo(f"# consider {flag}: {why}")
 

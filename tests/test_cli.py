@@ -226,9 +226,13 @@ def test_serve_args_prints_the_recipe():
     result = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560", "--images", "2")
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
-    at = next(i for i, text in enumerate(lines) if text.startswith("vllm serve"))
-    why, line, advice = lines[:at], lines[at], lines[at + 1 :]
-    # Production advice follows the command, one flag and its reason per line.
+    # Always the same order, whatever the flags: the command, why each argument, advice.
+    line = lines[0]
+    assert line.startswith("vllm serve")
+    why = [text for text in lines[1:] if not text.startswith("# consider")]
+    advice = [text for text in lines[1:] if text.startswith("# consider")]
+    assert lines[1:] == why + advice
+    # Production advice follows the reasons, one flag and its reason per line.
     assert [a.split(":")[0] for a in advice] == [
         "# consider --tensor-parallel-size",
         "# consider --quantization fp8",
@@ -255,6 +259,33 @@ def test_serve_args_prints_the_recipe():
     want.pop("gpu_memory_utilization")  # production: vLLM's own default
     assert as_json["args"] == json.loads(json.dumps(want))
     assert "--max-num-seqs" in as_json["advice"]
+
+
+def test_serve_args_warns_when_no_request_of_a_kind_fits():
+    result = run("serve-args", "google/gemma-4-E4B-it", "--max-model-len", "100")
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("# warning")]
+    image = plan_image((672, 960), family="gemma4")  # an image that fills the budget 280
+    assert f"an image at the start-up budget takes {image.total_tokens} tokens" in warnings[0]
+    assert "--max-model-len 100" in warnings[0] and "--images 0" in warnings[0]
+    video = plan_video(32, fps=1, frame_size=(336, 480))  # 32 frames that fill budget 70
+    assert f"the largest video takes {video.total_tokens} tokens" in warnings[-1]
+    fits = run("serve-args", "google/gemma-4-E4B-it", "--max-model-len", "8192")
+    assert "# warning" not in fits.stderr
+
+
+def test_cli_errors_name_flags_not_arguments():
+    line = _one_line_error(run("serve-args", "google/gemma-3n-E4B-it", "--videos", "1"))
+    assert line.endswith("set --videos 0.") and "videos=0" not in line
+    line = _one_line_error(run("plan", VIDEO, "--family", "gemma3n"))
+    assert "Use --family gemma4" in line and "family=" not in line
+
+
+def test_plan_json_writes_sizes_by_name():
+    row = json.loads(run("plan", PHOTO, "--json").stdout)
+    want = plan_image(PHOTO, family="gemma4")
+    h, w = want.resized_size
+    assert row["resized_size"] == {"width": w, "height": h} and row["family"] == "gemma4"
 
 
 def test_serve_args_workshop_flags_only_when_asked():

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from gemma_explore.facts.families import get_family
+from gemma_explore.plans.video import timestamp_tokens
 
-__all__ = ["serve_command", "serving_advice", "serving_recipe"]
+__all__ = ["fit_warnings", "serve_command", "serving_advice", "serving_plan_for", "serving_recipe"]
 
 
 def _family_and_audio(model: str, family: str | None) -> tuple[str, bool]:
@@ -22,6 +23,7 @@ def _family_and_audio(model: str, family: str | None) -> tuple[str, bool]:
     from its config: a local folder's, the local HF cache copy or the built-in facts."""
     from gemma_explore.facts.released import is_released
     from gemma_explore.models.checkpoints import (
+        cached_file_of,
         config_for,
         family_from_config,
         guess_family,
@@ -34,8 +36,9 @@ def _family_and_audio(model: str, family: str | None) -> tuple[str, bool]:
         from transformers import AutoConfig
 
         config = AutoConfig.from_pretrained(model)
-    elif is_released(model):  # the local HF cache copy, else the built-in facts
-        config = config_for(model)[0]
+    elif is_released(model) and cached_file_of(model, "config.json") is not None:
+        config = config_for(model)[0]  # the local HF cache copy; else the facts (no config
+        # object: building one imports transformers' model code, seconds for a lookup)
     if family is None:
         family = TINY_NAMES.get(model) or (
             family_from_config(config, model) if config is not None else guess_family(model)
@@ -131,29 +134,74 @@ def serve_command(args: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def serving_advice(args: dict[str, Any], *, gpu_memory_gib: float = 80.0) -> dict[str, str]:
-    """Production advice for :func:`serving_recipe`'s arguments, on a checkpoint whose
-    config is on this machine (else none): flag → why.
-
-    >>> args = serving_recipe("google/gemma-4-31B-it")             # doctest: +SKIP
-    >>> "--tensor-parallel-size" in serving_advice(args, gpu_memory_gib=40)  # doctest: +SKIP
-    True
-    """
+def serving_plan_for(args: dict[str, Any]) -> Any:
+    """The serving plan of :func:`serving_recipe`'s arguments, or None when no config of
+    the checkpoint is on this machine."""
     from gemma_explore.serving.plan import plan_serving
-    from gemma_explore.serving.recipe import _model_for, production_advice
+    from gemma_explore.serving.recipe import _model_for
 
     try:
         model = _model_for(str(args["model"]))
     except (OSError, ValueError):  # a folder with a config but no processor files
-        return {}
+        return None
     if model is None:
-        return {}
-    plan = plan_serving(
+        return None
+    return plan_serving(
         model,
         max_model_len=args.get("max_model_len") or 8192,
         limit_mm_per_prompt=args.get("limit_mm_per_prompt"),
         max_soft_tokens=(args.get("mm_processor_kwargs") or {}).get("max_soft_tokens"),
         max_num_batched_tokens=args.get("max_num_batched_tokens"),
     )
+
+
+def serving_advice(
+    args: dict[str, Any], *, gpu_memory_gib: float = 80.0, plan: Any = None
+) -> dict[str, str]:
+    """Production advice for :func:`serving_recipe`'s arguments, on a checkpoint whose
+    config is on this machine (else none): flag → why. ``plan``: their serving plan, when
+    the caller has it already.
+
+    >>> args = serving_recipe("google/gemma-4-31B-it")             # doctest: +SKIP
+    >>> "--tensor-parallel-size" in serving_advice(args, gpu_memory_gib=40)  # doctest: +SKIP
+    True
+    """
+    from gemma_explore.serving.recipe import production_advice
+
+    plan = plan if plan is not None else serving_plan_for(args)
+    if plan is None:
+        return {}
     util = args.get("gpu_memory_utilization") or 0.9
     return production_advice(plan, gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=util)
+
+
+def fit_warnings(args: dict[str, Any], *, plan: Any = None) -> list[str]:
+    """What no request can hold under these arguments, one line per modality: an item
+    whose worst case (with its markers) is longer than ``max_model_len``. vLLM still
+    starts (its budget keeps at least one item per prompt) and then refuses each such
+    request, so the command would look runnable and serve nothing of that kind.
+
+    >>> fit_warnings({"model": "google/gemma-4-E4B-it", "max_model_len": 100})[0][:43]
+    'an image at the start-up budget takes 282 t'
+    """
+    plan = plan if plan is not None else serving_plan_for(args)
+    if plan is None:
+        return []
+    spec, out = plan.model.spec, []
+    for modality, n in plan.max_tokens_per_item.items():
+        if plan.limits.get(modality, 0) <= 0:
+            continue
+        need = n + spec.markers_per_item  # the worst case counts embeddings only
+        if modality == "video":  # frames at the video budget, markers, "mm:ss " text
+            frames = min(spec.image.max_video_frames, plan.num_frames or 10**6)
+            need = frames * (spec.image.video_budget + spec.markers_per_item)
+            need += timestamp_tokens(("00:00",) * frames)
+        if need > plan.max_model_len:
+            what = {"image": "an image at the start-up budget", "audio": "the longest clip"}
+            out.append(
+                f"{what.get(modality, 'the largest video')} takes {need} tokens with its "
+                f"markers, more than --max-model-len {plan.max_model_len}: vLLM starts, "
+                f"then refuses every prompt with one. Raise --max-model-len above {need}, "
+                f"or set --{modality}s 0."
+            )
+    return out

@@ -79,9 +79,19 @@ class AudioPlan:
 
     def _rows(self) -> list[tuple[str, Any]]:
         khz = f"{self.spec.audio.sampling_rate / 1000:g} kHz"
+        rate = self.spec.audio.sampling_rate
+        # The cut loses audio, not tokens: what is past 30 s never reaches the encoder, so
+        # "dropped tokens" (encoder tokens over the placeholders) is shown only when it isn't 0.
+        cut = (
+            f" (the first {self.samples_used / rate:g} s; the last "
+            f"{(self.num_samples - self.samples_used) / rate:.3f} s are cut, never tokenised)"
+            if self.truncated
+            else ""
+        )
+        dropped = [("dropped tokens", self.dropped_tokens)] if self.dropped_tokens else []
         return [
             ("duration", f"{self.duration_s:.3f} s ({self.num_samples} samples @{khz})"),
-            ("used", f"{self.samples_used} samples{' (truncated)' if self.truncated else ''}"),
+            ("used", f"{self.samples_used} samples{cut}"),
             (
                 f"{self._frame_label} frames (valid)",
                 f"{self.num_feature_frames} ({self.num_valid_frames})",
@@ -89,7 +99,7 @@ class AudioPlan:
             ("encoder tokens", self.num_encoder_tokens),
             ("placeholders", self.num_soft_tokens),
             ("padding slots", self.num_padding_soft_tokens),
-            ("dropped tokens", self.dropped_tokens),
+            *dropped,
             ("ms per token", self.ms_per_token),
             ("prompt tokens", self.total_tokens),
         ]

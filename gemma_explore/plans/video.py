@@ -26,7 +26,7 @@ from gemma_explore.plans.rules import steps_table
 from gemma_explore.sizes import size_label
 from gemma_explore.tables import Table
 
-__all__ = ["VideoPlan", "format_timestamp", "plan_video"]
+__all__ = ["VideoPlan", "format_timestamp", "plan_video", "timestamp_tokens"]
 
 # --------------------------------------------------------------------------- video
 
@@ -34,6 +34,17 @@ __all__ = ["VideoPlan", "format_timestamp", "plan_video"]
 def format_timestamp(seconds: float) -> str:
     """``mm:ss`` as Gemma 4's processor writes it (seconds truncated, not rounded)."""
     return f"{int(seconds // 60):02d}:{int(seconds % 60):02d}"
+
+
+def timestamp_tokens(timestamps: tuple[str, ...] | list[str]) -> int:
+    """Tokens of the text a video's frames are written with: ``"mm:ss "`` before each frame
+    and one space between frames. Every character is one token: Gemma's vocabulary splits
+    digits one by one, and ``:`` and ``▁`` (a space) are pieces of their own.
+
+    >>> timestamp_tokens(("00:00", "00:01"))  # "00:00 " + " " + "00:01 "
+    13
+    """
+    return sum(len(t) + 1 for t in timestamps) + max(len(timestamps) - 1, 0)
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,15 @@ class VideoPlan:
     frame_plan: ImagePlan  # the plan of one frame
     timestamp_text: str  # the text the processor writes, soft tokens shown as ×N
     num_soft_tokens: int  # every sampled frame's soft tokens: placeholders in the prompt
-    total_tokens: int  # soft tokens + markers; the timestamp text is counted by layouts
+    # Markers: a BOI and an EOI around each frame's soft tokens.
+    num_markers: int
+    # The "mm:ss " text before each frame and the space that joins frames: one token per
+    # character, because Gemma's vocabulary splits digits one by one and has ":" and "▁"
+    # as their own pieces (the real vocabulary and the stand-in alike; tests check both).
+    num_timestamp_tokens: int
+    # Everything the video adds to a prompt: soft tokens + markers + timestamps. The one
+    # number every surface shows as the video's prompt tokens, equal to layout_prompt's.
+    total_tokens: int
     steps: tuple[str, ...] = field(default=(), compare=False)
     # The sampled frames only, (len(frame_indices), H, W, 3) uint8, kept for figures;
     # None when planned from a frame count.
@@ -70,7 +89,9 @@ class VideoPlan:
             ("sampled", f"{len(self.frame_indices)} frames"),
             ("tokens per frame", self.soft_tokens_per_frame),
             ("soft tokens", self.num_soft_tokens),
-            ("markers", self.total_tokens - self.num_soft_tokens),
+            ("markers", self.num_markers),
+            ("timestamps", self.num_timestamp_tokens),
+            ("prompt tokens", self.total_tokens),
         ]
 
     def table(self) -> Table:
@@ -97,8 +118,11 @@ def plan_video(
     :class:`~gemma_explore.media.loaders.Video`, or a frame array with ``fps=``; files give
     their own fps), or a frame count with ``fps=`` and ``frame_size=(h, w)``.
 
-    >>> plan_video(48, fps=24, frame_size=(360, 640)).timestamps[:2]
-    ('00:00', '00:00')
+    >>> plan = plan_video(48, fps=24, frame_size=(360, 640))
+    >>> plan.timestamps[:2], plan.num_timestamp_tokens  # 32 × "mm:ss " + 31 joining spaces
+    (('00:00', '00:00'), 223)
+    >>> plan.total_tokens == plan.num_soft_tokens + plan.num_markers + 223
+    True
     """
     spec = get_family(family)
     if not spec.has_video:
@@ -126,6 +150,8 @@ def plan_video(
     stamps = tuple(format_timestamp(i / fps) for i in idx)
     frame = plan_image(size, family=spec.name, max_soft_tokens=spec.image.video_budget)
     n = frame.num_soft_tokens
+    stamp_tokens = timestamp_tokens(stamps)
+    markers = len(idx) * spec.markers_per_item
     text = " ".join(f"{t} {spec.boi_token}{spec.video_token}×{n}{spec.eoi_token}" for t in stamps)
     steps = (
         f"{count} frames at {fps:g} fps = {count / fps:.2f} s; sample {len(idx)} of them "
@@ -134,8 +160,11 @@ def plan_video(
         f"{size_label(frame.resized_size)} → {n} soft tokens.",
         f"Each frame is written as 'mm:ss {spec.boi_token}{spec.video_token}×n{spec.eoi_token}' "
         "(timestamp = index / fps, seconds truncated), frames joined by spaces.",
-        f"Soft tokens: {len(idx)} × {n} = {len(idx) * n}; markers: "
-        f"{len(idx) * spec.markers_per_item}.",
+        f"Soft tokens: {len(idx)} × {n} = {len(idx) * n}; markers: {markers}; timestamps: "
+        f"{stamp_tokens} (one token per character of each 'mm:ss ', plus "
+        f"{max(len(idx) - 1, 0)} spaces between frames).",
+        f"Prompt tokens: {len(idx) * n} + {markers} + {stamp_tokens} = "
+        f"{len(idx) * n + markers + stamp_tokens}.",
     )
     return VideoPlan(
         spec=spec,
@@ -149,7 +178,9 @@ def plan_video(
         frame_plan=frame,
         timestamp_text=text,
         num_soft_tokens=len(idx) * n,
-        total_tokens=len(idx) * (n + spec.markers_per_item),
+        num_markers=markers,
+        num_timestamp_tokens=stamp_tokens,
+        total_tokens=len(idx) * n + markers + stamp_tokens,
         steps=steps,
         frames=frames,
     )

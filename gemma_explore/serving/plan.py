@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gemma_explore.plans.rules import Rule, require_budget
+from gemma_explore.plans.video import timestamp_tokens
 from gemma_explore.plans.vllm import (
-    VIDEO_FRAME_EXTRA_TOKENS,
     vllm_audio_tokens,
     vllm_image_tokens,
     vllm_video_tokens,
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LIMIT",
-    "VIDEO_FRAME_EXTRA_TOKENS",
     "ImagesFit",
     "KVLayer",
     "kv_layers",
@@ -284,10 +283,16 @@ class ServingPlan:
         for f in video_frames:
             if "video" not in self.model.modalities:
                 raise ValueError(f"{spec.display_name} serves no video: drop video_frames.")
-            n = f * (spec.image.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
-            enc += f * spec.image.video_budget
-            prompt += n
-            steps.append(f"video of {f} frames: ≤ {n} tokens")
+            # The worst case of a real prompt, counted as plan_video counts one: each frame
+            # at the video budget, its two markers, and its "mm:ss " text (7 tokens a frame
+            # after the first, which also writes the joining space; vLLM's estimate says 6).
+            soft, markers = f * spec.image.video_budget, f * spec.markers_per_item
+            stamps = timestamp_tokens(("00:00",) * f)
+            enc += soft
+            prompt += soft + markers + stamps
+            steps.append(
+                f"video of {f} frames: ≤ {soft} soft + {markers} markers + {stamps} timestamps"
+            )
         kv = self.kv_bytes(prompt)
         cache = enc * self.model.hidden_size * self.dtype_bytes
         steps.append(
@@ -438,9 +443,10 @@ def _stated_items(
         frames = min(img.max_video_frames, num_frames or img.max_video_frames)
         tokens["video"] = vllm_video_tokens(frames, family=spec)
         why.append(
-            f"video: {frames} frames × ({img.video_budget} soft + 2 markers + ~6 timestamp) "
-            f"= {tokens['video']} (num_frames from limit_mm_per_prompt['video'], capped at "
-            f"{img.max_video_frames})"
+            f"video: {frames} frames × ({img.video_budget} soft + 2 markers + 6 timestamp) "
+            f"= {tokens['video']} (vLLM's estimate; num_frames from "
+            f"limit_mm_per_prompt['video'], capped at {img.max_video_frames}. A real video's "
+            "frames after the first write 7 timestamp tokens: plan_video counts them)"
         )
     return Rule(tokens, "; ".join(why))
 

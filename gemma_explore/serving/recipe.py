@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
+from gemma_explore.plans.vllm import vllm_video_tokens
 from gemma_explore.serving.plan import (
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
-    VIDEO_FRAME_EXTRA_TOKENS,
     ServingModel,
     ServingPlan,
     plan_serving,
@@ -240,7 +240,7 @@ def _facts_per_item(
         out["audio"] = spec.audio.fixed_placeholders or spec.audio.max_tokens
     if limits.get("video"):
         frames = min(spec.image.max_video_frames, w.video_frames or spec.image.max_video_frames)
-        out["video"] = frames * (spec.image.video_budget + VIDEO_FRAME_EXTRA_TOKENS)
+        out["video"] = vllm_video_tokens(frames, family=spec)
     return out
 
 

@@ -15,6 +15,7 @@ from PIL import Image
 
 import gemma_explore as ge
 from gemma_explore.plans.image import gemma4_resized_size
+from gemma_explore.plans.video import format_timestamp, timestamp_tokens
 from tests.conftest import examples
 
 BUDGETS = (70, 140, 280, 560, 1120)
@@ -222,6 +223,23 @@ def test_video_plan_equals_the_processor(tiny4, frames, fps):
     stamps = [s.text.strip() for s in layout.segments if s.kind == "timestamp"]
     assert stamps == list(plan.timestamps)
     assert len(plan.frame_indices) == min(frames, 32)
+    # The plan's prompt tokens are what the video adds to a real prompt, timestamps included.
+    assert layout.counts()["timestamp"] == plan.num_timestamp_tokens
+    text_only = ge.layout_prompt([{"role": "user", "content": []}], bundle=tiny4)
+    assert layout.num_tokens - text_only.num_tokens == plan.total_tokens
+    assert plan.total_tokens == plan.num_soft_tokens + plan.num_markers + plan.num_timestamp_tokens
+
+
+@pytest.mark.parametrize("seconds", [[0, 1, 59], [61, 3599, 5999, 6000, 36_000]])
+def test_timestamp_text_costs_one_token_per_character(tiny4, seconds):
+    # Whatever vocabulary the bundle holds (the stand-in or Gemma's), "mm:ss " and the
+    # joining spaces are one token per character, even past 99 minutes ("100:00").
+    spec, tok = tiny4.spec, tiny4.processor.tokenizer
+    stamps = [format_timestamp(s) for s in seconds]
+    text = " ".join(f"{t} {spec.boi_token}{spec.eoi_token}" for t in stamps)
+    ids = tok.encode(text, add_special_tokens=False)
+    markers = {spec.id_of(spec.boi_token), spec.id_of(spec.eoi_token)}
+    assert sum(i not in markers for i in ids) == timestamp_tokens(stamps)
 
 
 def test_a_minute_of_video_costs_32_frames():
