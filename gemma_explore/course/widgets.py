@@ -92,18 +92,46 @@ def _draw_into(out, fig) -> None:
 
 
 class _Explorer:
-    """A VBox with its current plan / figure kept on the object for inspection."""
+    """A VBox with its current plan / figure kept on the object for inspection.
 
-    def __init__(self, box) -> None:
+    Displayed, it is the VBox's widget view plus a still of its figure (``image/png``) and
+    a line of text in place of the widget's repr. A front end with a widget manager
+    (JupyterLab, VS Code) draws the live widget; a static render that cannot run it (an
+    HTML export without the widget state, GitHub, an untrusted notebook) shows the figure
+    as it was when the cell ran, not ``VBox(children=…)``.
+    """
+
+    def __init__(self, box, kind: str) -> None:
         self.box = box
+        self.kind = kind  # "image", "audio", "prompt": what the text/plain line names
         self.plan: Any = None
         self.figure: Any = None
         self.error: str | None = None
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+    def _still_png(self) -> str | None:
+        """The figure as base64 PNG: the one the Output widget holds, else drawn now."""
+        for out in getattr(getattr(self, "output", None), "outputs", ()):
+            png = out.get("data", {}).get("image/png")
+            if png:
+                return png
+        if self.figure is None:
+            return None
+        import base64
 
-        display(self.box)
+        from IPython.core.pylabtools import print_figure
+
+        return base64.b64encode(print_figure(self.figure, "png")).decode("ascii")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = dict(self.box._repr_mimebundle_(include=include, exclude=exclude) or {})
+        what = f"The {self.kind} explorer, a live widget: run the notebook to move its controls."
+        if self.error:
+            what += f" {self.error}"
+        bundle["text/plain"] = what
+        png = self._still_png()
+        if png:
+            bundle["image/png"] = png
+        return bundle
 
 
 def explore_image(image: Any):
@@ -122,7 +150,7 @@ def explore_image(image: Any):
     budget = _budget_slider(DEFAULT_FAMILY)
     counts = widgets.HTML()
     out = _figure_widget()
-    ex = _Explorer(widgets.VBox([family, budget, counts, out]))
+    ex = _Explorer(widgets.VBox([family, budget, counts, out]), "image")
     ex.family, ex.budget, ex.counts, ex.output = family, budget, counts, out
 
     busy = []  # set while update() moves the slider itself: one plan per change
@@ -166,7 +194,7 @@ def explore_audio(audio: Any, *, sampling_rate: int | None = None):
     )
     counts = widgets.HTML()
     out = _figure_widget()
-    ex = _Explorer(widgets.VBox([family, crop, counts, out]))
+    ex = _Explorer(widgets.VBox([family, crop, counts, out]), "audio")
     ex.family, ex.crop, ex.counts, ex.output = family, crop, counts, out
 
     def update(_change=None) -> None:
@@ -236,7 +264,7 @@ def explore_prompt(bundle: Any):
     from gemma_explore.viz.layout import show_layout
 
     c = _prompt_controls(bundle)
-    ex = _Explorer(widgets.VBox([c[k] for k in c]))
+    ex = _Explorer(widgets.VBox([c[k] for k in c]), "prompt")
     for name, control in c.items():
         setattr(ex, name, control)
     spec = bundle.spec

@@ -37,10 +37,11 @@ def _draw_wave(ax, features: AudioFeatures, a: AudioSpec) -> None:
     if plan.truncated:
         cut = a.max_seconds
         ax.axvline(cut, color=PADDING, lw=st.lw(2), gid="cut_30s")
-        ax.text(
+        ax.text(  # left of the line: a clip just over the cut leaves no room right of it
             cut,
             0.9,
-            f" {cut:g} s cut",
+            f"{cut:g} s cut ",
+            ha="right",
             color=PADDING,
             transform=ax.get_xaxis_transform(),
             fontsize=st.small,
@@ -159,7 +160,7 @@ def _mel_axes(ax: Any, fixed: bool) -> tuple[Figure, list]:
             1,
             height_ratios=ratios,
             left=0.8 * grow / 11,
-            right=1 - 0.25 / 11,
+            right=1 - 0.4 * grow / 11,  # room for half the last tick label
             top=1 - 0.75 * grow / height,
             bottom=0.55 * grow / height,
             hspace=0.8 * grow,

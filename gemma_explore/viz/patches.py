@@ -255,6 +255,9 @@ def _budget_figure(plan: ImagePlan, *, ax: Any, show_padding: bool) -> Figure:
         width_ratios=[2.6, 1],
     )
     main = fig.add_subplot(grid[0, 0])
+    # Top of its cell: centred, a 4:3 image in large text lifts its title off the figure
+    # (constrained layout sizes the margins before the aspect shrinks the box).
+    main.set_anchor("N")
     _draw_budget_grid(main, plan)
     _line_legend(main, plan)
     _draw_zoom(fig.add_subplot(grid[0, 1]), plan, main)

@@ -60,7 +60,16 @@ def _memory_parts(plan: ServingPlan, gpu_memory_gib: float | None, utilization: 
     return parts, left is None or left >= 0
 
 
-def _draw_memory(ax, plan: ServingPlan, parts: list, fits: bool, suffix: str = "") -> None:
+def _gpu_text(gpu_memory_gib: float | None, utilization: float) -> str:
+    """What the bars are measured against: "80 GiB GPU × 0.9 = 72.0 GiB" (or no GPU)."""
+    if gpu_memory_gib is None:
+        return "no GPU given: the engine's own bytes only"
+    return f"{gpu_memory_gib:g} GiB GPU × {utilization:g} = {gpu_memory_gib * utilization:,.1f} GiB"
+
+
+def _draw_memory(
+    ax, plan: ServingPlan, parts: list, fits: bool, gpu: str, suffix: str = ""
+) -> None:
     """One stacked bar, in GiB when it reaches one GiB, else MiB (the axis says which)."""
     st = current_style()
     unit, scale = ("GiB", _GIB) if sum(p[1] for p in parts) >= _GIB else ("MiB", _MIB)
@@ -89,6 +98,7 @@ def _draw_memory(ax, plan: ServingPlan, parts: list, fits: bool, suffix: str = "
         else f"released checkpoint, weights {plan.dtype_bytes} B/param"
     )
     title = f"{name}\n{what}" if fits else f"{name}: does not fit"
+    title += f"\n{gpu}"
     ax.set_title(
         st.fill(title, 5.0), fontsize=st.body, color="black" if fits else OKABE_ITO["vermillion"]
     )
@@ -127,11 +137,16 @@ def _draw_item_tokens(ax, plan: ServingPlan, width_in: float) -> None:
             label=f"encoder budget {plan.encoder_compute_budget}",
         )
     ax.set_xlabel(st.fill("tokens (worst case per prompt: items × tokens per item)", width_in))
+    # The limits' legend in one row between the title and the bars: inside the axes it
+    # covers a bar's "n × tokens" label, whichever corner it takes.
+    ax.legend(
+        fontsize=st.small, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, frameon=False
+    )
     ax.set_title(
         st.fill(f"what the profiler reserves per modality ({plan.model.name})", width_in),
         fontsize=st.body,
+        pad=2.2 * st.small + 6,  # above the legend's row
     )
-    ax.legend(fontsize=st.small, loc="lower right", ncols=1, framealpha=0.95)
     ax.set_xlim(0, 1.3 * max([plan.max_model_len, plan.encoder_compute_budget, *totals]))
     if not mods:
         ax.text(
@@ -159,9 +174,11 @@ def show_serving(
     beside it (a tiny model's bar is labelled as one: its MiB say nothing about a real
     checkpoint). Right: per modality, the worst-case tokens of the items one prompt may
     hold (``max_tokens_per_item × max_items_per_prompt``) against ``max_model_len`` and the
-    encoder budget. With ``ax=`` the panels go in a sub-grid at that axes' place.
+    encoder budget. Each bar's title names the GPU it is measured against (its size and
+    utilisation, as passed here), and says when the engine does not fit. With ``ax=`` the
+    panels go in a sub-grid at that axes' place.
 
-    >>> fig = show_serving(ge.plan_serving("tiny-gemma4"))     # doctest: +SKIP
+    >>> fig = show_serving(ge.plan_serving("tiny-gemma4"), gpu_memory_gib=24)  # doctest: +SKIP
     """
     if not isinstance(plan, ServingPlan):
         raise TypeError("show_serving draws a ServingPlan: pass ge.plan_serving(bundle, …).")
@@ -175,6 +192,7 @@ def show_serving(
         mem_cells, tok_cell, tok_in = [grid[0, 0], grid[0, 1]], grid[1, :], 10.0
     for i, (p, cell) in enumerate(zip(plans, mem_cells, strict=True)):
         parts, fits = _memory_parts(p, gpu_memory_gib, gpu_memory_utilization)
-        _draw_memory(fig.add_subplot(cell), p, parts, fits, "_released" if i else "")
+        gpu = _gpu_text(gpu_memory_gib, gpu_memory_utilization)
+        _draw_memory(fig.add_subplot(cell), p, parts, fits, gpu, "_released" if i else "")
     _draw_item_tokens(fig.add_subplot(tok_cell), plan, tok_in)
     return fig

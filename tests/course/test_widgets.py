@@ -61,3 +61,40 @@ def test_explore_prompt_on_a_family_without_budgets(tiny3n):
     w = ge.explore_prompt(tiny3n)
     assert w.budget.disabled and w.error is None
     assert all(p.agrees for p in w.plan.placeholders)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_an_explorer_displays_its_widget_and_a_still_of_its_figure():
+    """The bundle a notebook keeps: the live widget's view for a front end that runs it,
+    the first figure as PNG and a plain line for one that cannot (never the VBox repr)."""
+    import base64
+
+    w = ge.explore_image((480, 640))
+    bundle = w._repr_mimebundle_()
+    assert bundle[WIDGET_VIEW]["model_id"] == w.box.model_id
+    assert "VBox(" not in bundle["text/plain"] and "image explorer" in bundle["text/plain"]
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+
+
+def test_a_static_render_shows_the_explorers_figure_not_its_repr(tmp_path):
+    """Executed by a kernel, then exported as a notebook saved without its widget state
+    (JupyterLab's default, GitHub, nbconvert of a saved copy): the page holds the figure."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import gemma_explore as ge\nge.explore_image((480, 640))")
+    ]
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    (out,) = nb.cells[0].outputs
+    assert {WIDGET_VIEW, "image/png", "text/plain"} <= set(out["data"])
+    nb.metadata.pop("widgets", None)  # saved without the widget state
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    assert "VBox(children" not in body
+    assert "data:image/png;base64," in body

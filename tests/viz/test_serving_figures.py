@@ -61,3 +61,17 @@ def test_attention_figure_draws_the_masks(tiny4, photo):
     (layers,) = _gid(fig, "layer_types")
     assert np.asarray(layers.get_array()).shape[1] == len(masks.layer_types)
     assert _gid(fig, "window_edge")
+
+
+def test_serving_figure_names_the_gpu_it_assumes():
+    """The GPU's size and utilisation are the caller's, and the chart says them."""
+    plan = plan_serving("tiny-gemma4", max_model_len=2048)
+    fig = show_serving(plan, gpu_memory_gib=24, gpu_memory_utilization=0.85)
+    assert "24 GiB GPU × 0.85 = 20.4 GiB" in fig.axes[0].get_title()
+    (room,) = _gid(fig, "mem_headroom")
+    scale = {"GiB": 2**30, "MiB": 2**20}[fig.axes[0].get_ylabel()]
+    parts = sum(p.get_height() for p in fig.axes[0].patches) * scale
+    assert parts == pytest.approx(24 * 0.85 * 2**30)
+    tiny = show_serving(plan, gpu_memory_gib=0.001)
+    assert "does not fit" in tiny.axes[0].get_title()
+    assert "no GPU given" in show_serving(plan).axes[0].get_title()
