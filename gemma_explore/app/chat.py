@@ -19,13 +19,19 @@ from typing import Any
 
 from gemma_explore.app.attachments import attachment, file_name, split_message
 from gemma_explore.app.bundles import get_bundle
-from gemma_explore.app.outputs import error_text, md
+from gemma_explore.app.outputs import file_error, md
 from gemma_explore.app.tabs import budget_of
 from gemma_explore.errors import MediaError
 from gemma_explore.models.bundle import Bundle
 from gemma_explore.processing.inputs import prepare_inputs
 
-__all__ = ["chat_preview", "chat_stream", "turn_counts"]
+__all__ = ["FRESH_PROMPT", "TurnCounts", "chat_preview", "chat_stream", "turn_counts"]
+
+# Said beside the conversation: the chat does not send the earlier turns.
+FRESH_PROMPT = "each message is a fresh prompt: the model does not see the earlier turns"
+# Partial answers are sent at most this often: a browser that falls behind a token-by-token
+# stream keeps drawing old updates after Stop.
+_EVERY_S = 0.1
 
 
 def turn_counts(bundle: Bundle, input_ids: list[int]) -> dict[str, int]:
@@ -36,14 +42,68 @@ def turn_counts(bundle: Bundle, input_ids: list[int]) -> dict[str, int]:
     return {"text": len(input_ids) - sum(out.values()), **out}
 
 
-def _counts_line(counts: dict[str, int], generated: int | None, seconds: float | None) -> str:
-    parts = " · ".join(f"{k} {v}" for k, v in counts.items())
-    line = f"**This turn**: {sum(counts.values())} prompt tokens ({parts})"
+@dataclass(frozen=True)
+class TurnCounts:
+    """A prepared turn's prompt tokens, as the counts line shows them: the placeholders
+    by kind, each video as its plan's soft tokens + markers + timestamps (the Video tab's
+    rows, layout_prompt's count), and the text around them, with its vocabulary."""
+
+    total: int  # len(input_ids): what layout_prompt counts for the same turn
+    text: int  # everything else: the template, the typed text, image and audio markers
+    placeholders: dict[str, int]  # "image" / "audio" / "video" → placeholders
+    videos: tuple[Any, ...]  # one VideoPlan per attached video
+    vocabulary: str  # what the text is counted with
+
+    def line(self) -> str:
+        parts = [f"text {self.text} ({self.vocabulary})"]
+        for kind, n in self.placeholders.items():
+            if kind != "video" or not self.videos:
+                parts.append(f"{kind} {n}")
+        parts += [
+            f"video {v.num_soft_tokens} soft + {v.num_markers} markers + "
+            f"{v.num_timestamp_tokens} timestamps = {v.total_tokens}"
+            for v in self.videos
+        ]
+        return f"{self.total} prompt tokens ({' · '.join(parts)})"
+
+
+def _turn_counts(bundle: Bundle, prepared: Any) -> TurnCounts:
+    from gemma_explore.plans.video import plan_video
+
+    ids = list(prepared.input_ids)
+    counts = turn_counts(bundle, ids)
+    videos = tuple(
+        plan_video(v, family=bundle.spec, max_frames=len(idx))
+        for v, idx in zip(prepared.videos, prepared.video_frame_indices, strict=False)
+    )
+    around = sum(v.num_markers + v.num_timestamp_tokens for v in videos)
+    placeholders = {k: n for k, n in counts.items() if k != "text"}
+    return TurnCounts(len(ids), counts["text"] - around, placeholders, videos, bundle.vocabulary)
+
+
+def _counts_line(counts: TurnCounts, generated: int | None, seconds: float | None) -> str:
+    line = f"**This turn**: {counts.line()}"
     if generated is not None:
         line += f" · {generated} generated"
     if seconds is not None:
         line += f" · {seconds * 1000:.0f} ms"
     return line
+
+
+def _cut_notes(bundle: Bundle, files: list[str], content: list[dict[str, Any]]) -> list[str]:
+    """One line per clip longer than the family hears: it is cut, and the page says so."""
+    limit = bundle.spec.audio.max_seconds
+    clips = [(p, c) for p, c in zip(files, content, strict=False) if c.get("type") == "audio"]
+    notes = []
+    for path, item in clips:
+        wave, rate = item["audio"]
+        seconds = len(wave) / rate
+        if limit is not None and seconds > limit:
+            notes.append(
+                f"⚠ {md(file_name(path))} is {seconds:.1f} s: {bundle.spec.display_name} hears "
+                f"its first {limit:g} s only (cut it to choose which {limit:g} s)."
+            )
+    return notes
 
 
 class _TurnStop(threading.Event):
@@ -67,8 +127,7 @@ def _read_attachments(files: list[str]) -> tuple[list[dict[str, Any]], list[str]
         try:
             content.append(attachment(path))
         except Exception as exc:  # noqa: BLE001 - one message per failing attachment
-            why = error_text(exc).removeprefix("✗ ")
-            problems.append(f"✗ **{md(file_name(path))}**: {why}")
+            problems.append(file_error(path, exc))
     return content, problems
 
 
@@ -77,7 +136,7 @@ class _Turn:
     """A turn ready to stream: its pieces and, where we tokenized it, its counts."""
 
     pieces: Iterator[str]
-    counts: dict[str, int] | None  # None: a remote server tokenizes the turn itself
+    counts: TurnCounts | None  # None: a remote server tokenizes the turn itself
 
 
 def _start(bundle: Bundle, content: list[dict], budget: Any, n: int, stop: Any) -> _Turn:
@@ -91,13 +150,31 @@ def _start(bundle: Bundle, content: list[dict], budget: Any, n: int, stop: Any) 
         return _Turn(pieces, None)
     prepared = prepare_inputs(messages, max_soft_tokens=b, bundle=bundle)
     pieces = bundle.engine.stream(prepared, max_new_tokens=n, stop=stop)
-    return _Turn(pieces, turn_counts(bundle, prepared.input_ids))
+    return _Turn(pieces, _turn_counts(bundle, prepared))
 
 
 def _ending(elapsed: float, *, stopped: bool, random_weights: bool) -> str:
     """The answer's last line: how long, whether the user stopped it, whether it is noise."""
     suffix = "\n\n_(" + ("stopped by you, " if stopped else "") + f"{elapsed * 1000:.0f} ms"
     return suffix + (", random weights: this text is noise)_" if random_weights else ")_")
+
+
+def _paced(pieces: Iterator[str], stopped: threading.Event) -> Iterator[tuple[str, int, bool]]:
+    """(answer so far, pieces so far, show it): the first piece shown at once, then at
+    most one update every ``_EVERY_S``, and none once the user pressed Stop (the text
+    freezes there; the caller's last update, with "stopped by you", follows at the next
+    token). Every piece is read, so the final answer is whole."""
+    answer, generated, last = "", 0, 0.0
+    for piece in pieces:
+        answer, generated = answer + piece, generated + 1
+        now = time.perf_counter()
+        show = not stopped.is_set() and (generated == 1 or now - last >= _EVERY_S)
+        last = now if show else last
+        yield answer, generated, show
+
+
+def _with_notes(line: str, notes: list[str]) -> str:
+    return "\n\n".join([line, *notes]) if notes else line
 
 
 def chat_stream(
@@ -136,28 +213,32 @@ def chat_stream(
             content.append({"type": "text", "text": text})
         if not content:
             raise MediaError("Type a message or attach an image, clip or video.")
+        notes = _cut_notes(bundle, files, content)
         shown = md(text) + "".join(f"\n[{md(file_name(p))}]" for p in files)
         start = time.perf_counter()
         turn = _start(bundle, content, budget, int(max_new_tokens), turn_stop)
         history += [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
-        counts_md = _counts_line(turn.counts, None, None) if turn.counts is not None else ""
+        counts_md = _with_notes(
+            _counts_line(turn.counts, None, None) if turn.counts is not None else "", notes
+        )
         if turn.counts is not None:  # the turn's counts show before its first token
             yield history, counts_md
         answer, generated = "", 0
-        for piece in turn.pieces:
-            answer, generated = answer + piece, generated + 1
-            history[-1] = {"role": "assistant", "content": md(answer)}
-            yield history, counts_md
+        for step in _paced(turn.pieces, turn_stop.user):
+            answer, generated, show = step
+            if show:
+                history[-1] = {"role": "assistant", "content": md(answer)}
+                yield history, counts_md
         elapsed = time.perf_counter() - start
         outcome["stopped"] = stopped = turn_stop.user.is_set()
         ending = _ending(elapsed, stopped=stopped, random_weights=bundle.is_random_weights)
         history[-1] = {"role": "assistant", "content": md(answer) + ending}
         if turn.counts is not None:
-            counts_md = _counts_line(turn.counts, generated, elapsed)
+            counts_md = _with_notes(_counts_line(turn.counts, generated, elapsed), notes)
         yield history, counts_md
     except Exception as exc:  # noqa: BLE001
         outcome["failed"] = True
-        yield history + [{"role": "assistant", "content": error_text(exc)}], ""
+        yield history + [{"role": "assistant", "content": file_error(None, exc)}], ""
     finally:
         if turn is not None and hasattr(turn.pieces, "close"):
             turn.pieces.close()  # an abandoned turn stops its generation thread
@@ -175,7 +256,10 @@ def chat_preview(model_name: str, message: dict[str, Any] | str, budget: Any = N
         if bundle.processor is None:
             return ""  # a remote server tokenizes the turn itself
         text, files = split_message(message)
-        content = [attachment(path) for path in files]
+        content, problems = _read_attachments(files)
+        if problems:
+            return "\n\n".join(problems)
+        notes = _cut_notes(bundle, files, content)
         if text:
             content.append({"type": "text", "text": text})
         if not content:
@@ -184,7 +268,8 @@ def chat_preview(model_name: str, message: dict[str, Any] | str, budget: Any = N
         prepared = prepare_inputs(
             messages, max_soft_tokens=budget_of(bundle, budget), bundle=bundle
         )
-        line = _counts_line(turn_counts(bundle, prepared.input_ids), None, None)
-        return line.replace("**This turn**", "**Waiting to be asked** (press Enter)")
+        line = _counts_line(_turn_counts(bundle, prepared), None, None)
+        line = line.replace("**This turn**", "**Waiting to be asked** (press Enter)")
+        return _with_notes(line, notes)
     except Exception as exc:  # noqa: BLE001 - the box's own problem, as a line
-        return error_text(exc)
+        return file_error(None, exc)

@@ -22,7 +22,7 @@ import os
 
 from gemma_explore.engines.load import ENGINE_TABLE, ENGINES, engine_help
 
-__all__ = ["main", "parse_args"]
+__all__ = ["main", "parse_args", "port_busy"]
 
 EXAMPLE = "Example: gemma-explore demo --model tiny-gemma3n --port 7861"
 _SERVERS = [b.name for b in ENGINE_TABLE.values() if b.takes_base_url]
@@ -79,7 +79,43 @@ def main(argv: list[str] | None = None) -> None:
     require_gradio()
     from gemma_explore.app.ui import launch  # gradio: only once the flags are good
 
-    launch(args.model, engine=args.engine, base_url=args.base_url, host=args.host, port=args.port)
+    busy = port_busy(args.host, args.port)
+    if busy:
+        raise SystemExit(busy)
+    try:
+        launch(
+            args.model, engine=args.engine, base_url=args.base_url, host=args.host, port=args.port
+        )
+    except OSError as exc:  # taken between the check and the launch, or not ours to bind
+        why = port_busy(args.host, args.port) or f"The demo could not start: {exc}"
+        raise SystemExit(why) from None
+
+
+def port_busy(host: str, port: int) -> str | None:
+    """One line naming a free port to use instead, when ``host:port`` cannot be bound
+    (gradio's own message would name GRADIO_SERVER_PORT, which the demo's --port
+    overrides); None when it is free.
+
+    >>> port_busy("127.0.0.1", 0) is None
+    True
+    """
+    import socket
+
+    def free(p: int) -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind((host, p))
+            except OSError:
+                return False
+            return True
+
+    if free(port):
+        return None
+    other = next((p for p in range(port + 1, port + 50) if free(p)), port + 1)
+    return (
+        f"Port {port} on {host} is in use (another demo?). Start this one on another port: "
+        f"make demo PORT={other}, or gemma-explore demo --port {other}."
+    )
 
 
 def require_gradio() -> None:

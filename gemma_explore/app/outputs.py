@@ -30,6 +30,7 @@ __all__ = [
     "TranscribeResult",
     "VideoResult",
     "error_text",
+    "file_error",
     "md",
 ]
 
@@ -110,8 +111,16 @@ class ServingResult(TabResult):
     """The Serving tab: what vLLM reserves for these engine arguments."""
 
     figure: Any = None  # Figure from show_serving
-    table: str = ""  # markdown in vLLM's names, or "✗ …"
+    table: str = ""  # markdown in vLLM's names, the verdict first ("" when refused)
     plan: Any = None  # the ServingPlan
+    fits: bool | None = None  # the verdict: one engine fits the GPU (None: refused)
+    warnings: str = ""  # "⚠ No request with one image fits …", one paragraph each
+    assumption: str = ""  # the GPU the memory bar assumes, in words
+
+    @classmethod
+    def failed(cls, error: str, *, notice: str = "") -> Self:
+        """Refused: the message alone, plot and table both cleared (never one stale)."""
+        return cls(error=error)
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,24 @@ def error_text(exc: BaseException) -> str:
     return f"✗ Something went wrong ({type(exc).__name__}: {md(exc)}). Try another input."
 
 
+def file_error(path: Any, exc: BaseException) -> str:
+    """:func:`error_text` for an upload, naming the file once (by its own name, never its
+    temporary folder).
+
+    >>> file_error("/tmp/x/notes.png", MediaError("This file is not an image."))
+    '✗ notes.png is not an image.'
+    >>> file_error("/tmp/x/empty.png", MediaError("empty.png is empty (0 bytes)."))
+    '✗ empty.png is empty (0 bytes).'
+    """
+    text = error_text(exc)
+    name = md(str(path).replace("\\", "/").rsplit("/", 1)[-1])
+    if not isinstance(path, str) or not name or name in text:
+        return text
+    if "This file" in text:
+        return text.replace("This file", name, 1)
+    return f"✗ {name}: {text.removeprefix('✗ ')}"
+
+
 def counts_table(rows: list[tuple[str, Any]]) -> str:
     """A two-column markdown table, every cell escaped."""
     return Table(("quantity", "value"), tuple((md(k), md(v)) for k, v in rows)).markdown()
@@ -164,6 +191,13 @@ def parity_badge(report: Any) -> str:
     """Our plan vs the transformers processor vs vLLM's arithmetic, in one line."""
     if report.agree:
         return "✓ **Parity**: our plan, the transformers processor and vLLM's arithmetic agree."
+    tokens = [r for r in report.rows if "token" in r.step or "placeholder" in r.step]
+    if tokens and all(r.agree for r in tokens):  # the counts agree; a step before them not
+        counted = ", ".join(f"{md(r.step)} {r.values[0]}" for r in tokens)
+        return (
+            f"✓ **Parity** on the token counts ({counted}: every side agrees). They part "
+            f"earlier, at *{md(report.disagreements[0])}*, and meet again: {md(' '.join(report.notes))}"
+        )
     first = md(report.disagreements[0])
     notes = md(" ".join(report.notes))
     return f"⚠ **Parity**: they part at *{first}*. {notes} Encoder: {md(report.encoder_follows)}."

@@ -1,8 +1,12 @@
-"""The demo's Serving tab: engine arguments in, what vLLM reserves out (pure handler).
+"""The demo's Serving tab: engine arguments and a GPU in, what vLLM reserves out (pure
+handler).
 
-The handler takes plain values (as sliders give them) and returns a
-:class:`~gemma_explore.app.outputs.ServingResult` (figure, table, plan, error); it never
-raises, so a bad combination shows a one-line reason instead of breaking the demo.
+Every control is described once, in :data:`CONTROLS` (its label, range and default):
+the page builds its sliders from it and the handler checks each value against it, so a
+bad value is refused in one place, in the control's own words, and the plot and the table
+are cleared together (never one stale and one new). The handler returns a
+:class:`~gemma_explore.app.outputs.ServingResult` (figure, table, verdict, plan, error);
+it never raises.
 
 >>> out = serving_tab("tiny-gemma4", max_model_len=4096, image_limit=2)  # doctest: +SKIP
 >>> out.plan.encoder_cache_size                                          # doctest: +SKIP
@@ -12,30 +16,140 @@ raises, so a bad combination shows a one-line reason instead of breaking the dem
 from __future__ import annotations
 
 import dataclasses
+import functools
+from dataclasses import dataclass
 from typing import Any
 
-from gemma_explore.app.outputs import ServingResult
+from gemma_explore.app.outputs import ServingResult, md
+from gemma_explore.facts.families import FamilySpec, family_from_name, get_family
 from gemma_explore.facts.released import RELEASED_IDS
 from gemma_explore.serving.plan import ServingPlan, plan_serving
 from gemma_explore.viz.serving import show_serving
 
-__all__ = ["LOADED_MODEL", "SERVING_CHOICES", "SERVING_DEFAULT", "serving_tab"]
+__all__ = [
+    "CONTROLS",
+    "GPU_ASSUMPTION",
+    "LOADED_MODEL",
+    "SERVING_CHOICES",
+    "SERVING_DEFAULT",
+    "Control",
+    "serving_family",
+    "serving_tab",
+    "verdict",
+]
 
 # The tab plans a released checkpoint by default (the E4B: image, audio and video, so every
 # slider means something); the last choice plans whatever the Model box has loaded.
 LOADED_MODEL = "the model loaded above"
 SERVING_DEFAULT = "google/gemma-4-E4B-it"
 SERVING_CHOICES = (*RELEASED_IDS, LOADED_MODEL)
+_GIB = 2**30
 
 
-def _number(value: Any, name: str, *, low: int = 0) -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.") from None
-    if n < low:
-        raise ValueError(f"{name} must be at least {low}, got {n}.")
-    return n
+@dataclass(frozen=True)
+class Control:
+    """One of the tab's number controls: its label (vLLM's name), range and default."""
+
+    key: str  # serving_tab's argument
+    label: str  # what the page calls it, and what a refusal names
+    low: float
+    high: float
+    default: float
+    step: float = 1
+
+    def check(self, value: Any) -> float:
+        """``value`` as a number in range, or a ValueError naming this control."""
+        try:
+            n = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.label} must be a number, got {value!r}.") from None
+        if n != n or not self.low <= n <= self.high:  # NaN, or out of range
+            raise ValueError(
+                f"{self.label} must be between {self.low:g} and {self.high:g} "
+                f"(got {n:g}): set it within the slider's range."
+            )
+        if self.step >= 1 and n != int(n):
+            raise ValueError(f"{self.label} must be a whole number, got {n:g}.")
+        return n
+
+
+CONTROLS: tuple[Control, ...] = (
+    Control("max_model_len", "max_model_len", 16, 131072, 8192, 16),
+    Control("image_limit", "limit_mm_per_prompt: image", 0, 16, 4),
+    Control("audio_limit", "limit_mm_per_prompt: audio", 0, 4, 1),
+    Control("video_limit", "limit_mm_per_prompt: video", 0, 4, 1),
+    Control("max_num_batched_tokens", "max_num_batched_tokens", 16, 131072, 8192, 16),
+    Control("gpu_memory_gib", "GPU memory (GiB)", 1, 1024, 80, 1),
+    Control("gpu_memory_utilization", "gpu_memory_utilization", 0.05, 1.0, 0.9, 0.01),
+)
+_BY_KEY = {c.key: c for c in CONTROLS}
+GPU_ASSUMPTION = (
+    "The memory bar assumes **one GPU of {gpu:g} GiB at gpu_memory_utilization {util:g}** "
+    "(the defaults: 80 GiB, an A100/H100, at vLLM's 0.9); change both above."
+)
+
+
+def _whole(key: str, value: Any) -> int:
+    return int(_BY_KEY[key].check(value))
+
+
+def serving_family(chosen: str, loaded_model: str) -> FamilySpec | None:
+    """The family of the checkpoint the tab plans (its own box, or the model loaded
+    above): what its image-budget box offers."""
+    name = loaded_model if chosen == LOADED_MODEL else chosen
+    spec = family_from_name(name)
+    if spec is None:
+        try:
+            from gemma_explore.app.bundles import analysis_bundle
+
+            spec = analysis_bundle(name).spec
+        except Exception:  # noqa: BLE001 - the table says why the plan failed
+            return None
+    return spec
+
+
+def _budget(value: Any) -> int | None:
+    """The budget box's value: a number, or None (the family's own: "default", empty, or
+    the "fixed …" a family without budgets shows)."""
+    if value in (None, "", "default") or (isinstance(value, str) and not value.isdigit()):
+        return None
+    return int(value)
+
+
+def verdict(plan: ServingPlan, gpu_memory_gib: float, utilization: float) -> tuple[bool, str]:
+    """(fits, why): the plan's :meth:`~ServingPlan.memory_fit` on this GPU, in words (the
+    serving chart draws the same value)."""
+    fit = plan.memory_fit(gpu_memory_gib, utilization)
+    sums = (
+        f"weights {fit.weights_bytes / _GIB:,.2f} + KV {fit.kv_bytes / _GIB:,.2f}"
+        f" + encoder cache {fit.encoder_cache_bytes / _GIB:,.2f} = {fit.need_bytes / _GIB:,.2f} GiB"
+    )
+    of = f"{gpu_memory_gib:g} GiB × {utilization:g} = {fit.room_bytes / _GIB:,.2f} GiB"
+    if fit.fits:
+        return True, f"✓ fits: {sums} of {of} ({fit.left_gib:,.2f} GiB left)"
+    return False, (
+        f"✗ does not fit: {sums}, more than {of}. Raise GPU memory or "
+        "gpu_memory_utilization, lower max_model_len, or split the model over GPUs "
+        "(--tensor-parallel-size)."
+    )
+
+
+def _warnings(plan: ServingPlan) -> list[str]:
+    """No request of some kind fits in max_model_len: said, not left for vLLM to refuse
+    (the plan's :meth:`~ServingPlan.items_too_long`, as ``serve-args`` warns)."""
+    out = [
+        f"⚠ No request with one {modality} fits: its largest takes {tokens} tokens with its "
+        f"markers, max_model_len is {plan.max_model_len}. Raise max_model_len, or set "
+        f"limit_mm_per_prompt: {modality} to 0."
+        for modality, tokens in plan.items_too_long().items()
+    ]
+    fit = plan.images_that_fit((1080, 1920))
+    if plan.limits.get("image", 0) and fit.fits == 0 and not out:
+        out.append(
+            f"⚠ Not even one 1920×1080 px (W×H) photo fits: it costs {fit.tokens_per_image} "
+            f"tokens, max_model_len is {plan.max_model_len}. Raise max_model_len."
+        )
+    return out
 
 
 def serving_tab(
@@ -47,45 +161,83 @@ def serving_tab(
     max_num_batched_tokens: Any = 8192,
     max_soft_tokens: Any = None,
     gpu_memory_gib: Any = 80,
+    gpu_memory_utilization: Any = 0.9,
     video_frames: Any = 32,
 ) -> ServingResult:
-    """Plan serving for these engine arguments: ``figure`` (:func:`show_serving`),
-    ``table`` (markdown, vLLM's names), ``plan`` and ``error`` (None when all went well)."""
+    """Plan serving for these engine arguments on this GPU: ``figure``
+    (:func:`show_serving`), ``table`` (markdown, vLLM's names, the verdict first),
+    ``plan``, ``fits`` and ``error`` (None when all went well)."""
     try:
+        videos = _whole("video_limit", video_limit)
         limits: dict[str, Any] = {
-            "image": _number(image_limit, "image limit"),
-            "audio": _number(audio_limit, "audio limit"),
+            "image": _whole("image_limit", image_limit),
+            "audio": _whole("audio_limit", audio_limit),
+            "video": {"count": videos, "num_frames": max(int(video_frames or 32), 1)},
         }
-        videos = _number(video_limit, "video limit")
-        limits["video"] = {
-            "count": videos,
-            "num_frames": _number(video_frames, "video frames", low=1),
-        }
-        budget = (
-            None
-            if max_soft_tokens in (None, "", "default")
-            else _number(max_soft_tokens, "max_soft_tokens")
-        )
+        gpu = _BY_KEY["gpu_memory_gib"].check(gpu_memory_gib)
+        util = _BY_KEY["gpu_memory_utilization"].check(gpu_memory_utilization)
         plan = plan_serving(
             model_name,
-            max_model_len=_number(max_model_len, "max_model_len", low=1),
+            max_model_len=_whole("max_model_len", max_model_len),
             limit_mm_per_prompt=limits,
-            max_num_batched_tokens=_number(max_num_batched_tokens, "max_num_batched_tokens", low=1),
-            max_soft_tokens=budget,  # Gemma 3n ignores it, as vLLM does
+            max_num_batched_tokens=_whole("max_num_batched_tokens", max_num_batched_tokens),
+            max_soft_tokens=_budget(max_soft_tokens),  # Gemma 3n ignores it, as vLLM does
         )
-        fig = show_serving(plan, gpu_memory_gib=float(gpu_memory_gib) if gpu_memory_gib else None)
-        return ServingResult(figure=fig, table=_table(plan), plan=plan)
+        fits, why = verdict(plan, gpu, util)
+        fig = show_serving(plan, gpu_memory_gib=gpu, gpu_memory_utilization=util)
+        warnings = "\n\n".join(_warnings(plan))
+        return ServingResult(
+            figure=fig,
+            table=_table(plan, why),
+            plan=plan,
+            fits=fits,
+            warnings=warnings,
+            assumption=GPU_ASSUMPTION.format(gpu=gpu, util=util),
+        )
     except Exception as exc:  # noqa: BLE001 - the demo shows every failure as a line
         kind = "" if isinstance(exc, ValueError | TypeError) else f"{type(exc).__name__}: "
-        return ServingResult(error=str(exc), table=f"✗ {kind}{exc}")
+        return ServingResult.failed(f"✗ {kind}{md(exc)}")
 
 
-def _table(plan: ServingPlan) -> str:
-    """The plan's own table, plus the question people ask first: how many photos fit."""
+@functools.lru_cache(maxsize=8)
+def _sample_video(family: str, frames: int) -> Any:
+    """The bundled sample video's plan at ``frames`` sampled frames (decoded once)."""
+    from gemma_explore.plans.video import plan_video
+    from gemma_explore.samples import SAMPLES_DIR
+
+    return plan_video(SAMPLES_DIR / "video.mp4", family=family, max_frames=frames)
+
+
+def _video_row(plan: ServingPlan) -> tuple[str, str] | None:
+    """The sample video's prompt cost from its plan (the Video tab's numbers), beside
+    the worst case vLLM reserves per video."""
+    spec = get_family(plan.model.spec)
+    if "video" not in plan.model.modalities or not plan.limits.get("video"):
+        return None
+    v = _sample_video(spec.name, plan.num_frames or spec.image.max_video_frames)
+    reserved = plan.max_tokens_per_item.get("video")
+    return (
+        f"sample video ({len(v.frame_indices)} frames): prompt tokens",
+        f"{v.num_soft_tokens} soft + {v.num_markers} markers + {v.num_timestamp_tokens} "
+        f"timestamps = {v.total_tokens}"
+        + (f" (vLLM reserves {reserved} per video)" if reserved else ""),
+    )
+
+
+def _table(plan: ServingPlan, why: str) -> str:
+    """The verdict, the plan's own table, and the questions people ask first: how many
+    photos fit, what a video costs."""
     table = plan.table()
     fit = plan.images_that_fit((1080, 1920))
-    photos = (
-        "1920×1080 px (W×H) photos that fit",
-        f"{fit.fits} ({fit.tokens_per_image} tokens each, {fit.limited_by})",
-    )
-    return dataclasses.replace(table, rows=(*table.rows, photos)).markdown()
+    rows = [
+        ("verdict", why),
+        *table.rows,
+        (
+            "1920×1080 px (W×H) photos that fit",
+            f"{fit.fits} ({fit.tokens_per_image} tokens each, {fit.limited_by})",
+        ),
+    ]
+    video = _video_row(plan)
+    if video is not None:
+        rows.append(video)
+    return dataclasses.replace(table, rows=tuple(rows)).markdown()

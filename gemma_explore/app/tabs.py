@@ -23,12 +23,14 @@ from gemma_explore.app.outputs import (
     VideoResult,
     counts_table,
     error_text,
+    file_error,
     md,
     parity_badge,
 )
 from gemma_explore.errors import MediaError
 from gemma_explore.facts.families import AUDIO_SAMPLING_RATE, FAMILIES, FamilySpec
 from gemma_explore.inside.towers import encode, vision_pooling
+from gemma_explore.media.headers import kind_of
 from gemma_explore.media.loaders import load_audio, load_image
 from gemma_explore.models.bundle import Bundle
 from gemma_explore.parity.checks import check_audio_parity, check_image_parity, check_video_parity
@@ -53,6 +55,21 @@ def budget_of(bundle: Bundle, budget: Any) -> int | None:
     True
     """
     return int(budget) if bundle.spec.image.budgets and budget not in (None, "") else None
+
+
+# The tab that reads each kind of file, for a file dropped on the wrong one.
+_TAB_OF = {"image": "Image", "audio": "Audio", "video": "Video"}
+
+
+def _right_tab(upload: Any, wanted: str) -> None:
+    """A file of another kind (by its suffix) is sent to the tab that reads it."""
+    kind = kind_of(upload) if isinstance(upload, str) else None
+    if kind is not None and kind != wanted:
+        name = md(upload.replace("\\", "/").rsplit("/", 1)[-1])
+        raise MediaError(
+            f"{name} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} file: open it on the "
+            f"{_TAB_OF[kind]} tab."
+        )
 
 
 def _grid_row(plan: Any, *, encoder_free: bool) -> tuple[str, str]:
@@ -94,6 +111,7 @@ def image_tab(model_name: str, image: Any, budget: Any = None) -> ImageResult:
         t = Timer()
         if image is None:
             raise MediaError("Upload an image first (PNG or JPEG), or click an example.")
+        _right_tab(image, "image")
         b = budget_of(bundle, budget)
         analysis = analyse(image, modality="image", bundle=bundle, max_soft_tokens=b)
         plan = analysis.plan
@@ -117,7 +135,7 @@ def image_tab(model_name: str, image: Any, budget: Any = None) -> ImageResult:
             plan=plan,
         )
     except Exception as exc:  # noqa: BLE001 - the UI shows every failure as text
-        return ImageResult.failed(error_text(exc), notice=loaded_notice(model_name))
+        return ImageResult.failed(file_error(image, exc), notice=loaded_notice(model_name))
 
 
 def _audio_rows(spec: FamilySpec, plan: Any, notes: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -159,6 +177,7 @@ def audio_tab(model_name: str, audio: Any) -> AudioResult:
             raise MediaError(
                 "Upload or record a clip first (WAV, FLAC or MP3), or click an example."
             )
+        _right_tab(audio, "audio")
         analysis = analyse(audio, modality="audio", bundle=bundle)
         plan = analysis.plan
         t.lap("load + plan + processor")
@@ -175,7 +194,7 @@ def audio_tab(model_name: str, audio: Any) -> AudioResult:
             plan=plan,
         )
     except Exception as exc:  # noqa: BLE001
-        return AudioResult.failed(error_text(exc), notice=loaded_notice(model_name))
+        return AudioResult.failed(file_error(audio, exc), notice=loaded_notice(model_name))
 
 
 def video_tab(model_name: str, video: Any, fps: float | None = None) -> VideoResult:
@@ -192,6 +211,8 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> VideoRes
             )
         if video is None:
             raise MediaError("Upload a video first (MP4), or click an example.")
+        if not (isinstance(video, str) and kind_of(video) == "image"):  # the loader says so
+            _right_tab(video, "video")
         analysis = analyse(video, modality="video", bundle=bundle, fps=fps or None)
         plan = analysis.plan
         t.lap("decode + plan + processor")
@@ -199,25 +220,39 @@ def video_tab(model_name: str, video: Any, fps: float | None = None) -> VideoRes
         t.lap("frames figure")
         report = check_video_parity(analysis, use_vllm=False)
         t.lap("parity")
-        rows = [
-            ("frames", f"{plan.num_frames} at {plan.fps:g} fps = {plan.duration_s:.2f} s"),
-            ("sampled", len(plan.frame_indices)),
-            ("tokens per frame", plan.soft_tokens_per_frame),
-            ("soft tokens", plan.num_soft_tokens),
-            ("markers", plan.total_tokens - plan.num_soft_tokens),
-            ("prompt tokens (with markers)", plan.total_tokens),
-            ("timestamps", ", ".join(dict.fromkeys(plan.timestamps))),
-        ]
         return VideoResult(
             frames_figure=fig,
-            counts=counts_table(rows),
+            counts=counts_table(_video_rows(plan, bundle.vocabulary)),
             parity=parity_badge(report),
             timings=t.text(),
             notice=notice_of(bundle),
             plan=plan,
         )
     except Exception as exc:  # noqa: BLE001
-        return VideoResult.failed(error_text(exc), notice=loaded_notice(model_name))
+        # The loader's "give it as an image instead" is a library's advice: name the tab.
+        message = file_error(video, exc).replace(
+            "give it as an image instead", "open it on the Image tab"
+        )
+        return VideoResult.failed(message, notice=loaded_notice(model_name))
+
+
+def _video_rows(plan: Any, vocabulary: str) -> list[tuple[str, Any]]:
+    """The plan's rows: soft tokens + markers + timestamps = the video's prompt tokens
+    (layout_prompt's count for the same video)."""
+    return [
+        ("frames", f"{plan.num_frames} at {plan.fps:g} fps = {plan.duration_s:.2f} s"),
+        ("sampled", len(plan.frame_indices)),
+        ("tokens per frame", plan.soft_tokens_per_frame),
+        ("soft tokens", plan.num_soft_tokens),
+        ("markers (BOI + EOI per frame)", plan.num_markers),
+        (f"timestamps ({vocabulary})", plan.num_timestamp_tokens),
+        (
+            "prompt tokens",
+            f"{plan.total_tokens} = {plan.num_soft_tokens} + {plan.num_markers} + "
+            f"{plan.num_timestamp_tokens}",
+        ),
+        ("frame times", ", ".join(dict.fromkeys(plan.timestamps))),
+    ]
 
 
 def layout_tab(
@@ -236,8 +271,8 @@ def layout_tab(
     try:
         bundle = analysis_bundle(model_name)
         t = Timer()
-        images = [load_image(image)] if image is not None else []
-        audios = [load_audio(audio)] if audio is not None else []
+        images = [_load(load_image, image, "image")] if image is not None else []
+        audios = [_load(load_audio, audio, "audio")] if audio is not None else []
         if raw:
             _check_raw(bundle.spec, text or "", image=len(images), audio=len(audios))
         layout = layout_prompt(
@@ -251,7 +286,10 @@ def layout_tab(
         t.lap("processor + layout")
         fig = show_layout(layout)
         t.lap("ribbon")
-        rows = [(k, v) for k, v in layout.counts().items()] + [("total", layout.num_tokens)]
+        vocabulary = bundle.vocabulary
+        rows = [
+            (f"{k} ({vocabulary})" if k == "text" else k, v) for k, v in layout.counts().items()
+        ] + [("total", layout.num_tokens)]
         return LayoutResult(
             layout_figure=fig,
             layout_html=layout._repr_html_(),
@@ -263,6 +301,15 @@ def layout_tab(
         )
     except Exception as exc:  # noqa: BLE001
         return LayoutResult.failed(error_text(exc), notice=loaded_notice(model_name))
+
+
+def _load(loader: Any, upload: Any, kind: str) -> Any:
+    """An attachment read by ``loader``; a refusal names the file once."""
+    _right_tab(upload, kind)
+    try:
+        return loader(upload)
+    except Exception as exc:  # noqa: BLE001 - re-raised with the file's name
+        raise MediaError(file_error(upload, exc).removeprefix("✗ ")) from exc
 
 
 def _layout_checks(layout: PromptLayout) -> str:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from gemma_explore.facts.families import get_family
-from gemma_explore.plans.video import timestamp_tokens
 
 __all__ = ["fit_warnings", "serve_command", "serving_advice", "serving_plan_for", "serving_recipe"]
 
@@ -187,21 +186,10 @@ def fit_warnings(args: dict[str, Any], *, plan: Any = None) -> list[str]:
     plan = plan if plan is not None else serving_plan_for(args)
     if plan is None:
         return []
-    spec, out = plan.model.spec, []
-    for modality, n in plan.max_tokens_per_item.items():
-        if plan.limits.get(modality, 0) <= 0:
-            continue
-        need = n + spec.markers_per_item  # the worst case counts embeddings only
-        if modality == "video":  # frames at the video budget, markers, "mm:ss " text
-            frames = min(spec.image.max_video_frames, plan.num_frames or 10**6)
-            need = frames * (spec.image.video_budget + spec.markers_per_item)
-            need += timestamp_tokens(("00:00",) * frames)
-        if need > plan.max_model_len:
-            what = {"image": "an image at the start-up budget", "audio": "the longest clip"}
-            out.append(
-                f"{what.get(modality, 'the largest video')} takes {need} tokens with its "
-                f"markers, more than --max-model-len {plan.max_model_len}: vLLM starts, "
-                f"then refuses every prompt with one. Raise --max-model-len above {need}, "
-                f"or set --{modality}s 0."
-            )
-    return out
+    what = {"image": "an image at the start-up budget", "audio": "the longest clip"}
+    return [
+        f"{what.get(modality, 'the largest video')} takes {need} tokens with its markers, "
+        f"more than --max-model-len {plan.max_model_len}: vLLM starts, then refuses every "
+        f"prompt with one. Raise --max-model-len above {need}, or set --{modality}s 0."
+        for modality, need in plan.items_too_long().items()
+    ]

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_LIMIT",
     "ImagesFit",
+    "MemoryFit",
     "KVLayer",
     "kv_layers",
     "RequestMemory",
@@ -98,6 +99,43 @@ class ImagesFit:
     fits: int  # images that fit
     limited_by: str  # "max_model_len" or "limit_mm_per_prompt"
     steps: tuple[str, ...] = field(default=(), compare=False)
+
+
+_GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """One engine's memory against one GPU: what vLLM needs at start-up (the weights, KV
+    for one ``max_model_len`` request, the encoder cache) and the share of the GPU it may
+    use. An estimate: vLLM also takes off the activation peak it profiles on the device.
+
+    >>> MemoryFit(80.0, 0.9, 10 * _GIB, 2 * _GIB, _GIB).left_gib
+    59.0
+    """
+
+    gpu_memory_gib: float  # the GPU's memory: the question the page asks of the user
+    gpu_memory_utilization: float  # vLLM's share of it (its default 0.9)
+    weights_bytes: int  # loaded once per engine
+    kv_bytes: int  # one max_model_len request: vLLM refuses to start without room for it
+    encoder_cache_bytes: int  # the multimodal embeddings' cache, reserved at start-up
+
+    @property
+    def room_bytes(self) -> float:
+        return self.gpu_memory_gib * _GIB * self.gpu_memory_utilization
+
+    @property
+    def need_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes + self.encoder_cache_bytes
+
+    @property
+    def left_gib(self) -> float:
+        """GiB left for activations and more requests' KV (negative: it does not fit)."""
+        return (self.room_bytes - self.need_bytes) / _GIB
+
+    @property
+    def fits(self) -> bool:
+        return self.need_bytes <= self.room_bytes
 
 
 @dataclass(frozen=True)
@@ -196,6 +234,44 @@ class ServingPlan:
     def encoder_cache_bytes(self) -> int:
         """The encoder cache: ``encoder_cache_size`` embeddings at the text model's width."""
         return self.encoder_cache_size * self.model.hidden_size * self.dtype_bytes
+
+    def memory_fit(
+        self, gpu_memory_gib: float = 80.0, gpu_memory_utilization: float = 0.9
+    ) -> MemoryFit:
+        """This engine's start-up memory against a GPU (the serving chart and the demo's
+        verdict read this one value).
+
+        >>> plan.memory_fit(24, 0.9).fits                  # doctest: +SKIP
+        True
+        """
+        return MemoryFit(
+            float(gpu_memory_gib),
+            float(gpu_memory_utilization),
+            self.weights_bytes,
+            self.vllm_kv_bytes_per_request,
+            self.encoder_cache_bytes,
+        )
+
+    def items_too_long(self) -> dict[str, int]:
+        """Modality → prompt tokens of its largest item, for each modality whose largest
+        item (with its markers; a video's frames with their timestamps too) is longer than
+        ``max_model_len``. vLLM still starts, then refuses every request with such an item.
+
+        >>> plan_serving("tiny-gemma4", max_model_len=300).items_too_long()
+        {'audio': 752, 'video': 2527}
+        """
+        spec, out = self.model.spec, {}
+        for modality, n in self.max_tokens_per_item.items():
+            if self.limits.get(modality, 0) <= 0:
+                continue
+            need = n + spec.markers_per_item  # the worst case counts embeddings only
+            if modality == "video":  # frames at the video budget, markers, "mm:ss " text
+                frames = min(spec.image.max_video_frames, self.num_frames or 10**6)
+                need = frames * (spec.image.video_budget + spec.markers_per_item)
+                need += timestamp_tokens(("00:00",) * frames)
+            if need > self.max_model_len:
+                out[modality] = need
+        return out
 
     # -- vLLM's start-up KV arithmetic and admission (kv_capacity.py) ----------------
     def capacity(self, *, kv_cache_memory_bytes: int, **kwargs: Any) -> KVCapacity:

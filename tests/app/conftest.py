@@ -27,15 +27,14 @@ def app_url():
 
     demo = demo_app.build_app("tiny-gemma4")
     port = _free_port()
+    from gemma_explore.app.ui import LAUNCH_OPTIONS
+
     demo.launch(
         server_name="127.0.0.1",
         server_port=port,
-        share=False,
         prevent_thread_lock=True,
-        max_file_size=demo_app.MAX_UPLOAD,
         quiet=True,
-        show_error=True,
-        css=demo_app.CSS,
+        **LAUNCH_OPTIONS,  # the demo's own: share=False, the upload cap, its style and script
     )
     yield f"http://127.0.0.1:{port}/"
     demo.close()

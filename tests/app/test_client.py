@@ -24,28 +24,31 @@ def test_every_endpoint_is_exposed(client):
 
 
 def test_image_endpoint(client):
-    patch, pooled, counts, parity, timings = client.predict(
+    patch, pooled, counts, parity, timings, error = client.predict(
         "tiny-gemma4", handle_file(PHOTO), 280, api_name="/image"
     )
+    assert error == ""
     assert patch and pooled and "| soft tokens | 270 |" in counts
     assert counts.startswith("| quantity | value |")  # tables have headers
     assert parity.startswith("✓") and "ms" in timings
 
 
 def test_audio_endpoint(client):
-    mel, counts, parity, _t = client.predict("tiny-gemma3n", handle_file(SPEECH), api_name="/audio")
+    mel, counts, parity, _t, _e = client.predict(
+        "tiny-gemma3n", handle_file(SPEECH), api_name="/audio"
+    )
     assert mel and "| placeholders | 188 |" in counts and parity.startswith("✓")
 
 
 def test_video_endpoint(client):
-    frames, counts, parity, _t = client.predict(
+    frames, counts, parity, _t, _e = client.predict(
         "tiny-gemma4", handle_file(VIDEO), api_name="/video"
     )
     assert frames and "| sampled | 32 |" in counts and parity.startswith("✓")
 
 
 def test_layout_endpoint(client):
-    fig, page, counts, checks, _t = client.predict(
+    fig, page, counts, checks, _t, _e = client.predict(
         "tiny-gemma4", "Describe.", handle_file(PHOTO), None, 70, False, api_name="/layout"
     )
     assert fig and "<span" in page and "✓ image #0" in checks
@@ -53,7 +56,7 @@ def test_layout_endpoint(client):
 
 def test_layout_endpoint_takes_a_raw_prompt(client):
     raw = "<start_of_turn>user\n<image_soft_token>\nDescribe.<end_of_turn>\n"
-    _fig, page, _c, checks, _t = client.predict(
+    _fig, page, _c, checks, _t, _e = client.predict(
         "tiny-gemma3n", raw, handle_file(PHOTO), None, 70, True, api_name="/layout"
     )
     # A "\n" right after the placeholder: vLLM cannot find the image again and raises.
@@ -81,11 +84,12 @@ def test_model_switch_endpoint(client):
 def test_a_corrupt_upload_is_our_message_and_the_app_keeps_serving(client, tmp_path):
     bad = tmp_path / "broken.png"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n not really")
-    patch, pooled, counts, parity, timings = client.predict(
+    patch, pooled, counts, parity, timings, error = client.predict(
         "tiny-gemma4", handle_file(str(bad)), 280, api_name="/image"
     )  # the file reaches our handler: our one-line message, every other output cleared
-    assert counts.startswith("✗") and "PNG or JPEG" in counts and "\n" not in counts.strip()
-    assert (patch, pooled, parity, timings) == (None, None, "", "")
+    assert error.startswith("✗") and "PNG or JPEG" in error and "\n" not in error.strip()
+    assert error.count("broken.png") == 1
+    assert (patch, pooled, counts, parity, timings) == (None, None, "", "", "")
     _p, _q, counts, *_ = client.predict("tiny-gemma4", handle_file(PHOTO), 280, api_name="/image")
     assert "| soft tokens | 270 |" in counts
 
@@ -121,11 +125,12 @@ def test_uploads_over_the_limit_are_refused_and_the_app_keeps_serving(client, tm
 
 
 def test_launch_defaults_are_safe(monkeypatch):
-    import demo_app
+    from gemma_explore.app.demo import parse_args
+    from gemma_explore.app.ui import MAX_UPLOAD
 
     monkeypatch.delenv("GEMMA_EXPLORE_HOST", raising=False)
     monkeypatch.delenv("GEMMA_EXPLORE_PORT", raising=False)
-    args = demo_app.parse_args([])
+    args = parse_args([])
     assert (args.host, args.port, args.model, args.engine) == (
         "127.0.0.1",
         7860,
@@ -134,6 +139,6 @@ def test_launch_defaults_are_safe(monkeypatch):
     )
     monkeypatch.setenv("GEMMA_EXPLORE_HOST", "0.0.0.0")
     monkeypatch.setenv("GEMMA_EXPLORE_PORT", "9999")
-    args = demo_app.parse_args(["--model", "tiny-gemma3n"])
+    args = parse_args(["--model", "tiny-gemma3n"])
     assert (args.host, args.port, args.model) == ("0.0.0.0", 9999, "tiny-gemma3n")
-    assert demo_app.MAX_UPLOAD == "20mb"
+    assert MAX_UPLOAD == "20mb"

@@ -58,8 +58,20 @@ def test_raw_prompt_messages_keep_their_token_names(model):
 
 
 def test_image_tab_parity_badge_names_the_difference():
+    """A 3×900 strip: every side counts 280 tokens, but vLLM's assumed resize differs.
+    The badge says the counts agree (no ⚠) and names where they part before that."""
     r = h.image_tab("tiny-gemma4", np.zeros((3, 900, 3), np.uint8), 280)
-    assert r.parity.startswith("⚠") and "resized size" in r.parity
+    assert r.parity.startswith("✓") and "token counts" in r.parity
+    assert "soft tokens 280" in r.parity and "resized size" in r.parity
+
+
+def test_the_parity_badge_warns_only_when_the_token_counts_disagree():
+    from gemma_explore.facts.families import get_family
+    from gemma_explore.parity.checks import ParityReport, ParityRow
+
+    rows = (ParityRow("resized size", "a", "a", "b"), ParityRow("soft tokens", 280, 280, 289))
+    report = ParityReport("image", get_family("gemma4"), "x", rows, "transformers")
+    assert h.results.parity_badge(report).startswith("⚠")
 
 
 @pytest.mark.parametrize("model", ["tiny-gemma4", "tiny-gemma3n"])
@@ -79,12 +91,97 @@ def test_audio_tab_stereo_44k(tmp_path):
     assert "2 averaged to mono" in r.counts and "44100 Hz" in r.counts
 
 
+def _layout_video_tokens(model: str, video) -> int:
+    """The tokens ``video`` adds to a real prompt, as layout_prompt counts them: the
+    prompt with the video less the same prompt without it."""
+    from gemma_explore.media.loaders import load_video
+    from gemma_explore.processing.layout import layout_prompt
+
+    bundle = h.analysis_bundle(model)
+    with_video = layout_prompt("", bundle=bundle, videos=[load_video(video)])
+    return with_video.num_tokens - layout_prompt("", bundle=bundle).num_tokens
+
+
+@pytest.mark.parametrize("model", ["tiny-gemma4", "tiny-gemma4-unified"])
+def test_one_video_has_one_cost_on_every_tab_and_it_is_layout_prompts(model):
+    """The Video tab, the Serving tab and Chat show the sample video's prompt cost as
+    soft tokens + markers + timestamps = total, and the total is layout_prompt's."""
+    from gemma_explore.app.serving_tab import serving_tab
+
+    expected = _layout_video_tokens(model, VIDEO)
+    r = h.video_tab(model, VIDEO)
+    p = r.plan
+    assert p.num_soft_tokens + p.num_markers + p.num_timestamp_tokens == p.total_tokens == expected
+    assert f"| soft tokens | {p.num_soft_tokens} |" in r.counts
+    assert f"| markers (BOI + EOI per frame) | {p.num_markers} |" in r.counts
+    assert f"| {p.num_timestamp_tokens} |" in r.counts
+    sums = f"{p.total_tokens} = {p.num_soft_tokens} + {p.num_markers} + {p.num_timestamp_tokens}"
+    assert f"| prompt tokens | {sums} |" in r.counts
+    served = serving_tab("google/gemma-4-E4B-it", 8192, 1, 1, 1, 8192)
+    row = (
+        f"{p.num_soft_tokens} soft + {p.num_markers} markers + {p.num_timestamp_tokens} "
+        f"timestamps = {expected}"
+    )
+    assert row in served.table
+    *_, (_hist, counts) = h.chat_stream(model, {"text": "", "files": [VIDEO]}, [], 1)
+    assert f"video {row}" in counts
+    preview = h.chat_preview(model, {"text": "", "files": [VIDEO]})
+    assert f"video {row}" in preview
+
+
+def test_chat_counts_add_up_to_layout_prompts_and_name_the_vocabulary():
+    from gemma_explore.processing.layout import layout_prompt
+
+    bundle = h.get_bundle("tiny-gemma4")
+    message = {"text": "What is this?", "files": [PHOTO]}
+    line = h.chat_preview("tiny-gemma4", message, 280)
+    turn = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": PHOTO},
+                {"type": "text", "text": "What is this?"},
+            ],
+        }
+    ]
+    total = layout_prompt(turn, bundle=bundle, max_soft_tokens=280).num_tokens
+    assert f"{total} prompt tokens" in line and f"({bundle.vocabulary})" in line
+
+
+def test_text_counts_say_which_vocabulary_counted_them():
+    bundle = h.analysis_bundle("tiny-gemma4")
+    r = h.layout_tab("tiny-gemma4", "Describe this.", PHOTO, None, 280)
+    assert f"| text ({bundle.vocabulary}) |" in r.counts
+
+
+def test_a_long_clip_in_chat_says_it_is_cut(tmp_path):
+    path = tmp_path / "long.wav"
+    sf.write(path, np.zeros(45 * 16_000, np.float32), 16_000)
+    line = h.chat_preview("tiny-gemma4", {"text": "Hi", "files": [str(path)]})
+    assert "long.wav is 45.0 s" in line and "first 30 s" in line
+
+
+def test_a_file_on_the_wrong_tab_is_sent_to_the_right_one(tmp_path):
+    r = h.audio_tab("tiny-gemma4", VIDEO)
+    assert r.error == "✗ video.mp4 is a video file: open it on the Video tab."
+    assert "Image tab" in h.video_tab("tiny-gemma4", PHOTO).error
+    assert "Audio tab" in h.image_tab("tiny-gemma4", SPEECH).error
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    message = h.image_tab("tiny-gemma4", str(empty)).error
+    assert message.count("empty.png") == 1 and str(tmp_path) not in message
+    notes = tmp_path / "notes.png"
+    notes.write_text("shopping list")
+    message = h.image_tab("tiny-gemma4", str(notes)).error
+    assert message.startswith("✗ notes.png ") and message.count("notes.png") == 1
+
+
 def test_video_tab():
     r = h.video_tab("tiny-gemma4", VIDEO)
     assert r.error is None and "| sampled | 32 |" in r.counts
-    assert f"| prompt tokens (with markers) | {r.plan.total_tokens} |" in r.counts
+    assert f"| prompt tokens | {r.plan.total_tokens} = " in r.counts
     r = h.video_tab("tiny-gemma4", PHOTO)  # a JPEG is not a one-frame video
-    assert r.error.startswith("✗") and "image, not a video" in r.error
+    assert r.error.startswith("✗") and "Image tab" in r.error
     r = h.video_tab("tiny-gemma3n", VIDEO)
     assert r.error.startswith("✗") and "no video" in r.error
 
@@ -132,6 +229,9 @@ def test_a_failed_turn_gives_one_message_per_bad_attachment(tmp_path):
     (final,) = [hist for hist, _ in h.chat_stream("tiny-gemma4", message, [], 2, outcome=outcome)]
     assert outcome["failed"] and [m["role"] for m in final] == ["assistant", "assistant"]
     assert "notes.txt" in final[0]["content"] and "file type" in final[0]["content"]
+    assert all(
+        m["content"].count(n) == 1 for m, n in zip(final, ["notes.txt", "broken.png"], strict=True)
+    )
     assert "broken.png" in final[1]["content"] and "image" in final[1]["content"]
     assert all(str(tmp_path) not in m["content"] for m in final)
 
@@ -245,11 +345,15 @@ def test_every_tab_works_with_the_encoder_free_model():
 
 
 def test_the_budget_dropdown_is_enabled_only_where_the_family_has_budgets():
-    from gemma_explore.app.ui import budget_enabled
+    from gemma_explore.app.ui import budget_choices, budget_enabled
 
     for name in ("tiny-gemma3n", "tiny-gemma4", "tiny-gemma4-unified"):
         assert budget_enabled(name) == bool(h.get_bundle(name).spec.image.budgets)
     assert not budget_enabled("tiny-gemma3n")
+    # Gemma 3n shows what it uses, not the last family's budget greyed out.
+    choices, value, on = budget_choices(h.get_bundle("tiny-gemma3n").spec, 560)
+    assert value == "fixed: 256 tokens per image" and choices == [value] and not on
+    assert h.image_tab("tiny-gemma3n", PHOTO, value).error is None
 
 
 def test_each_tab_result_is_a_frozen_dataclass_read_by_attribute():
