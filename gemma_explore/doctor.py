@@ -4,12 +4,16 @@ Five checks, each a pure function returning a frozen :class:`Check` whose ``todo
 what to do when it fails (one line, in the words of the command to run):
 
 - ``python``: the interpreter is one the package supports (``requires-python``);
-- ``environment``: the packages the notebooks and the demo need import, at the versions
-  ``constraints.txt`` pins (when the file is there: a checkout);
+- ``environment``: the packages the notebooks and the demo need import, and their versions
+  against the pins: ``constraints.txt`` (``constraints-light.txt`` for the light
+  environment's CPU-only torch) and ``pyproject.toml``'s ranges for the rest. The line says
+  whether they match; an installed copy without the checkout says its pins are unknown;
 - ``widgets``: ipywidgets imports, and the widget extension JupyterLab / Notebook 7 load
-  is installed (without it the explorers show as ``VBox(...)`` text);
+  is installed (without it an explorer shows a still of its figure, no controls);
 - ``demo``: the web demo builds and answers on 127.0.0.1 (in a child process, killed after);
-- ``kernel``: a notebook kernel starts and can import ``gemma_explore`` and ``ipywidgets``.
+- ``kernel``: a notebook kernel starts and can import ``gemma_explore`` and ``ipywidgets``
+  (its "running over TCP without encryption" warning, a local kernel's every start, is
+  kept off the screen; anything else it prints still shows).
 
 This module imports nothing of the package at import time; the demo and the kernel run in
 child processes, so a broken install is reported, never crashed on.
@@ -44,6 +48,7 @@ __all__ = [
     "check_environment",
     "check_kernel",
     "check_python",
+    "check_vocabulary",
     "check_widgets",
     "run_checks",
 ]
@@ -122,6 +127,58 @@ def pinned_versions(path: Path | None = None) -> dict[str, str]:
     return pins
 
 
+PIN_FILES = ("constraints.txt", "constraints-light.txt")  # the light env: +cpu torch
+
+
+def _checkout(root: Path) -> bool:
+    """Is ``root`` this package's checkout (its pyproject.toml names the project)?"""
+    try:
+        return 'name = "gemma-explore"' in (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*([^;]*?)\s*(?:;\s*(.*))?$")
+_PLATFORM_MARKER = re.compile(r"^sys_platform\s*==\s*['\"]([^'\"]+)['\"]$")
+
+
+def pyproject_ranges(root: Path | None = None) -> dict[str, str]:
+    """Distribution → version range, from the checkout's ``pyproject.toml`` (dependencies
+    and extras; one with a ``sys_platform`` marker only on that platform; {} outside a
+    checkout).
+
+    >>> pyproject_ranges(Path("/nonexistent"))
+    {}
+    """
+    root = root or ROOT
+    if not _checkout(root):
+        return {}
+    import tomllib
+
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lines = list(project.get("dependencies", []))
+    lines += [ln for extra in project.get("optional-dependencies", {}).values() for ln in extra]
+    ranges: dict[str, str] = {}
+    for line in lines:
+        m = _REQUIREMENT.match(line)
+        if not m or not m.group(2):
+            continue
+        platform = _PLATFORM_MARKER.match((m.group(3) or "").strip())
+        if platform and platform.group(1) != sys.platform:
+            continue
+        ranges.setdefault(m.group(1).lower(), m.group(2).replace(" ", ""))
+    return ranges
+
+
+def _pin_file(torch_version: str | None, root: Path) -> str | None:
+    """The file this environment was built from: the light one for a CPU-only torch."""
+    present = [f for f in PIN_FILES if (root / f).is_file()]
+    if not present:
+        return None
+    light = torch_version is not None and "+cpu" in torch_version
+    return PIN_FILES[1] if light and PIN_FILES[1] in present else present[0]
+
+
 def _version(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)
@@ -134,18 +191,63 @@ def _same(installed: str, pinned: str) -> bool:
     return installed.split("+")[0] == pinned.split("+")[0]
 
 
-def check_environment(
-    packages: dict[str, str] | None = None, pins: dict[str, str] | None = None
-) -> Check:
-    """Do the key packages import, at the pinned versions?
+def _release(version: str) -> tuple[int, ...]:
+    """The numeric release of a version: "2.13.0+cpu" → (2, 13, 0), "1.0rc1" → (1, 0)."""
+    return tuple(int(n) for n in re.findall(r"\d+", re.split(r"[+]|[a-z]", version)[0]))
 
-    >>> check_environment({"json": "no-such-dist"}, pins={}).ok
-    True
+
+def _in_range(version: str, spec: str) -> bool:
+    """Does ``version`` meet every clause of a range like ``<6,>=5.19``? (Release numbers
+    only: enough for the ranges pyproject.toml writes; an odd clause is not a failure.)
+
+    >>> _in_range("5.19.0", "<6,>=5.19"), _in_range("6.0", "<6,>=5.19")
+    (True, False)
     """
-    optional = OPTIONAL_PACKAGES if packages is None else {}
-    packages = KEY_PACKAGES if packages is None else packages
-    pins = pinned_versions() if pins is None else pins
-    missing, wrong, seen, steps = [], [], [], []
+    have = _release(version)
+    for clause in filter(None, spec.split(",")):
+        m = re.match(r"^(~=|==|!=|>=|<=|>|<)([\d.]+)$", clause.strip())
+        if not m:
+            continue
+        op, want = m.group(1), _release(m.group(2))
+        width = max(len(have), len(want))
+        a, b = have + (0,) * (width - len(have)), want + (0,) * (width - len(want))
+        ok = {
+            "==": a == b,
+            "!=": a != b,
+            ">=": a >= b,
+            "<=": a <= b,
+            ">": a > b,
+            "<": a < b,
+            "~=": a >= b and have[: len(want) - 1] == want[:-1],
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _compare(
+    versions: dict[str, str], pins: dict[str, str], label: str, ranges: dict[str, str]
+) -> tuple[list[str], list[str], list[str]]:
+    """(versions off their pin or range, the pinned that match, the unpinned in range)."""
+    wrong, pinned, ranged = [], [], []
+    for dist, version in versions.items():
+        pin, spec = pins.get(dist.lower()), ranges.get(dist.lower())
+        if pin is not None:
+            if _same(version, pin):
+                pinned.append(f"{dist} {version}")
+            else:
+                wrong.append(f"{dist} {version} ({label}: {pin})")
+        elif spec is not None:
+            if _in_range(version, spec):
+                ranged.append(f"{dist} {version}")
+            else:
+                wrong.append(f"{dist} {version} (pyproject.toml: {spec})")
+    return wrong, pinned, ranged
+
+
+def _imported(packages: dict[str, str], optional: dict[str, str]):
+    """(the modules that fail to import, dist → version of those that import, steps)."""
+    missing, versions, steps = [], {}, []
     for module, dist in {**packages, **optional}.items():
         if module in optional and importlib.util.find_spec(module) is None:
             steps.append(f"{module}: not installed (optional: only make test needs it)")
@@ -157,11 +259,46 @@ def check_environment(
             steps.append(f"{module}: import failed ({type(exc).__name__}: {exc})")
             continue
         version = _version(dist)
-        pin = pins.get(dist.lower())
-        if version and pin and not _same(version, pin):
-            wrong.append(f"{dist} {version} (constraints.txt: {pin})")
-        seen.append(f"{dist} {version}" if version else module)
+        versions[dist] = version or "?"
         steps.append(f"{module}: imported, {dist} {version or '?'}")
+    return missing, {d: v for d, v in versions.items() if v != "?"}, steps
+
+
+def _environment_line(count: int, label: str | None, pinned: list, ranged: list) -> str:
+    """The ok line: how many import, and whether their versions match the pins."""
+    if label is None:
+        shown = ", ".join(pinned + ranged)
+        return (
+            f"{count} packages import ({shown}); pins unknown: no constraints.txt beside the "
+            "package (an installed copy, not a checkout), so versions are not compared"
+        )
+    line = f"{count} packages import; versions match {label} ({', '.join(pinned) or 'none pinned'})"
+    return line + (f"; {len(ranged)} more within pyproject.toml's ranges" if ranged else "")
+
+
+def check_environment(
+    packages: dict[str, str] | None = None,
+    pins: dict[str, str] | None = None,
+    ranges: dict[str, str] | None = None,
+) -> Check:
+    """Do the key packages import, at the pinned versions (``constraints.txt``, or
+    ``constraints-light.txt`` for a CPU-only torch; ``pyproject.toml``'s ranges for the
+    packages neither pins)?
+
+    >>> check_environment({"json": "no-such-dist"}, pins={}).ok
+    True
+    """
+    optional = OPTIONAL_PACKAGES if packages is None else {}
+    packages = KEY_PACKAGES if packages is None else packages
+    missing, versions, steps = _imported(packages, optional)
+    if pins is None:
+        label = _pin_file(versions.get("torch"), ROOT)
+        pins = pinned_versions(ROOT / label) if label else {}
+    else:
+        label = "constraints.txt"
+    ranges = pyproject_ranges() if ranges is None else ranges
+    wrong, pinned, ranged = _compare(versions, pins, label or "", ranges if label else {})
+    steps.append(f"compared with {label or 'no pin file (pins unknown)'}")
     if missing or wrong:
         found = "; ".join(
             ([f"cannot import {', '.join(missing)}"] if missing else [])
@@ -173,8 +310,10 @@ def check_environment(
             "-c constraints-light.txt -e '.[notebooks,lab,demo]'` (docs/teaching/README.md)."
         )
         return Check("environment", False, found, todo, tuple(steps))
-    note = "" if pins else " (no constraints.txt here: versions not compared)"
-    return Check("environment", True, f"{len(seen)} packages import{note}", steps=tuple(steps))
+    if label is None:
+        pinned, ranged = [f"{d} {v}" for d, v in versions.items()], []
+    found = _environment_line(len(versions), label, pinned, ranged)
+    return Check("environment", True, found, steps=tuple(steps))
 
 
 def _data_dirs() -> list[Path]:
@@ -194,7 +333,7 @@ def _data_dirs() -> list[Path]:
 
 
 def check_widgets(data_dirs: Iterable[Path] | None = None) -> Check:
-    """Will the explorers draw as widgets (not as ``VBox(...)`` text)?
+    """Will the explorers draw as widgets (not as a still figure without controls)?
 
     >>> check_widgets(data_dirs=[Path("/nonexistent")]).ok
     False
@@ -228,6 +367,24 @@ def check_widgets(data_dirs: Iterable[Path] | None = None) -> Check:
         )
     return Check(
         "widgets", True, f"ipywidgets {version}, extension at {hits[0]}", steps=tuple(steps)
+    )
+
+
+def check_vocabulary() -> Check:
+    """Is Google's Gemma vocabulary fetched? Either way the room can work: without it the
+    tiny bundles count text by characters, and every surface says so.
+
+    >>> check_vocabulary().name
+    'vocabulary'
+    """
+    from gemma_explore.models.vocabulary import fetched_vocabulary, vocabulary_status
+
+    found = fetched_vocabulary()
+    return Check(
+        "vocabulary",
+        True,
+        vocabulary_status(),
+        steps=(f"looked for the rebuilt tokenizers in {found.folder if found else 'the cache'}",),
     )
 
 
@@ -291,6 +448,27 @@ def check_demo(timeout_s: float = 180.0, python: str | None = None) -> Check:
 
 # Run inside the kernel: where it runs and whether the course's imports work there.
 _KERNEL_PROBE = "import sys, gemma_explore, ipywidgets; print(sys.executable)"
+# ipykernel's warning on every local kernel started over TCP (what nbclient and JupyterLab
+# start): true of every laptop in the room and nothing to act on, so doctor leaves it out.
+_TCP_WARNING = "Kernel is running over TCP without encryption"
+
+
+def _run_kernel(client) -> tuple[Exception | None, list[str]]:
+    """Execute ``client``'s notebook with the kernel's stderr caught: (the error, or None;
+    the kernel's stderr lines). Every line but the TCP warning is passed on to stderr."""
+    import tempfile
+
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
+        try:
+            client.execute(stderr=err)
+            error = None
+        except Exception as exc:  # jupyter_client's NoSuchKernel, a dead kernel, an import
+            error = exc
+        err.seek(0)
+        lines = [ln.rstrip("\n") for ln in err if _TCP_WARNING not in ln]
+    if lines:
+        sys.stderr.write("\n".join(lines) + "\n")
+    return error, lines
 
 
 def check_kernel(kernel_name: str = "python3", timeout_s: int = 120) -> Check:
@@ -318,14 +496,13 @@ def check_kernel(kernel_name: str = "python3", timeout_s: int = 120) -> Check:
     client = NotebookClient(
         nb, kernel_name=kernel_name, timeout=timeout_s, startup_timeout=timeout_s
     )
-    try:
-        client.execute()
-    except Exception as exc:  # jupyter_client's NoSuchKernel, a dead kernel, a failed import
+    exc, _ = _run_kernel(client)
+    if exc is not None:
         if type(exc).__name__ == "NoSuchKernel":
             return Check(
                 "kernel", False, f"no kernel named {kernel_name!r}", register, tuple(steps)
             )
-        error = str(getattr(exc, "evalue", "") or exc).strip().splitlines()[-1]
+        error = (str(getattr(exc, "evalue", "") or exc).strip().splitlines() or ["?"])[-1]
         steps.append(f"failed: {error}")
         return Check(
             "kernel",
@@ -343,6 +520,7 @@ CHECKS: dict[str, Callable[[], Check]] = {
     "python": check_python,
     "environment": check_environment,
     "widgets": check_widgets,
+    "vocabulary": check_vocabulary,
     "demo": check_demo,
     "kernel": check_kernel,
 }

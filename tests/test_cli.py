@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import importlib
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+import typer
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -437,3 +439,55 @@ def test_serve_args_says_when_it_goes_by_the_name_alone():
     assert "no config read for google/gemma-4-E4B-iit" in typo.stderr
     assert "Did you mean google/gemma-4-E4B-it?" in typo.stderr
     assert "no config read" not in run("serve-args", "google/gemma-4-E4B-it").stderr
+
+
+def test_tokenizer_fetch_shows_the_notice_and_fails_in_one_line_offline(tmp_path, monkeypatch):
+    import urllib.request
+
+    from gemma_explore.models import vocabulary
+
+    monkeypatch.setenv(vocabulary.CACHE_ENV, str(tmp_path))  # an empty cache: not fetched
+
+    def offline(*args, **kwargs):
+        raise OSError("Network is unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    result = run("tokenizer", "fetch")
+    assert result.exit_code == 2
+    assert vocabulary.TERMS_URL in result.stdout  # the notice comes before any download
+    line = _one_line_error(result)
+    assert "Network is unreachable" in line and "gemma-explore tokenizer fetch" in line
+    assert not any(tmp_path.rglob("tokenizer.json"))  # nothing stored
+    status = run("tokenizer", "status").stdout
+    assert "not fetched" in status and "gemma-explore tokenizer fetch" in status
+
+
+def _documented_commands() -> list[tuple[str, str, list[str]]]:
+    """(file, command, flags) for every `gemma-explore COMMAND …` the docs and README show."""
+    found = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for line in re.findall(
+            r"gemma-explore ([a-z-]+(?: fetch| status)?)([^`|\n#]*)", doc.read_text()
+        ):
+            command, rest = line
+            found.append((doc.name, command, re.findall(r"(?<![\w-])--[a-z][a-z-]*", rest)))
+    return found
+
+
+def test_every_documented_flag_exists():
+    # A rename migrates its docs too: every flag the docs show is one the command takes.
+    group = typer.main.get_group(cli.app)
+    shown = _documented_commands()
+    assert len(shown) > 15
+    for doc, command, flags in shown:
+        if command == "demo":  # argparse: its own --help lists them
+            usage = run("demo", "--help").stdout
+            assert all(f in usage for f in flags), (doc, command, flags)
+            continue
+        cmd = group
+        for word in command.split():  # a group (tokenizer) and its sub-command
+            assert word in cmd.commands, f"{doc}: gemma-explore {command} is not a command"
+            cmd = cmd.commands[word]
+        opts = {o for p in getattr(cmd, "params", []) for o in p.opts + p.secondary_opts}
+        missing = [f for f in flags if f not in opts and f != "--help"]
+        assert not missing, f"{doc}: gemma-explore {command} has no {missing}"

@@ -72,6 +72,67 @@ def test_a_version_that_differs_from_the_pin_fails():
     assert "make clean-env" in bad.todo and "wheelhouse" in bad.todo
 
 
+def test_the_line_says_whether_versions_match_the_pins():
+    """Here (a checkout, its environment built from the pins) the line names the file
+    and the pinned versions it matched."""
+    ok = doctor.check_environment()
+    assert ok.ok, ok
+    assert "versions match constraints" in ok.found
+    torch = importlib.metadata.version("torch")
+    assert f"torch {torch}" in ok.found
+
+
+def test_the_light_environment_is_compared_with_its_own_pins(tmp_path):
+    assert doctor._pin_file("2.13.0+cpu", ROOT) == "constraints-light.txt"
+    assert doctor._pin_file("2.13.0", ROOT) == "constraints.txt"
+    assert doctor._pin_file(None, ROOT) == "constraints.txt"
+    assert doctor._pin_file("2.13.0", tmp_path) is None
+
+
+def test_an_installed_copy_says_its_pins_are_unknown(tmp_path, monkeypatch):
+    """No constraints.txt or pyproject.toml beside the package: versions are listed, the
+    line says they could not be compared, and that is no failure."""
+    monkeypatch.setattr(doctor, "ROOT", tmp_path)
+    assert doctor.pyproject_ranges() == {}
+    c = doctor.check_environment({"numpy": "numpy"})
+    assert c.ok, c
+    assert "pins unknown" in c.found
+    assert f"numpy {importlib.metadata.version('numpy')}" in c.found
+
+
+def test_a_version_outside_pyprojects_range_fails():
+    assert doctor.pyproject_ranges()["transformers"] == ">=5.19,<6"
+    bad = doctor.check_environment({"numpy": "numpy"}, pins={}, ranges={"numpy": ">=99"})
+    assert not bad.ok
+    assert "(pyproject.toml: >=99)" in bad.found
+
+
+class _NoisyClient:
+    """Plays nbclient: the kernel writes ipykernel's TCP warning and one other line."""
+
+    def execute(self, stderr):
+        stderr.write(
+            "[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All "
+            "communication (including code and outputs) is sent in plain text.\n"
+            "something else the kernel said\n"
+        )
+        stderr.flush()
+
+
+def test_the_kernels_tcp_warning_is_kept_off_the_screen(capsys):
+    error, lines = doctor._run_kernel(_NoisyClient())
+    err = capsys.readouterr().err
+    assert error is None and lines == ["something else the kernel said"]
+    assert "without encryption" not in err and "something else the kernel said" in err
+
+
+@pytest.mark.slow
+def test_a_real_kernel_check_prints_no_tcp_warning():
+    run = _doctor("--check", "kernel")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "without encryption" not in run.stdout + run.stderr
+
+
 def test_no_widget_extension_fails(tmp_path):
     bad = doctor.check_widgets(data_dirs=[tmp_path])
     assert not bad.ok and "jupyterlab_widgets" in bad.todo
@@ -90,6 +151,21 @@ def test_an_unknown_check_name_says_which_exist():
     run = _doctor("--check", "wifi")
     assert run.returncode == 2
     assert "Unknown check 'wifi': choose from python, environment, widgets" in run.stderr
+
+
+def test_the_vocabulary_check_says_whether_it_is_fetched(tmp_path, monkeypatch):
+    from gemma_explore.models.vocabulary import CACHE_ENV, FETCH_COMMAND
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))  # an empty cache: not fetched
+    absent = doctor.check_vocabulary()
+    assert absent.ok and "not fetched" in absent.found and FETCH_COMMAND in absent.found
+    monkeypatch.delenv(CACHE_ENV)
+    from gemma_explore.models.vocabulary import fetched_vocabulary
+
+    if fetched_vocabulary() is None:
+        pytest.skip("the Gemma vocabulary is not fetched here (make test fetches it)")
+    present = doctor.check_vocabulary()
+    assert present.ok and "fetched in" in present.found and "Terms of Use" in present.found
 
 
 @pytest.mark.slow
@@ -113,4 +189,8 @@ def test_doctor_passes_here():
     assert run.returncode == 0, run.stdout + run.stderr
     names = [ln.split()[1].rstrip(":") for ln in run.stdout.splitlines() if ln.startswith("ok")]
     assert names == list(doctor.CHECKS)
-    assert run.stdout.splitlines()[-1] == "5 of 5 checks passed."
+    assert (
+        run.stdout.splitlines()[-1]
+        == f"{len(doctor.CHECKS)} of {len(doctor.CHECKS)} checks passed."
+    )
+    assert "without encryption" not in run.stdout + run.stderr

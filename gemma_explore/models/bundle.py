@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gemma_explore.facts.families import FamilySpec, get_family
+from gemma_explore.models.vocabulary import LABEL_CACHED, LABEL_FETCHED, NOTICE, vocabulary_of
 from gemma_explore.processing.inputs import PreparedInputs, prepare_inputs
 from gemma_explore.processing.transcription import Transcription, transcription_request
 
@@ -87,6 +88,24 @@ class Bundle:
     def spec(self) -> FamilySpec:
         return get_family(self.family)
 
+    @property
+    def vocabulary(self) -> str:
+        """Which tokenizer cuts this bundle's text, as every surface shows it: one of
+        :data:`~gemma_explore.models.vocabulary.LABELS` ("Gemma vocabulary (fetched)",
+        "stand-in: text counted by characters", "your cached checkpoint's"). A folder saved
+        from a tiny bundle says what it was saved with (its ``gemma_explore.json``).
+
+        >>> ge.load("tiny-gemma4").vocabulary                 # doctest: +SKIP
+        'Gemma vocabulary (fetched)'
+        """
+        tokenizer = getattr(self.processor, "tokenizer", None)
+        label = vocabulary_of(tokenizer)
+        if label == LABEL_CACHED and tokenizer is not None:
+            marker = Path(str(getattr(tokenizer, "name_or_path", "") or ".")) / MARKER_FILE
+            if marker.is_file():
+                label = json.loads(marker.read_text()).get("vocabulary", label)
+        return label
+
     def require_model(self, what: str) -> torch.nn.Module:
         """The transformers model, or a clear error for a bundle that has none."""
         if self.model is None:
@@ -130,7 +149,14 @@ class Bundle:
             rust.no_padding()
             rust.no_truncation()
         self.processor.save_pretrained(path)
-        marker = {"family": self.family, "random_weights": self.is_random_weights}
+        vocabulary = self.vocabulary
+        if vocabulary == LABEL_FETCHED:  # a modified Gemma file travels with its notice
+            (path / "GEMMA_NOTICE.txt").write_text(NOTICE + "\n")
+        marker = {
+            "family": self.family,
+            "random_weights": self.is_random_weights,
+            "vocabulary": vocabulary,
+        }
         (path / MARKER_FILE).write_text(json.dumps({**marker, "source": self.name}, indent=2))
         return path
 

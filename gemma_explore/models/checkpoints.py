@@ -30,6 +30,7 @@ from gemma_explore.models.tiny import (
     build_tiny_processor,
     register_tiny_mobilenet,
 )
+from gemma_explore.models.vocabulary import vocabulary_of
 
 if TYPE_CHECKING:
     import torch
@@ -181,7 +182,8 @@ def config_for(model_id: str) -> tuple[Any, str]:
 def offline_processor(model_id: str, family: str) -> tuple[Any, str]:
     """(processor, where it came from) with no network: the real processor when the local
     Hugging Face cache holds its files, else the family's processor at the released
-    settings with the stand-in tokenizer (the real special tokens and ids)."""
+    settings with the tiny bundles' tokenizer (the fetched Gemma vocabulary, else the
+    stand-in; the real special tokens and ids either way)."""
     files = ("processor_config.json", "preprocessor_config.json")
     if any(cached_file_of(model_id, f) for f in files) and (
         cached_file_of(model_id, "tokenizer.json") or cached_file_of(model_id, "tokenizer.model")
@@ -190,9 +192,9 @@ def offline_processor(model_id: str, family: str) -> tuple[Any, str]:
 
         processor = AutoProcessor.from_pretrained(model_id, local_files_only=True)
         return processor, "local Hugging Face cache"
-    return build_tiny_processor(family), (
-        "released processor settings with the stand-in tokenizer (no tokenizer cached)"
-    )
+    processor = build_tiny_processor(family)
+    label = vocabulary_of(processor.tokenizer)
+    return processor, f"released processor settings, tokenizer: {label} (no processor cached)"
 
 
 def guess_family(name: str) -> str:
@@ -335,7 +337,7 @@ def config_only_parts(model: str | os.PathLike, *, dtype: Any = None) -> Parts:
     """A checkpoint without its weights: its config (a released id's from the local
     Hugging Face cache or the built-in facts; a folder's or a tiny bundle's own), the
     model built on PyTorch's ``meta`` device (shapes, no memory), and the processor
-    (cached, the folder's, or the released settings with the stand-in tokenizer).
+    (cached, the folder's, or the released settings with the tiny bundles' tokenizer).
     Layouts, attention masks and serving plans work; generation does not.
 
     >>> config_only_parts("google/gemma-4-31B-it").model.device.type     # doctest: +SKIP

@@ -25,7 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from gemma_explore.facts.families import FAMILIES, FamilySpec, get_family
-from gemma_explore.models.tokenizer import build_stand_in_tokenizer
+from gemma_explore.models.tokenizer import chat_template
+from gemma_explore.models.vocabulary import tiny_tokenizer
 
 __all__ = [
     "TINY_NAMES",
@@ -266,19 +267,22 @@ def _feature_extractor(spec: FamilySpec) -> Any:
 
 
 def build_tiny_processor(family: str | FamilySpec):
-    """The real processor class with the released settings and the stand-in tokenizer.
+    """The real processor class with the released settings and the best tokenizer on this
+    machine (:func:`~gemma_explore.models.vocabulary.tiny_tokenizer`: a cached released
+    checkpoint's, else the fetched Gemma vocabulary, else the stand-in).
 
     >>> build_tiny_processor("gemma3n").image_seq_length               # doctest: +SKIP
     256
     """
     spec = get_family(family)
-    tokenizer = build_stand_in_tokenizer(spec)
+    tokenizer = tiny_tokenizer(spec)
     img, audio = spec.image, spec.audio
     kwargs: dict[str, Any] = dict(
         feature_extractor=_feature_extractor(spec),
         image_processor=_image_processor(spec),
         tokenizer=tokenizer,
-        chat_template=tokenizer.chat_template,
+        # A cached checkpoint's own template when it has one (Unified's may not).
+        chat_template=tokenizer.chat_template or chat_template(spec),
         # 3n: a fixed count per item; Gemma 4: the default budget and the clip cap.
         image_seq_length=img.fixed_soft_tokens or img.default_budget,
         audio_seq_length=audio.fixed_placeholders or audio.max_tokens,

@@ -1,6 +1,8 @@
 """The stand-in tokenizer of the tiny offline bundles.
 
-The real Gemma vocabularies (262 144 text pieces) cannot be downloaded here, so the
+The package ships no Gemma vocabulary (262 144 text pieces, under the Gemma Terms of
+Use): the user fetches Google's with ``gemma-explore tokenizer fetch``
+(:mod:`gemma_explore.models.vocabulary`). Until then (offline, or by choice) the
 tiny bundles use a tokenizer built from transformers' own ``GemmaTokenizer`` class
 (BPE with byte fallback, spaces as "▁") over a small vocabulary that keeps what the
 token-expansion logic depends on:
@@ -8,7 +10,9 @@ token-expansion logic depends on:
 * every special token string at its **real id** (``<start_of_image>`` = 255999, …);
 * newline runs ``"\\n"`` … ``"\\n" * 31`` as single tokens at their real ids 107 …,
   produced by BPE merges exactly like the released tokenizer, so Gemma 3n's
-  ``"\\n\\n"`` wrappers merge with neighbouring newlines as they do for real;
+  ``"\\n\\n"`` wrappers merge with neighbouring newlines as they do for real, and a
+  longer run splits as it does for real (31-newline pieces from the left, checked for
+  every run of 1 to 300 against Google's file);
 * printable ASCII as single characters and byte fallback (``<0x00>`` … ``<0xFF>``)
   for everything else, so any text round-trips;
 * inert ``<unused…>`` fillers so that ids are dense up to the model's vocabulary.
@@ -86,10 +90,13 @@ def _vocab_and_merges(spec) -> tuple[dict[str, int], list[tuple[str, str]]]:
     used = set(vocab.values())
     assert len(used) == len(vocab), "stand-in vocabulary ids collide"
     # Newline runs merge the way the real BPE merges them: any two adjacent runs whose
-    # total is at most 31 newlines merge, so every run up to 31 becomes one token.
-    merges: list[tuple[str, str]] = [
-        ("\n" * i, "\n" * (k - i)) for k in range(2, MAX_NEWLINE_RUN + 1) for i in range(1, k)
-    ]
+    # total is at most 31 newlines merge, so every run up to 31 becomes one token. The
+    # order is the real file's: the merge with the longest left part ranks first (then the
+    # longest right part), so a longer run is cut into 31-newline pieces from the left
+    # (32 newlines: [137, 107]), exactly as Google's vocabulary cuts every run of 1 to 300.
+    pairs = [(i, k - i) for k in range(2, MAX_NEWLINE_RUN + 1) for i in range(1, k)]
+    pairs.sort(key=lambda p: (-p[0], -p[1]))
+    merges: list[tuple[str, str]] = [("\n" * left, "\n" * right) for left, right in pairs]
     # Inert fillers make the ids dense up to the embedding table's size.
     for i in range(spec.vocab_size):
         if i not in used:

@@ -367,3 +367,31 @@ def test_summarize_defaults_to_the_default_familys_tiny_checkpoint():
     default, named = summarize(b), summarize(b, tiny_name(DEFAULT_FAMILY.name))
     assert default.checkpoint == named.checkpoint and default.lines == named.lines
     assert default.lines[0].kv_bytes_total > 0
+
+
+def test_captions_are_counted_with_the_fetched_vocabulary_when_present(monkeypatch, tmp_path):
+    """Text tokens: Google's vocabulary once fetched (4 pieces for the README's prompt),
+    else the stand-in's 20 characters; the label says which."""
+    from gemma_explore.bill.cost import FETCHED, STAND_IN, text_counter
+    from gemma_explore.models.vocabulary import (
+        CACHE_ENV,
+        LABEL_FETCHED,
+        LABEL_STAND_IN,
+        fetched_vocabulary,
+    )
+
+    empty_hub = str(tmp_path / "no-hub")  # no released checkpoint cached: it would win
+    if fetched_vocabulary() is not None:
+        counter = text_counter("gemma4", cache_dir=empty_hub)
+        assert (counter.source, counter.label, counter.vocabulary) == (
+            FETCHED,
+            LABEL_FETCHED,
+            LABEL_FETCHED,
+        )
+        assert counter("Describe this image.") == 4
+        assert text_counter("gemma3n", cache_dir=empty_hub)("Describe this image.") == 4
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "nothing-fetched"))
+    counter = text_counter("gemma4", cache_dir=empty_hub)
+    assert counter.source == STAND_IN and counter.vocabulary == LABEL_STAND_IN
+    assert counter.label.startswith(LABEL_STAND_IN) and "tokenizer fetch" in counter.label
+    assert counter("Describe this image.") == 20

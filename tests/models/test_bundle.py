@@ -191,3 +191,29 @@ def test_the_validators_refuse_in_one_line(tmp_path, monkeypatch):
         memory.require_fits("google/gemma-4-E4B-it", device="cpu", dtype=torch.bfloat16)
     # Each hands back the clean value when there is nothing to refuse.
     assert memory.require_fits("someone/else", device="cpu", dtype=torch.bfloat16) == "someone/else"
+
+
+def test_every_bundle_names_its_tokenizer(tiny3n, tiny4, tinyu):
+    from gemma_explore.models.vocabulary import LABELS, fetched_vocabulary
+
+    expected = "Gemma vocabulary (fetched)" if fetched_vocabulary() else LABELS[1]
+    for bundle in (tiny3n, tiny4, tinyu):
+        assert bundle.vocabulary == expected, bundle.name
+    # What a bundle's tokenizer makes of the README's quick-start prompt.
+    ids = tiny4.processor.tokenizer.encode("Describe this image.", add_special_tokens=False)
+    assert len(ids) == (4 if fetched_vocabulary() else 20)
+
+
+@pytest.mark.slow
+def test_a_saved_folder_keeps_its_vocabulary(saved_dirs, tiny3n, tiny4):
+    from gemma_explore.models.vocabulary import LABEL_FETCHED
+
+    for bundle in (tiny3n, tiny4):
+        folder = saved_dirs[bundle.family]
+        marker = json.loads((folder / "gemma_explore.json").read_text())
+        assert marker["vocabulary"] == bundle.vocabulary
+        assert (folder / "GEMMA_NOTICE.txt").exists() == (bundle.vocabulary == LABEL_FETCHED)
+        reloaded = ge.load(folder)
+        assert reloaded.vocabulary == bundle.vocabulary
+        text = "Describe this image.\n\n"
+        assert reloaded.processor.tokenizer.encode(text) == bundle.processor.tokenizer.encode(text)

@@ -79,3 +79,24 @@ def test_bos_added_once(fam_tok):
 def test_vocab_is_dense_up_to_embedding_rows(fam_tok):
     spec, tok = fam_tok
     assert len(tok) == spec.vocab_size
+
+
+def test_newline_runs_1_to_300_split_as_googles_vocabulary_does(fam_tok):
+    """The merges rank the longest left part first, as the real file's do, so a long run is
+    cut into 31-newline pieces from the left: 32 newlines give [137, 107], not [122, 122]
+    (the real file's ids for every run from 1 to 300: tests/models/test_vocabulary.py)."""
+    _, tok = fam_tok
+    for n in range(1, 301):
+        full, rest = divmod(n, 31)
+        expected = [137] * full + ([106 + rest] if rest else [])
+        assert tok.encode("\n" * n, add_special_tokens=False) == expected, n
+
+
+def test_special_tokens_end_newline_runs(fam_tok):
+    spec, tok = fam_tok
+    # Gemma 3n writes "\n\n" before each image run: the wrapper stays its own token.
+    assert tok.encode("\n\n" + spec.boi_token, add_special_tokens=False) == [108, 255999]
+    assert tok.encode(spec.eoi_token + "\n\n", add_special_tokens=False) == [
+        spec.id_of(spec.eoi_token),
+        108,
+    ]

@@ -1,0 +1,82 @@
+"""With Google's fetched vocabulary, transformers' processor and vLLM's agree on whole
+prompts: text in several scripts, newline runs, images, audio and video, through the
+saved folders (vLLM's processor) and the CPU engine (the session's shared engines).
+
+Skipped, saying so, when the vocabulary is not fetched (``make test`` fetches it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemma_explore as ge
+from gemma_explore.engines.vllm import vllm_request
+from gemma_explore.engines.vllm_processor import vllm_mm_data, vllm_process
+from gemma_explore.facts.families import get_family
+from gemma_explore.models.vocabulary import LABEL_FETCHED, fetched_vocabulary
+
+from .conftest import ENGINE_OF
+from .parity import clip, image, video
+
+pytestmark = pytest.mark.skipif(
+    fetched_vocabulary() is None,
+    reason="Google's Gemma vocabulary is not fetched here: run `gemma-explore tokenizer fetch` "
+    "(make test does)",
+)
+
+FAMILIES = ["gemma3n", "gemma4", "gemma4_unified"]
+TEXT = [
+    "Describe this image.\n\n\n",  # a newline run that meets the next item
+    "Und dann: 你好世界, 안녕하세요 — def f(x): return x + 1 👋\n" + "\n" * 40,
+    '  Zwei Leerzeichen, 3.14159 und {"key": "value"}.',
+]
+
+
+def _content(family: str, *, audio: bool) -> list[dict]:
+    items = [
+        {"type": "text", "text": TEXT[0]},
+        {"type": "image", "image": image(1)},
+        {"type": "text", "text": TEXT[1]},
+    ]
+    if audio:
+        items.append({"type": "audio", "audio": (clip(1.5, 2), 16_000)})
+    if get_family(family).has_video:
+        items.append({"type": "video", "video": video(3)[0], "fps": video(3)[1]})
+    items.append({"type": "text", "text": TEXT[2]})
+    return items
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("family", FAMILIES)
+def test_vllms_processor_agrees_on_a_whole_prompt(family, saved_dirs):
+    bundle = ge.load(saved_dirs[family])
+    assert bundle.vocabulary == LABEL_FETCHED
+    msgs = [{"role": "user", "content": _content(family, audio=True)}]
+    layout = ge.layout_prompt(msgs, bundle=bundle)
+    prepared = ge.prepare_inputs(msgs, bundle=bundle)
+    assert list(layout.input_ids) == list(prepared.input_ids)
+    out = vllm_process(bundle, prepared.text, vllm_mm_data(prepared))
+    # Unified clips vLLM counts differently: the layout names it and holds vLLM's ids.
+    assert out["prompt_token_ids"] == list(layout.vllm_input_ids or layout.input_ids)
+    # Real word pieces, not characters: far fewer text tokens than characters.
+    pieces = bundle.processor.tokenizer.encode(TEXT[1], add_special_tokens=False)
+    assert len(pieces) < len(TEXT[1]) / 2
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_cpu_engine_runs_the_same_prompt_ids(family, request):
+    """Images, video and text through vLLM's engine (audio: vLLM's processor above; Gemma 4's
+    audio tower fails on vLLM's CPU build, tests/engine/test_parity.py)."""
+    from vllm import SamplingParams
+
+    engine = request.getfixturevalue(ENGINE_OF[family])
+    assert engine.bundle.vocabulary == LABEL_FETCHED
+    msgs = [{"role": "user", "content": _content(family, audio=False)}]
+    prepared = ge.prepare_inputs(msgs, bundle=engine.bundle)
+    params = SamplingParams(max_tokens=1, temperature=0.0)
+    (out,) = engine.llm.generate([vllm_request(prepared)], params, use_tqdm=False)
+    assert list(out.prompt_token_ids) == list(prepared.input_ids)
+    assert np.isin(prepared.input_ids, [82858, 672, 2471]).sum() >= 3  # Describe this image
