@@ -18,7 +18,7 @@ HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 
-.PHONY: demo test env light-env lab lint format bench clean-env browser html gallery vocabulary
+.PHONY: demo test env light-env lab lint format bench clean-env browser html gallery vocabulary teacher teacher-env
 
 demo: $(LIGHT_STAMP)
 	$(LIGHT_PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
@@ -33,6 +33,22 @@ test: $(STAMP) browser vocabulary
 # Terms of Use shown. `make demo` only uses it when present (docs/vocabulary.md).
 vocabulary: $(STAMP)
 	$(VENV)/bin/gemma-explore tokenizer fetch || echo "make: no Gemma vocabulary (see the line above): the tests that need it skip"
+
+# The teacher's environment, by one command: what .venv holds (vLLM's CPU build for the
+# projector demos of 06 and 08) plus JupyterLab, and Google's Gemma vocabulary; then
+# JupyterLab on the course. Its own folder, since JupyterLab stays out of the test
+# environment (pyproject.toml's "lab" extra says why). `gemma-explore doctor --check
+# teacher` checks it.
+TEACHER_VENV ?= .venv-teacher
+teacher:
+	$(MAKE) VENV=$(TEACHER_VENV) teacher-env
+	$(TEACHER_VENV)/bin/jupyter lab notebooks/
+
+teacher-env: $(STAMP) vocabulary $(VENV)/.lab-installed
+
+$(VENV)/.lab-installed: $(STAMP)
+	$(PY) -m pip install -q -c constraints.txt -e '.[lab]'
+	touch $@
 
 lab: $(LIGHT_STAMP)
 	$(LIGHT_VENV)/bin/jupyter lab notebooks/
@@ -92,4 +108,4 @@ $(LIGHT_STAMP): pyproject.toml constraints.txt constraints-light.txt scripts/lig
 	touch $@
 
 clean-env:
-	rm -rf $(VENV) $(LIGHT_VENV)
+	rm -rf $(VENV) $(LIGHT_VENV) $(TEACHER_VENV)

@@ -686,7 +686,7 @@ def doctor(
         typer.Option(
             "--check",
             metavar="NAME",
-            help="Only this check (repeatable): python, environment, widgets, vocabulary, demo, kernel.",
+            help="Only this check (repeatable): python, environment, widgets, vocabulary, demo, kernel; teacher (only when asked).",
         ),
     ] = None,
 ) -> None:

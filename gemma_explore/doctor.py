@@ -44,10 +44,12 @@ from pathlib import Path
 __all__ = [
     "CHECKS",
     "Check",
+    "ON_REQUEST",
     "check_demo",
     "check_environment",
     "check_kernel",
     "check_python",
+    "check_teacher",
     "check_vocabulary",
     "check_widgets",
     "run_checks",
@@ -388,6 +390,39 @@ def check_vocabulary() -> Check:
     )
 
 
+def check_teacher() -> Check:
+    """Is this the teacher's environment (``make teacher``): vLLM for the projector demos
+    (notebooks 06 and 08), JupyterLab, and Google's Gemma vocabulary? Not a default check:
+    a learner's laptop needs none of them.
+
+    >>> check_teacher().name
+    'teacher'
+    """
+    from gemma_explore.models.vocabulary import fetched_vocabulary
+
+    steps, missing = [], []
+    for module, what in (("vllm", "vLLM (its CPU build)"), ("jupyterlab", "JupyterLab")):
+        found = importlib.util.find_spec(module) is not None
+        steps.append(f"{what}: {'found' if found else 'missing'}")
+        if not found:
+            missing.append(what)
+    if fetched_vocabulary() is None:
+        missing.append("the Gemma vocabulary")
+    steps.append(
+        f"Gemma vocabulary: {'missing' if 'the Gemma vocabulary' in missing else 'fetched'}"
+    )
+    if missing:
+        return Check(
+            "teacher",
+            False,
+            f"not the teacher's environment: no {', no '.join(missing)}",
+            "Run `make teacher` (it builds .venv-teacher: vLLM's CPU build, JupyterLab, the "
+            "Gemma vocabulary) and teach from its JupyterLab.",
+            tuple(steps),
+        )
+    return Check("teacher", True, "vLLM, JupyterLab and the Gemma vocabulary", steps=tuple(steps))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -526,16 +561,22 @@ CHECKS: dict[str, Callable[[], Check]] = {
 }
 
 
+# Checks run only when named (``--check teacher``): what one person in the room needs.
+ON_REQUEST: dict[str, Callable[[], Check]] = {"teacher": check_teacher}
+
+
 def run_checks(names: Iterable[str] | None = None) -> list[Check]:
-    """Run the named checks (all by default), in the order of :data:`CHECKS`.
+    """Run the named checks (all of :data:`CHECKS` by default; :data:`ON_REQUEST` only when
+    named), in that order.
 
     >>> [c.name for c in run_checks(["python"])]
     ['python']
     """
+    every = {**CHECKS, **ON_REQUEST}
     chosen = list(names) if names else list(CHECKS)
-    unknown = [n for n in chosen if n not in CHECKS]
+    unknown = [n for n in chosen if n not in every]
     if unknown:
         raise ValueError(
-            f"Unknown check {unknown[0]!r}: choose from {', '.join(CHECKS)} (--check NAME)."
+            f"Unknown check {unknown[0]!r}: choose from {', '.join(every)} (--check NAME)."
         )
-    return [CHECKS[n]() for n in CHECKS if n in chosen]
+    return [every[n]() for n in every if n in chosen]

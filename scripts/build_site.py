@@ -1,6 +1,7 @@
 """Build the offline course site: one static folder a teacher opens without a server.
 
     python scripts/build_site.py [--out build/site] [--execute NAME ...] [--no-gallery]
+                                 [--style projector|screen]
 
 What lands in OUT (open OUT/index.html in any browser, over file://, offline):
 
@@ -10,6 +11,10 @@ What lands in OUT (open OUT/index.html in any browser, over file://, offline):
   With ``--execute NAME`` only notebooks whose name contains NAME are executed; the others
   are exported as written (prose and code, no outputs), which is what the site test uses.
 - ``gallery/``: every figure ``scripts/gallery.py`` draws for the bundled samples.
+
+Every figure (the notebooks', the gallery's, and so the slides') is drawn in the projector
+style, text at least 14 pt (``--style screen`` for the laptop look): the notebooks' kernel
+starts with ``GEMMA_EXPLORE_STYLE=projector``, which the package reads when it loads.
 - ``slides/index.html``: ``docs/teaching/slides.md`` as a slide deck (arrow keys, ``n``
   for the speaker notes, ``f`` for full screen, print to PDF: one slide a page). A slide's
   ``![caption](figure:NOTEBOOK/CODE)`` is the first image of the first cell of the
@@ -38,6 +43,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 TEACHING = ROOT / "docs" / "teaching"
+# Every figure of the site (notebooks, gallery, slides) in the projector style: text at
+# least 14 pt, read from the back of a room. ``--style screen`` builds the laptop look.
+DEFAULT_STYLE = "projector"
+STYLE_NOTES = {
+    "projector": "the projector style (text at least 14 pt, read from the back of a room)",
+    "screen": "the screen style (a laptop's 9 pt)",
+}
+STYLE_VAR = "GEMMA_EXPLORE_STYLE"  # read by gemma_explore.viz.style when the package loads
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 FIGURE_REF = re.compile(r"!\[([^\]]*)\]\(figure:([^/)]+)/([^)]+)\)")
 REMOTE_TAG = re.compile(
@@ -53,13 +66,17 @@ def _source(cell) -> str:
 # --------------------------------------------------------------------------- notebooks
 
 
-def execute(path: Path, timeout: int) -> object:
-    """The notebook, executed in a scratch folder (the figures inline, as in JupyterLab)."""
+def execute(path: Path, timeout: int, style: str = DEFAULT_STYLE) -> object:
+    """The notebook, executed in a scratch folder (the figures inline, as in JupyterLab),
+    its figures drawn in ``style``: the kernel starts with ``GEMMA_EXPLORE_STYLE`` set,
+    which the package reads when it loads (gemma_explore/viz/style.py)."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     env_backend = os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend
+    env_style = os.environ.get(STYLE_VAR)
+    os.environ[STYLE_VAR] = style
     try:
         with tempfile.TemporaryDirectory() as scratch:
             NotebookClient(
@@ -71,6 +88,10 @@ def execute(path: Path, timeout: int) -> object:
     finally:
         if env_backend is not None:
             os.environ["MPLBACKEND"] = env_backend
+        if env_style is None:
+            os.environ.pop(STYLE_VAR, None)
+        else:
+            os.environ[STYLE_VAR] = env_style
     return nb
 
 
@@ -149,9 +170,20 @@ def first_image(nb, code: str) -> bytes | None:
 
 
 def markdown(text: str) -> str:
+    """Markdown → HTML, each heading with GitHub's anchor (``## The time plan`` →
+    ``id="the-time-plan"``), so ``page.md#the-time-plan`` links land on the site too."""
     import mistune
 
-    return mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])(text)
+    body = mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])(text)
+    seen: dict[str, int] = {}
+
+    def anchor(m: re.Match) -> str:
+        words = html.unescape(re.sub(r"<[^>]+>", "", m.group(2))).strip().lower()
+        slug = re.sub(r"\s", "-", re.sub(r"[^\w\- ]", "", words))
+        n = seen[slug] = seen.get(slug, -1) + 1
+        return f'<h{m.group(1)} id="{slug}{f"-{n}" if n else ""}">{m.group(2)}</h{m.group(1)}>'
+
+    return re.sub(r"<h([1-6])>(.*?)</h\1>", anchor, body, flags=re.S)
 
 
 def page(title: str, body: str, *, up: str = "../index.html") -> str:
@@ -190,9 +222,10 @@ def link_targets(text: str, site: Path, notebook_names: list[str]) -> str:
         return f'{m.group(1)}"../notebooks/{hit}.html"'
 
     text = re.sub(r'(href=)"(?:\.\./)*(?:notebooks/)?([\w-]+\.ipynb)"', notebook, text)
-    text = re.sub(r'(href=)"slides\.md"', r'\1"../slides/index.html"', text)
+    # docs/workshop.md (rendered beside the teaching pages) links them as teaching/X.md.
+    text = re.sub(r'(href=)"(?:teaching/)?slides\.md"', r'\1"../slides/index.html"', text)
     return re.sub(
-        r'href="(?:\.\./)*([\w-]+)\.md(#[\w-]*)?"',
+        r'href="(?:\.\./)*(?:teaching/)?([\w-]+)\.md(#[\w-]*)?"',
         lambda m: (
             f'href="{"index" if m.group(1) == "README" else m.group(1)}.html{m.group(2) or ""}"'
         ),
@@ -300,7 +333,7 @@ def build_slides(executed: dict[str, object], out: Path) -> int:
 # --------------------------------------------------------------------------- the site
 
 
-def build_gallery(out: Path) -> list[str]:
+def build_gallery(out: Path, style: str = DEFAULT_STYLE) -> list[str]:
     import importlib.util
 
     # scripts/gallery.py, beside this file (scripts/ is a folder of tools, not a package).
@@ -309,7 +342,7 @@ def build_gallery(out: Path) -> list[str]:
     spec.loader.exec_module(gallery)
 
     folder = out / "gallery"
-    paths = gallery.main([str(folder)])
+    paths = gallery.main([str(folder), "--style", style])
     names = [Path(p).name for p in paths]
     figs = "".join(
         f'<figure><img src="{n}" alt="{n}"><figcaption>{html.escape(Path(n).stem)}</figcaption></figure>'
@@ -324,7 +357,8 @@ def build_gallery(out: Path) -> list[str]:
     return names
 
 
-def main(argv: list[str] | None = None) -> Path:
+def parser() -> argparse.ArgumentParser:
+    """The command line (``--style`` defaults to the projector: text at least 14 pt)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "site")
     parser.add_argument(
@@ -336,7 +370,17 @@ def main(argv: list[str] | None = None) -> Path:
     )
     parser.add_argument("--no-gallery", action="store_true", help="leave the gallery out")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per cell")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--style",
+        default=DEFAULT_STYLE,
+        choices=tuple(STYLE_NOTES),
+        help="the figures' look (default: projector, text at least 14 pt)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = parser().parse_args(argv)
     out: Path = args.out
     if out.exists():
         shutil.rmtree(out)
@@ -351,13 +395,13 @@ def main(argv: list[str] | None = None) -> Path:
     for path in paths:
         run = args.execute is None or any(n in path.stem for n in args.execute)
         print(f"{'executing' if run else 'exporting'} {path.name}", flush=True)
-        nb = execute(path, args.timeout) if run else nbformat.read(path, as_version=4)
+        nb = execute(path, args.timeout, args.style) if run else nbformat.read(path, as_version=4)
         if run:
             executed[path.stem] = nb
         page_html = to_html(stills_for_widgets(nb), path.stem)
         (out / "notebooks" / f"{path.stem}.html").write_text(page_html, encoding="utf-8")
 
-    gallery = [] if args.no_gallery else build_gallery(out)
+    gallery = [] if args.no_gallery else build_gallery(out, args.style)
     count = build_slides(executed, out)
     docs = sorted(p for p in TEACHING.glob("*.md") if p.name != "slides.md")
     docs += [p for p in [ROOT / "docs" / "workshop.md"] if p.exists()]  # the agenda
@@ -376,6 +420,7 @@ def main(argv: list[str] | None = None) -> Path:
         "<h1>gemma_explore: the course</h1>"
         "<p>How Gemma 3n, Gemma 4 and Gemma 4 Unified turn images, audio and video into tokens. "
         "This folder works offline: open any page below.</p>"
+        f"<p>Every figure is drawn in {STYLE_NOTES[args.style]}.</p>"
         f"<h2>Notebooks</h2><p>Executed on the tiny random-weight models{done}.</p>"
         f'<ol start="0">{items((f"notebooks/{n}.html", n) for n in names)}</ol>'
         f"<h2>Slides</h2><ul>{items([('slides/index.html', f'The deck ({count} slides; arrow keys, n: notes, f: full screen)')])}</ul>"

@@ -194,3 +194,15 @@ def test_doctor_passes_here():
         == f"{len(doctor.CHECKS)} of {len(doctor.CHECKS)} checks passed."
     )
     assert "without encryption" not in run.stdout + run.stderr
+
+
+def test_the_teacher_check_runs_only_when_asked_and_names_make_teacher():
+    from gemma_explore.doctor import ON_REQUEST, run_checks
+
+    assert "teacher" in ON_REQUEST and "teacher" not in doctor.CHECKS
+    (result,) = run_checks(["teacher"])
+    import importlib.util
+
+    has_lab = importlib.util.find_spec("jupyterlab") is not None
+    if not has_lab:  # the test environment keeps JupyterLab out (pyproject.toml's "lab")
+        assert not result.ok and "JupyterLab" in result.found and "make teacher" in result.todo

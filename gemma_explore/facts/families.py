@@ -425,7 +425,7 @@ GEMMA4_UNIFIED = replace(
         audio_config="Gemma4UnifiedAudioConfig",
         model="Gemma4UnifiedForConditionalGeneration",
         text_model="Gemma4UnifiedTextModel",
-        vision_embedder="Gemma4UnifiedVisionEmbedder",  # LayerNorm → Linear → positions
+        vision_embedder="Gemma4UnifiedVisionEmbedder",  # LN → Dense → LN → +pos → LN → RMSNorm → Linear
         audio_embedder="Gemma4UnifiedMultimodalEmbedder",  # RMSNorm → Linear
         processor="Gemma4UnifiedProcessor",
         image_processor="Gemma4UnifiedImageProcessor",
@@ -459,7 +459,8 @@ GEMMA4_UNIFIED = replace(
     ),
     encoder_free=True,
     image_encoder="no tower: each 48×48 px block (3×3 patches of 16 px, 6912 raw values) "
-    "goes through LayerNorm → Linear → position embedding",
+    "goes through LayerNorm → Dense → LayerNorm → + position (x, y) → LayerNorm → RMSNorm → "
+    "Linear (Gemma4UnifiedVisionEmbedder)",
     audio_encoder="no tower: each 640-sample frame (40 ms of raw waveform) goes through "
     "RMSNorm → Linear",
     budget_config_field="num_soft_tokens",

@@ -24,6 +24,7 @@ __all__ = ["show_attention"]
 
 _LAYER_COLOR = {"sliding_attention": OKABE_ITO["sky"], "full_attention": OKABE_ITO["blue"]}
 _EDGE = OKABE_ITO["vermillion"]
+_RATIO_PER_IN = 11.1 / 6.2  # height-ratio units per inch: 8 in hold the 11.1 units above
 
 
 def _kind_strip(ax, masks: AttentionMasks) -> None:
@@ -76,12 +77,24 @@ def _draw_layers(ax, masks: AttentionMasks) -> None:
     ax.set_xlabel("decoder layer (light: sliding, dark: full)")
 
 
+def _legend_columns(masks: AttentionMasks) -> tuple[int, int, int, int]:
+    """(columns, rows) of the meaning legend and of the kinds legend (its title a row)."""
+    wide = current_style().small < 12
+    meaning = 3 if masks.sliding_window < masks.num_tokens else 2
+    kinds = len(dict.fromkeys(masks.kinds))
+    top_cols = meaning if wide else 2
+    kind_cols = max(1, min(kinds, 6 if wide else 4))
+    return top_cols, -(-meaning // top_cols), kind_cols, -(-kinds // kind_cols) + 1
+
+
 def _legend(ax, masks: AttentionMasks) -> None:
-    """What white, black and the vermillion line mean (top), and the strips' colours."""
+    """What white, black and the vermillion line mean (top), and right under it the
+    strips' colours: the axes is as tall as the two legends' rows (no empty band)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     st = current_style()
+    top_cols, top_rows, kind_cols, kind_rows = _legend_columns(masks)
     meaning = [
         Patch(facecolor="white", edgecolor="black", label="white: may attend"),
         Patch(facecolor="black", label="black: masked"),
@@ -103,8 +116,9 @@ def _legend(ax, masks: AttentionMasks) -> None:
         handles=meaning,
         loc="upper center",
         fontsize=st.small,
-        ncol=len(meaning) if st.small < 12 else 2,
+        ncol=top_cols,
         frameon=False,
+        borderaxespad=0,
     )
     top.set_gid("mask_legend")
     ax.add_artist(top)
@@ -113,7 +127,8 @@ def _legend(ax, masks: AttentionMasks) -> None:
     bottom = ax.legend(
         handles=strips,
         loc="lower center",
-        ncol=min(len(kinds), 6 if st.small < 12 else 4),
+        borderaxespad=0,
+        ncol=kind_cols,
         fontsize=st.small,
         title="token kinds (the strips above the masks)",
         title_fontsize=st.small,
@@ -138,7 +153,16 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None) -> Figure:
             "show_attention draws AttentionMasks: pass ge.attention_mask(layout, bundle=bundle)."
         )
     st = current_style()
-    fig, grid = panels(ax, (11, 10), 4, 2, height_ratios=[0.4, 10, 0.7, 4.8])
+    _, top_rows, _, kind_rows = _legend_columns(masks)
+    legend_in = ((top_rows + kind_rows) * 1.6 + 0.9) * st.small / 72  # rows + the gap
+    fig, grid = panels(
+        ax,
+        (11, 8.0 + legend_in),
+        4,
+        2,
+        layout="compressed",  # the square masks: no band above or below them
+        height_ratios=[0.4, 10, 0.7, legend_in * _RATIO_PER_IN],
+    )
     for col, kind in enumerate(("sliding_attention", "full_attention")):
         strip = fig.add_subplot(grid[0, col])
         _kind_strip(strip, masks)

@@ -2,7 +2,8 @@
 
 Gids: ``"token_boundaries"`` (one line per audio token), ``"cut_30s"`` (the cut at the
 family's longest clip), ``"slots_real"`` / ``"slots_padding"`` (a fixed run of
-placeholder slots, Gemma 3n's 188), ``"frame_mask"``.
+placeholder slots, Gemma 3n's 188), ``"frame_mask"`` / ``"frame_mask_padding"`` (the valid
+mel frames in blue, the padding ones hatched).
 """
 
 from __future__ import annotations
@@ -91,28 +92,31 @@ def _draw_mel(ax, features: AudioFeatures, a: AudioSpec) -> None:
 
 
 def _draw_frame_mask(ax, features: AudioFeatures, a: AudioSpec) -> None:
-    """Which mel frames are real (black) and which are padding the encoder ignores."""
+    """Which mel frames are valid (blue, as a real token) and which are padding the
+    encoder ignores (hatched): one run of each, so a clip with no padding is one blue bar
+    whose title says so, not a black strip that reads as silence."""
     st, mask = current_style(), features.mask  # (frames,)
     hop_s = a.hop_length / a.sampling_rate
-    ax.imshow(
-        mask[None, :].astype(float),
-        aspect="auto",
-        cmap="Greys",
-        vmin=0,
-        vmax=1,
-        extent=(0, len(mask) * hop_s, 0, 1),
-        gid="frame_mask",
-    )
+    valid, n = int(mask.sum()), len(mask)
+    runs, start = [], 0
+    for i in range(1, n + 1):  # contiguous runs of valid / padding frames, in seconds
+        if i == n or mask[i] != mask[start]:
+            runs.append((bool(mask[start]), start * hop_s, (i - start) * hop_s))
+            start = i
+    real = [rect(x, 0, w, 1) for ok, x, w in runs if ok]
+    pad = [rect(x, 0, w, 1) for ok, x, w in runs if not ok]
+    ax.add_collection(real_cells(real, gid="frame_mask"))
+    ax.add_collection(padding_cells(pad, gid="frame_mask_padding", linewidth=0.6))
+    ax.set_ylim(0, 1)
     ax.set_yticks([])
     ax.set_xlabel("time (s)")
-    ax.set_title(
-        st.fill(
-            f"frame mask: {int(mask.sum())} real frames (black) of {len(mask)}; "
-            "white = padding frames the encoder ignores",
-            9.5,
-        ),
-        fontsize=st.small,
+    title = (
+        f"frame mask: all {n} frames valid (blue), no padding frames in this clip"
+        if valid == n
+        else f"frame mask: {valid} valid frames (blue) of {n}; hatched = padding frames "
+        "the encoder ignores"
     )
+    ax.set_title(st.fill(title, 9.5, size=st.small), fontsize=st.small)
 
 
 def _draw_slots(ax, features: AudioFeatures, a: AudioSpec) -> None:

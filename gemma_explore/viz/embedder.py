@@ -10,7 +10,8 @@ three families side by side.
 
 Gids: ``"token_lines"``, ``"zoom_block"``, ``"frame_cells"``, ``"vllm_dropped"``,
 ``"zoom_kept"`` and ``"zoom_dropped"`` (the enlarged last frames), ``"real_rows"``,
-``"padding_rows"``.
+``"padding_rows"``, ``"vision_params"`` / ``"audio_params"`` (the three-way figure's bars of
+released parameters) and ``"params_label"`` (each bar's count).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemma_explore.colors import PADDING, VALID
+from gemma_explore.colors import KIND_COLORS, PADDING, VALID
 from gemma_explore.facts.families import FAMILIES, FamilySpec, get_family
 from gemma_explore.media.loaders import load_image
 from gemma_explore.plans.audio import AudioPlan, plan_audio
@@ -99,7 +100,7 @@ def _draw_block_zoom(ax, plan: ImagePlan, block: tuple[int, int], index: int) ->
     cell_axes(ax, cell, cell)
     ax.set_title(
         f"token {index}: {cell} × {cell} × 3\n= {cell * cell * 3} raw values\n"
-        "→ LayerNorm → Linear\n→ + position (x, y)\nno tower: blocks\nnever mix",
+        "→ LN → Dense → LN\n→ + position (x, y) → LN\n→ RMSNorm → Linear\nno tower: blocks never mix",
         fontsize=st.small,
     )
 
@@ -290,8 +291,9 @@ def show_audio_frames(
 
 # -- every family side by side ----------------------------------------------------------
 def _draw_family_cells(ax, row: Any) -> None:
-    """One family's token cells over the image as it resizes it."""
-    plan = row.image_plan
+    """One family's token cells over the image as it resizes it; the title gives its image
+    and audio token counts (and vLLM's, where its prompt holds fewer)."""
+    st, plan = current_style(), row.image_plan
     th, tw = plan.resized_size
     image = pixels(plan, plan.resized_size)
     if image is not None:
@@ -299,56 +301,91 @@ def _draw_family_cells(ax, row: Any) -> None:
     cell = get_family(row.family).image.cell_px
     ax.add_collection(grid_lines(tw, th, cell, color=VALID, lw=0.6, gid="token_lines"))
     cell_axes(ax, tw, th)
-    ax.set_title(
-        f"{row.display_name}\n{size_label((th, tw))}\n→ {row.image_tokens} image tokens",
-        fontsize=current_style().body,
-    )
-
-
-def _family_notes(row: Any, width: int) -> str:
-    """The tower or embedder a family has, its audio tokens (and vLLM's), in words."""
-    vision = f"vision: {row.image_encoder}"
-    if row.sizes is not None:
-        vision += f" ({row.sizes.vision_params / 1e6:,.1f} M params)"
-    lines = [_wrap(vision, width)]
+    title = f"{row.display_name}\n{size_label((th, tw))}\n→ {row.image_tokens} image tokens"
     if row.audio_tokens is not None:
         vllm = row.vllm_audio_tokens
-        lines.append(
-            _wrap(
-                f"audio: {row.audio_tokens} tokens"
-                + (f", vLLM's prompt {vllm}" if vllm != row.audio_tokens else ""),
-                width,
-            )
+        title += f"\n{row.audio_tokens} audio tokens" + (
+            f" (vLLM: {vllm})" if vllm != row.audio_tokens else ""
         )
-        audio = row.audio_encoder
-        if row.sizes is not None:
-            audio += f" ({row.sizes.audio_params / 1e6:,.1f} M params)"
-        lines.append("  " + _wrap(audio, width - 2))
-    return "\n".join(lines)
+    ax.set_title(title, fontsize=st.body)
+
+
+def _draw_params(ax, rows: list) -> None:
+    """A bar per family and modality: the released parameters of what turns pixels and
+    samples into soft tokens (a tower, or Unified's embedder), on a log scale so a 2.5 M
+    embedder and a 681 M tower both show; each bar says its count and what it is."""
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
+
+    st = current_style()
+    rows = [r for r in rows if r.sizes is not None]
+    colors = {"vision": KIND_COLORS["image_soft"], "audio": KIND_COLORS["audio_soft"]}
+    height, values = 0.38, []
+    for i, r in enumerate(rows):
+        kind = "embedder" if get_family(r.family).encoder_free else "tower"
+        for j, (modality, n) in enumerate(
+            (("vision", r.sizes.vision_params), ("audio", r.sizes.audio_params))
+        ):
+            if not n:
+                continue
+            y = i + (j - 0.5) * height
+            ax.barh(
+                y, n / 1e6, height=height * 0.92, color=colors[modality], gid=f"{modality}_params"
+            )
+            ax.annotate(
+                f"{n / 1e6:,.1f} M ({kind})",
+                (n / 1e6, y),
+                xytext=(st.small / 3, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=st.small,
+                gid="params_label",
+            )
+            values.append(n / 1e6)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 10, 100, not 10¹
+    if values:
+        ax.set_xlim(min(values) / 2, max(values) * 12)  # room right of the longest label
+    ax.set_yticks(range(len(rows)), [r.display_name for r in rows])
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the families top to bottom, as left to right above
+    ax.set_xlabel("released parameters (millions, log scale)")
+    ax.legend(
+        handles=[Patch(facecolor=c, label=m) for m, c in colors.items()],
+        loc="lower right",
+        fontsize=st.small,
+        frameon=False,
+    )
+    ax.set_title(
+        "what turns pixels and samples into soft tokens: a tower, or an embedder",
+        fontsize=st.body,
+    )
 
 
 def show_three_way(comparison: Any, *, ax: Any = None) -> Figure:
     """One figure for :func:`~gemma_explore.parity.comparison.compare_families`: for each
-    family, its token cells over the image, its audio token count (and vLLM's), and the
-    tower or embedder it has, with its released parameter count.
+    family, its token cells over the image and its audio token count (and vLLM's); below,
+    a bar chart of the released parameters of each family's tower or embedder (when
+    ``compare_families`` counted them).
 
     >>> fig = show_three_way(compare_families(photo, (wave, 16000)))   # doctest: +SKIP
     """
     st = current_style()
     rows = comparison.rows
     width_in = min(11.5, 3.9 * len(rows))
-    column = int((width_in / len(rows) - 0.35) * 72 / (0.62 * st.small)) - 2  # characters
-    notes = [_family_notes(r, column) for r in rows]
-    notes_in = max(n.count("\n") + 1 for n in notes) * st.small * 1.3 / 72 + 0.2
+    sized = [r for r in rows if r.sizes is not None]
+    bars_in = (0.55 * len(sized) + 1.1) * st.small / 9 if sized else 0.0
+    heights = [4.6] + ([bars_in] if sized else [])
     fig, grid = panels(
-        ax, (width_in, 4.6 + notes_in + 0.5), 2, len(rows), height_ratios=[4.6, notes_in]
+        ax,
+        (width_in, 4.6 + bars_in + 0.6 * st.body / 10),
+        len(heights),
+        len(rows),
+        height_ratios=heights,
     )
     for col, r in enumerate(rows):  # the images first: fig.axes[:n] are the families
         _draw_family_cells(fig.add_subplot(grid[0, col]), r)
-    for col, note in enumerate(notes):
-        tax = fig.add_subplot(grid[1, col])
-        tax.axis("off")
-        tax.text(0, 1, note, va="top", ha="left", fontsize=st.small)
+    if sized:
+        _draw_params(fig.add_subplot(grid[1, :]), sized)
     h, w = comparison.image_size
     clip = (
         "" if comparison.audio_seconds is None else f" and a {comparison.audio_seconds:.2f} s clip"
@@ -357,9 +394,3 @@ def show_three_way(comparison: Any, *, ax: Any = None) -> Figure:
         f"One {size_label((h, w))} image{clip} through {len(rows)} families", fontsize=st.title
     )
     return fig
-
-
-def _wrap(text: str, width: int = 42) -> str:
-    import textwrap
-
-    return "\n  ".join(textwrap.wrap(text, width))

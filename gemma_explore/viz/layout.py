@@ -6,6 +6,7 @@ than one token is labelled with its count ("<|image|> × 280"). Runs of newlines
 written "\\n×3", so "\\n\\n\\n" and "\\n\\n\\n\\n" stay apart. A video's frames repeat
 the same four segments (stamp, markers, soft tokens): past the first two frames and
 before the last, they fold into one box that says how many frames and tokens it holds.
+A box is widened until its label fits whole in the current style (at 14 pt too).
 Gids: ``"segment"`` (one rectangle per segment drawn), ``"folded_segments"`` (one per
 fold; its label is the number of segments it holds), ``"merge_marker"`` (Gemma 3n
 newline merges), ``"divergence"``.
@@ -68,6 +69,24 @@ def _width(length: int) -> float:
     return 2.6 + 2.2 * math.log2(length) if length > 1 else 2.6
 
 
+def _char_units(per_row: float) -> float:
+    """How wide one character of the current style's small text is, in box units: the
+    ribbon is 12 in wide and ``per_row`` units across (a DejaVu character is ~0.6 em)."""
+    return 0.6 * current_style().small * (per_row + 0.4) / (12 * 72 * 0.96)
+
+
+def _fold_label(group: tuple) -> str:
+    frames = sum(s.kind == _FRAME_START for s in group)
+    return f"{frames} frames like these: {group[-1].end - group[0].start} tokens"
+
+
+def _box_width(group: tuple, per_row: float) -> float:
+    """log₂ of the tokens, widened until the box's label fits whole (at most a row)."""
+    label = _fold_label(group) if len(group) > 1 else _label(group[0])
+    base = 30.0 if len(group) > 1 else _width(group[0].length)
+    return min(max(base, (len(label) + 1.5) * _char_units(per_row)), per_row)
+
+
 def _fold_frames(segments: list, keep_first: int = 2, keep_last: int = 1) -> list[tuple]:
     """Group the segments into boxes: each segment alone, except a run of more than
     ``keep_first + keep_last + 1`` frames, whose middle frames become one group."""
@@ -82,7 +101,7 @@ def _place(groups: list[tuple], per_row: float) -> list[_Box]:
     """Wrap the boxes into rows ``per_row`` wide."""
     boxes, x, y = [], 0.0, 0.0
     for group in groups:
-        w = 30.0 if len(group) > 1 else _width(group[0].length)
+        w = _box_width(group, per_row)
         if x + w > per_row and x > 0:
             x, y = 0.0, y + _ROW
         boxes.append(_Box(group, x, y, w))
@@ -102,20 +121,15 @@ def _problems(layout: PromptLayout) -> str:
     return "\n".join(textwrap.fill(p, width) for p in lines)
 
 
-def _draw_box(ax, box: _Box, layout: PromptLayout, merges: set[int]) -> None:
-    """One box, its label (cut to fit), and its markers (▼ merged newline, ▲ divergence)."""
+def _draw_box(ax, box: _Box, layout: PromptLayout, merges: set[int], per_row: float) -> None:
+    """One box, its whole label (cut only when longer than a row), and its markers
+    (▼ merged newline, ▲ divergence)."""
     from matplotlib.patches import Rectangle
 
     st = current_style()
     first, last = box.segments[0], box.segments[-1]
     if box.folded:
-        frames = sum(s.kind == _FRAME_START for s in box.segments)
-        tokens = last.end - first.start
-        face, label, gid = (
-            "white",
-            f"… {frames} frames like these: {tokens} tokens …",
-            "folded_segments",
-        )
+        face, label, gid = "white", _fold_label(box.segments), "folded_segments"
     else:
         face, label, gid = kind_color(first.kind), _label(first), "segment"
     patch = Rectangle(
@@ -131,7 +145,7 @@ def _draw_box(ax, box: _Box, layout: PromptLayout, merges: set[int]) -> None:
     if box.folded:
         patch.set_label(str(len(box.segments)))
     ax.add_patch(patch)
-    fits = int(box.w * 2.2 * 9 / st.small)
+    fits = int(box.w / _char_units(per_row)) - 1  # a label longer than a row: cut
     label = label if len(label) <= fits else label[: max(fits - 1, 1)] + "…"
     ax.text(
         box.x + box.w / 2,
@@ -171,8 +185,8 @@ def _title(layout: PromptLayout, folded: bool) -> str:
     kind = "" if layout.template else f" ({layout.source})"
     return current_style().fill(
         f"{family} prompt{kind}: {layout.num_tokens} tokens in {len(layout.segments)} segments "
-        f"— {status}\nbox width grows with log₂(tokens), not to scale: counts are in the "
-        "labels (× n) and the legend"
+        f"— {status}\nbox width grows with log₂(tokens) and fits its label, not to scale: "
+        "counts are in the labels (× n) and the legend"
         + ("; ▼ = merged newline token" if layout.newline_merges else "")
         + ("; dotted: frames folded" if folded else ""),
         11.5,
@@ -209,7 +223,7 @@ def show_layout(
     fig = ax.figure
     merges = {m.position for m in layout.newline_merges}
     for box in boxes:
-        _draw_box(ax, box, layout, merges)
+        _draw_box(ax, box, layout, merges, per_row)
     ax.set_xlim(-0.2, per_row + 0.2)
     ax.set_ylim(rows * _ROW - 0.1, -0.4)
     ax.axis("off")

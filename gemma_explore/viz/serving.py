@@ -3,7 +3,8 @@
 Gids: ``"mem_weights"``, ``"mem_kv"``, ``"mem_encoder_cache"``, ``"mem_headroom"`` (the
 stacked bar; a released checkpoint set beside it carries the same gids with
 ``"_released"`` appended), ``"item_tokens"`` (one bar per modality: worst-case tokens of
-the items a prompt may hold), ``"max_model_len"`` and ``"encoder_budget"`` (the two limits).
+the items a prompt may hold), ``"item_label"`` (its "items × tokens", right of the bars and
+both limit lines), ``"max_model_len"`` and ``"encoder_budget"`` (the two limits).
 """
 
 from __future__ import annotations
@@ -37,27 +38,24 @@ def _is_tiny(plan: ServingPlan) -> bool:
 
 
 def _memory_parts(plan: ServingPlan, gpu_memory_gib: float | None, utilization: float):
-    """(label, bytes, colour, gid) for each part of one engine's memory, and whether it fits."""
+    """(label, bytes, colour, gid) for each part of one engine's memory, and whether it
+    fits: the plan's own :meth:`~ServingPlan.memory_fit` (the demo's verdict reads it too)."""
+    fit = plan.memory_fit(gpu_memory_gib or 0.0, utilization)
     parts = [
-        ("weights", plan.weights_bytes, OKABE_ITO["grey"], "mem_weights"),
-        (
-            f"KV, one {plan.max_model_len}-token request",
-            plan.vllm_kv_bytes_per_request,
-            OKABE_ITO["sky"],
-            "mem_kv",
-        ),
+        ("weights", fit.weights_bytes, OKABE_ITO["grey"], "mem_weights"),
+        (f"KV, one {plan.max_model_len}-token request", fit.kv_bytes, OKABE_ITO["sky"], "mem_kv"),
         (
             f"encoder cache ({plan.encoder_cache_size} tokens)",
-            plan.encoder_cache_bytes,
+            fit.encoder_cache_bytes,
             OKABE_ITO["green"],
             "mem_encoder_cache",
         ),
     ]
-    left = None
-    if gpu_memory_gib is not None:
-        left = gpu_memory_gib * _GIB * utilization - sum(p[1] for p in parts)
-        parts.append(("activations + more requests' KV", max(left, 0), "white", "mem_headroom"))
-    return parts, left is None or left >= 0
+    if gpu_memory_gib is None:
+        return parts, True
+    headroom = max(fit.room_bytes - fit.need_bytes, 0)
+    parts.append(("activations + more requests' KV", headroom, "white", "mem_headroom"))
+    return parts, fit.fits
 
 
 def _gpu_text(gpu_memory_gib: float | None, utilization: float) -> str:
@@ -112,13 +110,21 @@ def _draw_item_tokens(ax, plan: ServingPlan, width_in: float) -> None:
     bars = ax.barh(
         mods, totals, color=[_MODALITY_COLOR.get(m, "grey") for m in mods], gid="item_tokens"
     )
-    for bar, m in zip(bars, mods, strict=True):
-        ax.text(
-            bar.get_width(),
-            bar.get_y() + bar.get_height() / 2,
-            f" {plan.max_items_per_prompt[m]} × {plan.max_tokens_per_item[m]}",
+    # Each bar's "n × tokens" goes right of its bar and of both limit lines, never on them.
+    limits = [plan.max_model_len] + (
+        [plan.encoder_compute_budget] if plan.encoder_cache_size else []
+    )
+    labels = [f"{plan.max_items_per_prompt[m]} × {plan.max_tokens_per_item[m]}" for m in mods]
+    right = max([*limits, *totals])
+    for bar, label in zip(bars, labels, strict=True):
+        ax.annotate(
+            label,
+            (right, bar.get_y() + bar.get_height() / 2),
+            xytext=(st.small / 2, 0),
+            textcoords="offset points",
             va="center",
             fontsize=st.small,
+            gid="item_label",
         )
     ax.axvline(
         plan.max_model_len,
@@ -147,7 +153,10 @@ def _draw_item_tokens(ax, plan: ServingPlan, width_in: float) -> None:
         fontsize=st.body,
         pad=2.2 * st.small + 6,  # above the legend's row
     )
-    ax.set_xlim(0, 1.3 * max([plan.max_model_len, plan.encoder_compute_budget, *totals]))
+    # Room right of the furthest line for the longest label (~0.6 em a character).
+    label_in = (max(map(len, labels), default=0) + 1.5) * 0.6 * st.small / 72
+    room = label_in / max(0.8 * width_in - label_in, 1.0)
+    ax.set_xlim(0, (1 + max(0.3, 1.15 * room)) * max([*limits, *totals]))
     if not mods:
         ax.text(
             0.5,

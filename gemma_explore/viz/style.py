@@ -6,6 +6,10 @@ Every ``show_*`` reads its text sizes and line widths from :func:`current_style`
 draws, and ``style`` also sets matplotlib's own defaults (tick labels, legends, axis labels)
 to the same sizes, so text a figure does not size itself follows too.
 
+The environment variable ``GEMMA_EXPLORE_STYLE`` picks the style a session starts in
+(``GEMMA_EXPLORE_STYLE=projector jupyter lab`` for a room; ``make site`` executes the
+notebooks that way); without it every session starts in ``"screen"``.
+
 >>> from gemma_explore.viz.style import current_style, style
 >>> current_style().name
 'screen'
@@ -18,12 +22,14 @@ to the same sizes, so text a figure does not size itself follows too.
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["STYLES", "Style", "current_style", "style"]
+__all__ = ["ENV_VAR", "STYLES", "Style", "current_style", "style"]
 
 _SIZE = re.compile(r"\d+(?:\.\d+)?×\d+(?:\.\d+)?(?: [a-z]+)? \(W×H\)")
 _NBSP = "\u00a0"
@@ -84,6 +90,7 @@ STYLES: dict[str, Style] = {
     "projector": Style("projector", small=14.0, body=15.0, title=17.0, line_scale=2.0),
 }
 
+ENV_VAR = "GEMMA_EXPLORE_STYLE"
 _state = {"current": STYLES["screen"]}
 
 
@@ -137,3 +144,21 @@ def style(name: str | Style = "screen") -> _Switched:
     _state["current"] = new
     mpl.rcParams.update(rc)
     return switched
+
+
+def _start_style() -> None:
+    """Switch to the style ``GEMMA_EXPLORE_STYLE`` names, once, when the package loads
+    (matplotlib is imported only when it names another style than ``"screen"``)."""
+    name = os.environ.get(ENV_VAR, "").strip()
+    if not name or name == "screen":
+        return
+    if name not in STYLES:
+        warnings.warn(
+            f"{ENV_VAR}={name!r} is not a style ({', '.join(STYLES)}): figures use 'screen'.",
+            stacklevel=2,
+        )
+        return
+    style(name)
+
+
+_start_style()

@@ -19,7 +19,7 @@ from matplotlib.text import Text
 import gemma_explore as ge
 from gemma_explore.viz.style import STYLES, style
 from scripts import gallery as gallery_module
-from scripts.gallery import figures, gallery_inputs
+from scripts.gallery import figures
 from tests.size_rule import unlabelled_pairs
 
 MIN_PT = {"screen": 9, "projector": 14}
@@ -73,11 +73,6 @@ def _texts(fig) -> list[Text]:
 
     walk(fig)
     return [t for t in out if t.get_visible() and t.get_text().strip()]
-
-
-@pytest.fixture(scope="module")
-def inputs():
-    return gallery_inputs()
 
 
 @pytest.fixture(scope="module", params=list(STYLES))
