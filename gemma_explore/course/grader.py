@@ -12,7 +12,10 @@ A verdict is one of three:
 - a right answer → confirmed, with a sentence saying why it is right.
 
 Numbers, strings, tuples and dicts are compared with :func:`same`. An "Explain"
-exercise grades a sentence with *keyword groups*: each idea is a short list of plain
+exercise first asks for a real sentence (:func:`sentence_note`: at least
+:data:`MIN_WORDS` words and a verb, at most :data:`MAX_WORDS`), so a fragment such as
+"static batch" or "CNN 768" is refused however well it names the ideas. Then it grades
+the sentence with *keyword groups*: each idea is a short list of plain
 words or phrases, any one of which counts; every idea must be there; and a sentence that
 uses a phrase of a known misconception is refused even when it also names the right
 ideas. Both the sentence and the keywords are read by :func:`words` (lowercase, plurals
@@ -31,12 +34,30 @@ and -ed/-ing endings folded), so a keyword never needs to list "batch", "batches
 ✓ why-static: right. Compare with the model answer above (click “Model answer”).
 >>> grade(why, "Static shapes improve accuracy.")
 ✗ why-static: not yet. Padding adds no accuracy. Hint: What do compiled graphs need?
+>>> grade(why, "static batch")  # doctest: +ELLIPSIS
+✗ why-static: not yet. Write a whole sentence ... Hint: What do compiled graphs need?
+
+**Where the truths are.** A truth is never stored: each exercise holds a function of the
+package (``plan_image``, ``plan_audio``, …) that the grader calls at check time, so a
+lesson whose claim stops being true fails in CI. The learner's one namespace does not
+hand it out: ``ge.answer_key(answers)`` only *loads* a key (CI's, a teacher's), and
+``ge.answer_key[name]`` computes a truth only for a teacher, when the environment variable
+``GEMMA_EXPLORE_TEACHER=1`` is set before the kernel starts (``GEMMA_EXPLORE_TEACHER=1
+jupyter lab``); a learner gets a refusal that names no number. A verdict never prints the
+truth either: a wrong answer gets a note and a hint, a right one its own value. This is
+a speed bump, not a lock: the package computes every truth, so a learner who reads the
+exercise modules can recompute one, as they could by working it out; the point is that
+the answer is never one call away. The printed answer sheet (``tests/notebook_answers.json``,
+which CI injects) lives in the repository's tests, not in the installed package; the
+build-it track's reference solutions open with the same switch
+(:mod:`gemma_explore.course.buildit.sealed`).
 """
 
 from __future__ import annotations
 
 import functools
 import html
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -44,6 +65,8 @@ from typing import Any
 
 __all__ = [
     "MAX_WORDS",
+    "MIN_WORDS",
+    "TEACHER_ENV",
     "AnswerKey",
     "Exercise",
     "Keywords",
@@ -53,10 +76,16 @@ __all__ = [
     "grade_against",
     "mentions",
     "same",
+    "sentence_note",
+    "teacher",
     "words",
 ]
 
 MAX_WORDS = 70  # an explanation is one or two sentences: a pasted paragraph is not one
+MIN_WORDS = 6  # ... and a sentence: "static batch" or "CNN 768" names ideas, explains none
+
+# Set to "1" (before the kernel starts) for a teacher: answer_key[name] then computes truths.
+TEACHER_ENV = "GEMMA_EXPLORE_TEACHER"
 
 # name → answer, loaded by AnswerKey.__call__ (CI and teachers fill blanks from it).
 # One store for the whole process: a notebook's setup cell loads it once for all cells.
@@ -109,8 +138,8 @@ Keywords = tuple[str, ...]
 class Exercise:
     """One exercise of the course: its truth, the hint, and the known wrong answers.
 
-    >>> Exercise("sum", "10_review", "predict", hint="add them", truth=lambda: 2 + 2).value()
-    4
+    >>> Exercise("sum", "10_review", "predict", hint="add them", truth=lambda: 2 + 2).kind
+    'predict'
     """
 
     # What the notebook's cell passes as exercise=; unique across the course.
@@ -156,9 +185,21 @@ class Exercise:
                 if not words(phrase):
                     raise ValueError(f"{self.name}: the keyword {phrase!r} holds no words")
 
-    def value(self) -> Any:
-        """The right answer: computed (predict, choose) or the key's sentence (explain)."""
-        return _computed(self.truth) if self.truth is not None else self.answer
+
+def teacher() -> bool:
+    """Whether this process is a teacher's (``GEMMA_EXPLORE_TEACHER=1``): then
+    ``answer_key[name]`` computes a truth. Read at each call, so a test can set it.
+
+    >>> teacher() in (True, False)
+    True
+    """
+    return os.environ.get(TEACHER_ENV, "").strip() == "1"
+
+
+def _truth_of(exercise: Exercise) -> Any:
+    """The right answer, for the grader (and a teacher's key): computed at check time
+    (predict, choose) or the model sentence (explain). Never stored in the exercise."""
+    return _computed(exercise.truth) if exercise.truth is not None else exercise.answer
 
 
 @functools.cache
@@ -215,12 +256,59 @@ def mentions(said: Iterable[str], keywords: Iterable[str]) -> bool:
     return any(f" {' '.join(words(k))} " in line for k in keywords)
 
 
+# The auxiliaries and modals, read as written: almost every English sentence has one.
+_AUXILIARIES = frozenset(
+    "am is are was were be been being has have had do does did can could will would shall "
+    "should may might must cannot".split()
+)
+# Verbs an explanation of this course leans on, read as stems (so "keeps", "kept" aside,
+# "keeping" and "keep" are one). Not a parser: a list of nouns has none of these.
+_VERBS = frozenset(
+    _stem(verb)
+    for verb in (
+        "get give make keep need use write read fill pad change depend mean hold carry say tell "
+        "know find match search look replace leave call build ask run stay remain let see sit "
+        "take put cut count reserve spend cost squash stretch resize expect train split merge "
+        "hide mix relate attend combine arrive happen fail raise refuse compile replay shrink "
+        "grow stop start lose drop add apply decide gets lets arrives affect produce "
+        "measure depend follow round ignore strip encode learn show"
+    ).split()
+)
+
+
+def sentence_note(text: str) -> str:
+    """Why ``text`` is not yet a sentence that explains ("" when it is one): at least
+    :data:`MIN_WORDS` words, at most :data:`MAX_WORDS`, and a verb.
+
+    >>> sentence_note("CNN 768")  # doctest: +ELLIPSIS
+    'Write a whole sentence ...'
+    >>> sentence_note("Its encoder was trained on one fixed 768 px input.")
+    ''
+    """
+    raw = re.findall(r"\w+", str(text).lower().replace("n't", " not"))
+    count = len(str(text).split())  # a word is what spaces separate: "3n's" is one
+    if count > MAX_WORDS:
+        return f"Write it in one or two sentences of your own (at most {MAX_WORDS} words)."
+    if count < MIN_WORDS:
+        return (
+            f"Write a whole sentence (at least {MIN_WORDS} words): what happens, and why. "
+            "A few keywords name the ideas but explain none of them."
+        )
+    if not (_AUXILIARIES & set(raw) or _VERBS & set(words(text))):
+        return "Write it as a sentence, with a verb: say what happens, not only what is there."
+    return ""
+
+
 def explains(exercise: Exercise, text: str) -> tuple[bool, str]:
-    """(right?, note): no misconception's keyword, and every idea's group present."""
+    """(right?, note): no misconception's keyword, a real sentence (:func:`sentence_note`),
+    and every idea's group present. A misconception's note comes first: it teaches most."""
     said = words(text)
     for keywords, note in exercise.rejects:
         if mentions(said, keywords):
             return False, note
+    note = sentence_note(text)
+    if note:
+        return False, note
     return all(mentions(said, idea) for idea in exercise.ideas), ""
 
 
@@ -284,15 +372,9 @@ def grade(exercise: Exercise, guess: Any) -> Verdict:
         return Verdict(exercise.name, "unanswered", _UNANSWERED)
     if exercise.kind == "explain":
         right = _EXPLAINED
-        if len(str(guess).split()) > MAX_WORDS:
-            ok, note = (
-                False,
-                f"Write it in one or two sentences of your own (at most {MAX_WORDS} words).",
-            )
-        else:
-            ok, note = explains(exercise, str(guess))
+        ok, note = explains(exercise, str(guess))
     else:
-        ok = same(guess, exercise.value(), exercise.tolerance)
+        ok = same(guess, _truth_of(exercise), exercise.tolerance)
         note = next(
             (n for wrong, n in exercise.misconceptions if same(guess, wrong, exercise.tolerance)),
             "",
@@ -320,20 +402,24 @@ def grade_against(
     tolerance: float = 0,
 ) -> Verdict:
     """Grade ``guess`` against a ``truth`` you give (a value or a function): for a
-    teacher's own extra exercise. ``keywords=`` grades a sentence instead: keyword
-    groups, one keyword of each group must appear (read as :func:`words` reads them).
+    teacher's own extra exercise. ``keywords=`` grades a sentence instead, as the
+    course's do: a real sentence (:func:`sentence_note`), and one keyword of each group
+    (read as :func:`words` reads them).
 
     >>> grade_against(256, exercise="mine", truth=lambda: 16 * 16, hint="count cells").right
     True
-    >>> grade_against("Shapes stay fixed.", exercise="e", keywords=[("static", "fixed")], hint="")
+    >>> grade_against("The shapes stay fixed for every image.", exercise="e",
+    ...               keywords=[("static", "fixed")], hint="")
     ✓ e: right. Compare with the model answer above.
     """
     guess, from_key = _from_key(exercise, guess)
     if _blank(guess):
         return Verdict(exercise, "unanswered", _UNANSWERED)
+    note = ""
     if keywords is not None:
         said = words(str(guess))
-        ok = all(mentions(said, group) for group in keywords)
+        note = sentence_note(str(guess))
+        ok = not note and all(mentions(said, group) for group in keywords)
         right = "right. Compare with the model answer above."
     else:
         value = truth() if callable(truth) else truth
@@ -343,24 +429,39 @@ def grade_against(
         return Verdict(exercise, "right", right, from_key)
     if from_key:
         raise _wrong_key(exercise, guess, "notebook")
-    return Verdict(exercise, "wrong", f"not yet. Hint: {hint}")
+    return Verdict(exercise, "wrong", "not yet. " + (f"{note} " if note else "") + f"Hint: {hint}")
 
 
-class AnswerKey(Mapping[str, Any]):
-    """A table's answers: ``key[name]`` computes an exercise's truth; ``key(answers)``
-    loads answers (name → answer) that fill blanks left as ``...`` (``None`` clears
-    them: the learner's own answers only).
+class AnswerKey:
+    """The course's answer key, as a learner and a teacher meet it.
+
+    ``key(answers)`` loads answers (name → answer) that fill blanks left as ``...`` (CI's
+    ``tests/notebook_answers.json``, a teacher's sheet; ``None`` clears them: the learner's
+    own answers only). ``key[name]`` computes an exercise's truth, for a teacher only
+    (:func:`teacher`); for anyone else it refuses without naming the answer. The names,
+    ``len`` and ``in`` are open to all.
 
     >>> key = AnswerKey({"sum": Exercise("sum", "10_review", "predict", "add", lambda: 4)})
-    >>> key["sum"], len(key)
-    (4, 1)
+    >>> "sum" in key, len(key), list(key)
+    (True, 1, ['sum'])
+    >>> key["sum"]  # doctest: +SKIP
+    PermissionError: The answer to 'sum' is the teacher's ...
     """
 
     def __init__(self, exercises: Mapping[str, Exercise]) -> None:
         self._exercises = exercises  # name → Exercise: the table whose truths this computes
 
     def __getitem__(self, name: str) -> Any:
-        return self._exercises[name].value()
+        exercise = self._exercises[name]
+        if not teacher():
+            raise PermissionError(
+                f"The answer to {name!r} is the teacher's: answer the exercise with "
+                "grade_exercise, and the grader tells you whether you are right (and why)."
+            )
+        return _truth_of(exercise)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._exercises
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._exercises)
@@ -378,4 +479,4 @@ class AnswerKey(Mapping[str, Any]):
         return tuple(m for m, _ in self._exercises[name].misconceptions)
 
     def __repr__(self) -> str:
-        return f"AnswerKey({len(self)} exercises; answer_key[name] computes one)"
+        return f"AnswerKey({len(self)} exercises; load a key with answer_key(answers))"

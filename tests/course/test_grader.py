@@ -14,11 +14,14 @@ import pytest
 
 from gemma_explore.course.grader import (
     MAX_WORDS,
+    MIN_WORDS,
+    TEACHER_ENV,
     AnswerKey,
     Exercise,
     grade,
     grade_against,
     mentions,
+    sentence_note,
     words,
 )
 
@@ -69,7 +72,7 @@ def test_a_misconception_phrase_fails_even_with_every_idea():
     [
         "A static tensor lets a CUDA graph replay.",
         "The same shape every time, so it can be compiled.",
-        "Fixed shapes: images batch together.",
+        "Fixed shapes mean that the images batch together.",
     ],
 )
 def test_any_keyword_of_a_group_counts(sentence):
@@ -95,6 +98,33 @@ def test_an_explanation_has_a_word_limit():
     long = "A static shape lets images be batched. " + "And so on. " * MAX_WORDS
     verdict = grade(WHY, long)
     assert verdict.status == "wrong" and f"at most {MAX_WORDS} words" in verdict.message
+
+
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "static batch",  # keywords, no sentence
+        "static shape, batched",
+        "Static shapes; image batches; CUDA graphs; XLA.",  # a list: no verb
+    ],
+)
+def test_a_fragment_is_not_an_explanation(fragment):
+    verdict = grade(WHY, fragment)
+    assert verdict.status == "wrong" and "sentence" in verdict.message, verdict
+    assert sentence_note(fragment)
+
+
+def test_a_sentence_needs_min_words_and_a_verb():
+    assert "at least" in sentence_note("Static shapes get batched.")  # 4 words
+    assert "verb" in sentence_note("Static shapes for images in one batch.")
+    assert sentence_note("Static shapes let images be batched.") == ""
+    assert sentence_note("The images can't change shape at all.") == ""  # "can" is a verb
+    assert len("Static shapes let images be batched.".split()) == MIN_WORDS
+
+
+def test_a_misconception_note_comes_before_the_sentence_rule():
+    verdict = grade(WHY, "More accuracy.")  # short, but the misconception teaches more
+    assert "Padding adds no accuracy." in verdict.message and "sentence" not in verdict.message
 
 
 def test_a_keyword_group_must_be_a_tuple_of_phrases_with_words():
@@ -123,9 +153,21 @@ def test_a_blank_is_not_answered_yet(blank):
     assert grade(WHY, blank).status == "unanswered"
 
 
+def test_the_key_computes_a_truth_for_a_teacher_only(monkeypatch):
+    key = AnswerKey({"sum": SUM})
+    monkeypatch.delenv(TEACHER_ENV, raising=False)
+    with pytest.raises(PermissionError) as info:
+        key["sum"]
+    assert "4" not in str(info.value) and "4" not in repr(key)
+    assert list(key) == ["sum"] and len(key) == 1 and "sum" in key  # names are open
+    monkeypatch.setenv(TEACHER_ENV, "1")
+    assert key["sum"] == 4
+    with pytest.raises(KeyError):
+        key["nothing"]
+
+
 def test_the_key_fills_a_blank_and_a_wrong_key_raises():
     key = AnswerKey({"sum": SUM})
-    assert key["sum"] == 4 and list(key) == ["sum"] and len(key) == 1
     key({"sum": 4})
     verdict = grade(SUM, ...)
     assert verdict.right and verdict.from_key
@@ -139,8 +181,14 @@ def test_the_key_fills_a_blank_and_a_wrong_key_raises():
 
 def test_grade_against_reads_keywords_as_the_course_does():
     groups = [("static", "fixed"), ("shape",)]
-    assert grade_against("Shapes stay FIXED.", exercise="e", keywords=groups, hint="").right
-    assert not grade_against("It stays fixed.", exercise="e", keywords=groups, hint="").right
+    said = "The shapes stay FIXED for every image."
+    assert grade_against(said, exercise="e", keywords=groups, hint="").right
+    assert not grade_against(
+        "It stays fixed for every image.", exercise="e", keywords=groups, hint=""
+    ).right
+    assert (
+        "sentence" in grade_against("Shapes FIXED.", exercise="e", keywords=groups, hint="").message
+    )
     assert grade_against(256, exercise="mine", truth=lambda: 16 * 16, hint="").right
 
 

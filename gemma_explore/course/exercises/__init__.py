@@ -13,20 +13,22 @@ notebook's ``parameters`` cell holds ``ANSWERS = None``; a cell injected after i
 ``ANSWERS = {...}`` (``tests/notebook_answers.json``) and the setup cell calls
 ``answer_key(ANSWERS)``. A blank is then answered from that key, and a key that
 disagrees with the truth raises, so a lesson whose claim stopped being true fails in CI
-instead of confusing a learner. ``answer_key[name]`` is the computed truth.
+instead of confusing a learner. ``answer_key[name]`` computes the truth for a teacher
+only (``GEMMA_EXPLORE_TEACHER=1``; see :mod:`gemma_explore.course.grader` for where the
+truths are kept and why): a learner is told to answer instead.
 
 To add an exercise, add an :class:`~gemma_explore.course.grader.Exercise` to its
 notebook's module (``audio.py`` for ``03_audio``); the table below picks it up.
 
->>> answer_key["gemma4-10s"]
-250
+>>> "gemma4-10s" in answer_key, len(answer_key) == len(EXERCISES)
+(True, True)
 >>> answer_key(None)
 >>> grade_exercise(..., exercise="gemma4-10s")
 ◷ gemma4-10s: not answered yet: replace the ... with your answer and run the cell again.
 >>> grade_exercise(188, exercise="gemma4-10s")  # doctest: +ELLIPSIS
 ✗ gemma4-10s: not yet. 188 is Gemma 3n's fixed count; ... Hint: ...
 >>> grade_exercise("No shapes.", exercise="why-padding")  # doctest: +ELLIPSIS
-✗ why-padding: not yet. Hint: ...
+✗ why-padding: not yet. Write a whole sentence ... Hint: ...
 """
 
 from __future__ import annotations
@@ -79,15 +81,15 @@ def _table() -> dict[str, Exercise]:
 # name → exercise, in course order. The tests grade every truth, misconception and paraphrase.
 EXERCISES: dict[str, Exercise] = _table()
 
-# answer_key[name] computes an exercise's truth; answer_key(answers) loads a key.
+# answer_key(answers) loads a key; answer_key[name] computes a truth, for a teacher only.
 answer_key = AnswerKey(EXERCISES)
 
 
 def grade_exercise(guess: Any, *, exercise: str) -> Verdict:
     """Grade ``guess`` for the course exercise named ``exercise`` (its truth lives here).
 
-    >>> grade_exercise(250, exercise="gemma4-10s").right
-    True
+    >>> grade_exercise(12345, exercise="gemma4-10s").status  # no docstring holds a truth
+    'wrong'
     """
     if exercise not in EXERCISES:
         raise KeyError(

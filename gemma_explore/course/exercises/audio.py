@@ -3,8 +3,8 @@
 >>> from gemma_explore.course.grader import grade
 >>> [e.name for e in EXERCISES]
 ['padding-2s', 'gemma4-10s', 'why-188']
->>> grade(EXERCISES[1], 250)
-✓ gemma4-10s: right: 250. One token per 40 ms: 10 000 ms / 40 ms.
+>>> grade(EXERCISES[0], 176).message  # doctest: +ELLIPSIS
+'not yet. Round up: ... (ceil, not floor). Hint: ...'
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ EXERCISES = (
             (0, "Gemma 3n always writes 188 slots, so a short clip leaves most of them empty."),
             (138, "That counts 40 ms tokens; Gemma 3n's encoder makes one per 160 ms."),
             (188, "Some slots do hold the clip's real tokens."),
+            (
+                176,
+                "Round up: the last, partial 160 ms of the clip still makes a token (ceil, "
+                "not floor).",
+            ),
         ),
     ),
     Exercise(
@@ -88,19 +93,9 @@ EXERCISES = (
                 "without knowing",
                 "without decoding",
             ),
-            # what 188 slots are: the longest clip, padded when shorter
-            (
-                "pad",
-                "padding",
-                "30 s",
-                "30s",
-                "30 seconds",
-                "longest",
-                "maximum",
-                "max length",
-                "unused",
-                "fill",
-            ),
+            # what a short clip leaves: slots filled with padding ("the maximum" alone says
+            # what 188 is, not what happens to the slots a 2 s clip does not use)
+            ("pad", "padding", "unused", "fill", "empty slot", "filler", "not used"),
         ),
         rejects=(
             (
@@ -117,6 +112,7 @@ EXERCISES = (
             ("Because there are 188 mel bins.", ""),
             ("The clip is always stretched to fill 188 tokens.", ""),
             ("It always uses 188 because the encoder makes 188 tokens for any clip.", ""),
+            ("188 is the maximum so it is always used", ""),  # vague: what fills the slots?
         ),
         paraphrases=(
             "The prompt always gets 188 placeholders, about 30 s worth, so its shape never "

@@ -120,6 +120,7 @@ EXERCISES = (
             ("The padding improves accuracy because the model sees a bigger image.", ""),
             ("So the prompt always gets exactly budget tokens of the same shape.", ""),
             ("It pads so that the batch is faster.", ""),
+            ("static batch", ""),  # a fragment: names two ideas, explains neither
         ),
         paraphrases=(
             "Every image at a budget then has one fixed tensor shape, so different images batch "

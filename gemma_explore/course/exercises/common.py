@@ -2,10 +2,10 @@
 speech, the tiny bundles, and the image and audio counts of the package's own plans.
 
 Each helper imports inside its body, so importing the course stays fast: a truth is
-computed only when an exercise is graded (or ``answer_key[name]`` is read).
+computed only when an exercise is graded (or a teacher reads ``answer_key[name]``).
 
->>> image_tokens((900, 1200), budget=280)  # the landscape of notebook 01
-266
+>>> image_tokens((480, 640), budget=1120)  # a VGA frame (no exercise's answer)
+1064
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 >>> [e.name for e in EXERCISES]
 ['unified-1.5s', 'vllm-unified-clip', 'why-more-work']
 >>> grade(EXERCISES[0], 37).message  # doctest: +ELLIPSIS
-'not yet. The last partial row is padded to a whole row, not dropped. Hint: ...'
+'not yet. The last partial row is padded to a whole row, not dropped: ceil, not floor. Hint: ...'
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ EXERCISES = (
         "shorter row?",
         why="ceil(samples / 640): the last partial row is zero-padded into a whole token.",
         misconceptions=(
-            (37, "The last partial row is padded to a whole row, not dropped."),
+            (
+                37,
+                "The last partial row is padded to a whole row, not dropped: ceil, not floor.",
+            ),
             (150, "That counts 10 ms mel frames; Unified has no mel at all."),
         ),
     ),

@@ -38,6 +38,11 @@ EXERCISES = (
             (280, "The budget is an upper bound, not the count."),
             (270, "That is our portrait's count; this photo has another shape."),
             (256, "256 is Gemma 3n's fixed count."),
+            (
+                300,
+                "Round each side down to whole 48 px cells (floor): rounding up would go over "
+                "the budget.",
+            ),
         ),
     ),
     Exercise(
@@ -111,6 +116,7 @@ EXERCISES = (
             ("To save memory, Gemma 3n uses a smaller fixed image.", ""),
             ("Gemma 3n's vision transformer needs square patches of one size.", ""),
             ("Because its budget is always 256 tokens.", ""),
+            ("CNN 768", ""),  # a fragment: the encoder and the size, but no reason
         ),
         paraphrases=(
             "MobileNet-V5 is a CNN that was trained on 768×768 inputs only, so every image is "

@@ -9,7 +9,7 @@ False
 
 from __future__ import annotations
 
-from gemma_explore.course.exercises.common import audio_tokens, speech, tiny
+from gemma_explore.course.exercises.common import audio_tokens, speech
 from gemma_explore.course.grader import Exercise
 from gemma_explore.facts.families import GEMMA4
 
@@ -26,12 +26,21 @@ def _twice_the_clip() -> int:
 
 
 def _real_model_changes() -> str:
-    # The multimodal counts come from the real processor settings; the stand-in tokenizer
-    # of the tiny bundle cuts text into characters, so only the text part would change.
-    tok = tiny("tiny-gemma4").processor.tokenizer
+    # The question's laptop has not fetched the vocabulary: its tiny bundle holds the
+    # stand-in, which cuts text into characters. The multimodal counts are the real
+    # processor's either way; a real checkpoint's tokenizer (Gemma's vocabulary, fetched
+    # here or not) cuts the same text into fewer pieces, so only the prompt count changes.
+    from gemma_explore.models.tokenizer import build_stand_in_tokenizer
+    from gemma_explore.models.vocabulary import fetched_tokenizer
+
     text = "What do you see and hear?"
-    stand_in = len(tok.encode(text, add_special_tokens=False)) == len(text)
-    return "a" if stand_in else "d"
+    stand_in = len(build_stand_in_tokenizer("gemma4").encode(text, add_special_tokens=False))
+    real = fetched_tokenizer("gemma4")
+    if real is not None:  # Gemma's own pieces, measured
+        changes = len(real.encode(text, add_special_tokens=False)) != stand_in
+    else:  # one piece per character is what no real vocabulary does
+        changes = stand_in == len(text)
+    return "a" if changes else "d"
 
 
 EXERCISES = (
@@ -60,7 +69,11 @@ EXERCISES = (
         misconceptions=(
             ("c", "Weights never change how many soft tokens the processor writes."),
             ("b", "The multimodal count is the real processor's, with any weights."),
-            ("d", "The tiny bundle's tokenizer is a stand-in: it cuts text into characters."),
+            (
+                "d",
+                "Without the fetched vocabulary the tiny bundle's tokenizer is a stand-in that "
+                "cuts text into characters; a real checkpoint's cuts it into words.",
+            ),
         ),
     ),
     Exercise(
