@@ -17,6 +17,10 @@ inside the engine) against transformers' (``--no-vllm`` skips it).
 holds each case of ``plan_encoder_replay`` to what the engine's image rows are (skipped,
 with a line saying so, without CUDA).
 
+``--payoff`` (with ``--real ID``) asks each real checkpoint the course's cases and records
+the answers, prompt tokens and time to first token per budget where the notebooks show
+them (``gemma_explore/course/recorded/``; :mod:`gemma_explore.course.real_answers`).
+
 ``--released [ID ...]`` then starts vLLM on each released checkpoint's shapes (config-only
 folder, ``load_format="dummy"``, a fixed KV pool) and compares its start-up line by line
 with ``plan_serving`` + ``capacity`` (all seven when no id is given; the 26B-A4B and 31B
@@ -335,6 +339,121 @@ def _num(value: float | None, scale: float = 1.0) -> str:
     return "      —" if value is None else f"{value * scale:7.1f}"
 
 
+def _receipt():
+    """A printed receipt drawn here (no file to ship): its total is the answer to read."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    lines = [
+        "CORNER CAFE",
+        "12 Market Street",
+        "",
+        "Flat white        3.40",
+        "Croissant         2.75",
+        "Orange juice      4.10",
+        "Granola bowl      6.95",
+        "Sparkling water   2.20",
+        "",
+        "Subtotal         19.40",
+        "VAT 21%           4.07",
+        "TOTAL            23.47",
+    ]
+    page = Image.new("RGB", (720, 1100), "white")
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.load_default(size=34)
+    for i, text in enumerate(lines):
+        draw.text((60, 60 + i * 62), text, fill="black", font=font)
+    return page
+
+
+def _payoff_cases(bundle) -> dict[str, dict]:
+    """Every :data:`gemma_explore.course.real_answers.CASES` case this checkpoint can take:
+    the messages and the generate options for each."""
+    import gemma_explore as ge
+    from gemma_explore.samples import sample_speech, sample_video
+
+    question = "What is the TOTAL on this receipt? Answer with the amount only."
+    receipt = _receipt()
+    cases: dict[str, dict] = {}
+    if bundle.spec.image.budgets:
+        for budget in (70, 280, 1120):
+            content = [{"type": "image", "image": receipt}, {"type": "text", "text": question}]
+            cases[f"receipt@{budget}"] = {
+                "messages": [{"role": "user", "content": content}],
+                "max_soft_tokens": budget,
+            }
+    if bundle.spec.has_video:
+        when = "When does the ball reach the top of the frame? Answer with a mm:ss time."
+        video = sample_video()
+        plan = ge.plan_video(video, family=bundle.spec)
+        frames = [{"type": "image", "image": f} for f in plan.frames]
+        cases["video-with-timestamps"] = {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "video", "video": video}, {"type": "text", "text": when}],
+                }
+            ]
+        }
+        cases["video-as-frames"] = {
+            "messages": [{"role": "user", "content": [*frames, {"type": "text", "text": when}]}],
+            "max_soft_tokens": bundle.spec.image.video_budget,
+        }
+    text = bundle.processor.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France? One word."}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    bos = bundle.processor.tokenizer.bos_token
+    single = text if text.startswith(bos) else bos + text
+    cases["single-bos"] = {"messages": single, "template": False}
+    cases["double-bos"] = {"messages": bos + single, "template": False}
+    if getattr(bundle.model.config, "audio_config", None) is not None:
+        speech = [
+            {"type": "audio", "audio": sample_speech()},
+            {"type": "text", "text": "Transcribe this clip."},
+        ]
+        cases["speech-transcribed"] = {"messages": [{"role": "user", "content": speech}]}
+    return cases
+
+
+def payoff(names: list[str], device: str) -> tuple[list[str], int]:
+    """Ask each real checkpoint the course's cases and record its answers where the
+    notebooks read them (gemma_explore/course/recorded/, one JSON per checkpoint)."""
+    import datetime
+
+    import torch
+
+    import gemma_explore as ge
+    from gemma_explore.course.real_answers import record
+
+    lines, failures = ["", "Real answers for the course (--payoff):"], 0
+    gpu = torch.cuda.get_device_name() if device.startswith("cuda") else device
+    for name in names:
+        bundle = ge.load(name, device=device)
+        out: dict[str, dict] = {}
+        for case, ask in _payoff_cases(bundle).items():
+            messages = ask.pop("messages")
+            try:
+                gen = bundle.generate(messages, max_new_tokens=48, **ask)
+            except Exception as exc:  # one case's failure is reported, the rest still run
+                lines.append(f"  {name} {case}: FAILED {type(exc).__name__}: {exc}")
+                failures += 1
+                continue
+            out[case] = {
+                "text": gen.text.strip(),
+                "prompt_tokens": gen.prompt_tokens,
+                "first_token_s": gen.prefill_s,
+            }
+            lines.append(
+                f"  {name} {case}: {gen.prompt_tokens} prompt tokens, first token "
+                f"{_num(gen.prefill_s)} s: {gen.text.strip()[:70]!r}"
+            )
+        when = f"{datetime.date.today().isoformat()} (gemma_explore {ge.__version__})"
+        path = record(name, gpu, when, out)
+        lines.append(f"  recorded in {path}")
+    return lines, failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
@@ -352,6 +471,13 @@ def main() -> int:
         "--encoder-graphs",
         action="store_true",
         help="Gemma 4's encoder CUDA-graph replay against the plan (CUDA only)",
+    )
+    parser.add_argument(
+        "--payoff",
+        action="store_true",
+        help="ask each --real checkpoint the course's cases (a receipt at budgets 70, 280 and "
+        "1120, a video with and without timestamps, one and two <bos>, the speech clip) and "
+        "record the answers where the notebooks show them (gemma_explore/course/recorded/)",
     )
     args = parser.parse_args()
     import torch
@@ -381,6 +507,12 @@ def main() -> int:
         lines, failures = released_startup(args.device, ids, kv_gib=args.kv_gib)
         print("\n".join(lines), flush=True)
         total += failures
+    if args.payoff and args.real:
+        lines, failures = payoff(args.real, args.device)
+        print("\n".join(lines), flush=True)
+        total += failures
+    elif args.payoff:
+        print("--payoff needs --real ID (a real checkpoint: the tiny models answer noise)")
     print("GPU check:", "all cases ok" if total == 0 else f"{total} case(s) failed")
     return 1 if total else 0
 

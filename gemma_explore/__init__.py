@@ -23,8 +23,9 @@ array, or ``(wave, rate)``.
 8. ``show_*``: each draws one result on an ``ax=`` and returns its Figure;
    ``save_figure`` for slides; ``style("projector")`` for a room.
 9. ``explore_image``, ``explore_audio``, ``explore_prompt``: ipywidgets explorers.
-10. ``grade_exercise`` and ``answer_key``: the notebooks' exercises; ``get_family``,
-    ``size_label`` and the errors.
+10. ``grade_exercise`` and ``answer_key``: the notebooks' exercises; ``real_answers``: what
+    a real checkpoint answered, recorded on a GPU; ``get_family``, ``size_label`` and the
+    errors.
 
 The result types these return live in :mod:`gemma_explore.results`. ``dir(ge)`` lists
 this namespace only; the folders (``gemma_explore.plans``, ``gemma_explore.serving``, …)
@@ -37,6 +38,7 @@ hold the rest (``docs/DESIGN.md`` draws them).
 
 from gemma_explore.bill.walk import bill
 from gemma_explore.course.exercises import answer_key, grade_exercise
+from gemma_explore.course.real_answers import real_answers
 from gemma_explore.course.widgets import explore_audio, explore_image, explore_prompt
 from gemma_explore.engines.load import load
 from gemma_explore.engines.vllm import engine_args
@@ -97,7 +99,7 @@ __all__ = [
     # 9 explorers
     "explore_image", "explore_audio", "explore_prompt",
     # 10 exercises, facts, sizes and errors
-    "grade_exercise", "answer_key", "get_family", "size_label",
+    "grade_exercise", "answer_key", "real_answers", "get_family", "size_label",
     "MediaError", "ModelLoadError", "EngineError",
 ]
 # fmt: on

@@ -9,10 +9,46 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import contextlib
+import tempfile
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from PIL import Image
+
+from gemma_explore.models.vocabulary import CACHE_ENV, fetched_vocabulary, vocabulary_dir
+
+# Google's Gemma vocabulary, which `make test` fetches into the user's cache, costs about
+# 4 s each time transformers loads its tokenizer, and vLLM loads a processor 6-8 times per
+# engine: on two cores that doubled the suite. So the suite runs on the stand-in (the
+# offline fallback, itself under test), and the tests about the real vocabulary opt in with
+# real_vocabulary() (tests/models/test_vocabulary.py, tests/engine/test_vocabulary_parity.py,
+# the doctor's and the sentences' checks). Subprocesses (notebook kernels, `vllm serve`)
+# inherit the stand-in too.
+REAL_CACHE_ROOT = str(vocabulary_dir().parent)  # where `make test` fetched it
+REAL_VOCABULARY = fetched_vocabulary() is not None
+os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="gemma-explore-no-vocabulary-")
+NEEDS_VOCABULARY = (
+    "Google's Gemma vocabulary is not fetched here: run `gemma-explore tokenizer fetch` "
+    "(make test does)"
+)
+
+
+@contextlib.contextmanager
+def real_vocabulary():
+    """Inside: the fetched Gemma vocabulary is the one the package finds (and tiny bundles
+    built inside hold it)."""
+    from gemma_explore.models.checkpoints import _tiny
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(CACHE_ENV, REAL_CACHE_ROOT)
+        _tiny.cache_clear()  # a tiny bundle built outside holds the stand-in
+        try:
+            yield
+        finally:
+            _tiny.cache_clear()
+
 
 # Hypothesis profiles: thorough in CI (CI=true), quick on a laptop. Tests that are slow
 # per example take a fraction of the profile's count (see examples()). The CI profile is

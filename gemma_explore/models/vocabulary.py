@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from gemma_explore.errors import ModelLoadError
-from gemma_explore.facts.families import FAMILIES, FamilySpec, get_family
+from gemma_explore.facts.families import FAMILIES, GEMMA4, FamilySpec, get_family
 from gemma_explore.models.tokenizer import build_stand_in_tokenizer, chat_template
 
 __all__ = [
@@ -110,7 +110,7 @@ _GEMMA4_TEXT_TOKENS = {
     100: "<|channel>",
     101: "<channel|>",
 }
-_EXTRA_TOKENS = {"gemma4": _GEMMA4_TEXT_TOKENS}  # by vocabulary file (see _file_key)
+_EXTRA_TOKENS = {GEMMA4.name: _GEMMA4_TEXT_TOKENS}  # by vocabulary file (see _file_key)
 
 
 class VocabularyError(ModelLoadError):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def app_url():
-    sys.path.insert(0, str(ROOT))
-    import demo_app
+    from gemma_explore.app.ui import LAUNCH_OPTIONS, build_app
 
-    demo = demo_app.build_app("tiny-gemma4")
+    demo = build_app("tiny-gemma4")
     port = _free_port()
-    from gemma_explore.app.ui import LAUNCH_OPTIONS
 
     demo.launch(
         server_name="127.0.0.1",

@@ -1,6 +1,7 @@
 """With Google's fetched vocabulary, transformers' processor and vLLM's agree on whole
 prompts: text in several scripts, newline runs, images, audio and video, through the
-saved folders (vLLM's processor) and the CPU engine (the session's shared engines).
+saved folders (vLLM's processor, every family) and the CPU engine (Gemma 4: one engine of
+its own, since the session's shared engines run on the stand-in, tests/conftest.py).
 
 Skipped, saying so, when the vocabulary is not fetched (``make test`` fetches it).
 """
@@ -15,15 +16,25 @@ from gemma_explore.engines.vllm import vllm_request
 from gemma_explore.engines.vllm_processor import vllm_mm_data, vllm_process
 from gemma_explore.facts.families import get_family
 from gemma_explore.models.vocabulary import LABEL_FETCHED, fetched_vocabulary
+from tests.conftest import NEEDS_VOCABULARY, REAL_VOCABULARY, real_vocabulary
 
-from .conftest import ENGINE_OF
+from .conftest import LIMITS, MAX_MODEL_LEN
 from .parity import clip, image, video
 
-pytestmark = pytest.mark.skipif(
-    fetched_vocabulary() is None,
-    reason="Google's Gemma vocabulary is not fetched here: run `gemma-explore tokenizer fetch` "
-    "(make test does)",
-)
+pytestmark = pytest.mark.skipif(not REAL_VOCABULARY, reason=NEEDS_VOCABULARY)
+TINY = {"gemma3n": "tiny-gemma3n", "gemma4": "tiny-gemma4", "gemma4_unified": "tiny-gemma4-unified"}
+
+
+@pytest.fixture(scope="module")
+def real_dirs(tmp_path_factory):
+    """The tiny bundles built with the fetched vocabulary, saved as a user saves them."""
+    root = tmp_path_factory.mktemp("with_vocabulary")
+    with real_vocabulary():
+        assert fetched_vocabulary() is not None
+        yield {
+            f: ge.load(name, device="cpu").save_pretrained(root / name) for f, name in TINY.items()
+        }
+
 
 FAMILIES = ["gemma3n", "gemma4", "gemma4_unified"]
 TEXT = [
@@ -49,8 +60,8 @@ def _content(family: str, *, audio: bool) -> list[dict]:
 
 @pytest.mark.vllm
 @pytest.mark.parametrize("family", FAMILIES)
-def test_vllms_processor_agrees_on_a_whole_prompt(family, saved_dirs):
-    bundle = ge.load(saved_dirs[family])
+def test_vllms_processor_agrees_on_a_whole_prompt(family, real_dirs):
+    bundle = ge.load(real_dirs[family])
     assert bundle.vocabulary == LABEL_FETCHED
     msgs = [{"role": "user", "content": _content(family, audio=True)}]
     layout = ge.layout_prompt(msgs, bundle=bundle)
@@ -66,17 +77,24 @@ def test_vllms_processor_agrees_on_a_whole_prompt(family, saved_dirs):
 
 @pytest.mark.slow
 @pytest.mark.vllm
-@pytest.mark.parametrize("family", FAMILIES)
-def test_the_cpu_engine_runs_the_same_prompt_ids(family, request):
+def test_the_cpu_engine_runs_the_same_prompt_ids(real_dirs):
     """Images, video and text through vLLM's engine (audio: vLLM's processor above; Gemma 4's
     audio tower fails on vLLM's CPU build, tests/engine/test_parity.py)."""
     from vllm import SamplingParams
 
-    engine = request.getfixturevalue(ENGINE_OF[family])
-    assert engine.bundle.vocabulary == LABEL_FETCHED
-    msgs = [{"role": "user", "content": _content(family, audio=False)}]
-    prepared = ge.prepare_inputs(msgs, bundle=engine.bundle)
-    params = SamplingParams(max_tokens=1, temperature=0.0)
-    (out,) = engine.llm.generate([vllm_request(prepared)], params, use_tqdm=False)
-    assert list(out.prompt_token_ids) == list(prepared.input_ids)
-    assert np.isin(prepared.input_ids, [82858, 672, 2471]).sum() >= 3  # Describe this image
+    bundle = ge.load(
+        real_dirs["gemma4"],
+        engine="vllm",
+        max_model_len=MAX_MODEL_LEN,
+        limit_mm_per_prompt=LIMITS["gemma4"],
+    )
+    try:
+        assert bundle.vocabulary == LABEL_FETCHED
+        msgs = [{"role": "user", "content": _content("gemma4", audio=False)}]
+        prepared = ge.prepare_inputs(msgs, bundle=bundle)
+        params = SamplingParams(max_tokens=1, temperature=0.0)
+        (out,) = bundle.engine.llm.generate([vllm_request(prepared)], params, use_tqdm=False)
+        assert list(out.prompt_token_ids) == list(prepared.input_ids)
+        assert np.isin(prepared.input_ids, [82858, 672, 2471]).sum() >= 3  # Describe this image
+    finally:
+        bundle.engine.llm.llm_engine.engine_core.shutdown()

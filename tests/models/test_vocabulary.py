@@ -33,13 +33,19 @@ from gemma_explore.models.vocabulary import (
     vocabulary_of,
     vocabulary_status,
 )
+from tests.conftest import NEEDS_VOCABULARY, REAL_VOCABULARY, real_vocabulary
 
 ROOT = Path(__file__).resolve().parents[2]
-needs_fetch = pytest.mark.skipif(
-    fetched_vocabulary() is None,
-    reason="Google's Gemma vocabulary is not fetched here: run `gemma-explore tokenizer fetch` "
-    "(make test does)",
-)
+needs_fetch = pytest.mark.skipif(not REAL_VOCABULARY, reason=NEEDS_VOCABULARY)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _the_fetched_vocabulary():
+    """This module tests the fetched vocabulary itself (the rest of the suite runs on the
+    stand-in: tests/conftest.py says why)."""
+    with real_vocabulary():
+        yield
+
 
 # Gemma 4 ids, add_special_tokens=False. Source: ollama/ollama,
 # model/models/gemma4/tokenizer_reference_test.go (gemma4TokenizerRefCases, at commit

@@ -34,8 +34,8 @@ def _real_model_changes() -> str:
     from gemma_explore.models.vocabulary import fetched_tokenizer
 
     text = "What do you see and hear?"
-    stand_in = len(build_stand_in_tokenizer("gemma4").encode(text, add_special_tokens=False))
-    real = fetched_tokenizer("gemma4")
+    stand_in = len(build_stand_in_tokenizer(GEMMA4).encode(text, add_special_tokens=False))
+    real = fetched_tokenizer(GEMMA4)
     if real is not None:  # Gemma's own pieces, measured
         changes = len(real.encode(text, add_special_tokens=False)) != stand_in
     else:  # one piece per character is what no real vocabulary does
