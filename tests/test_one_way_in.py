@@ -120,6 +120,7 @@ MEDIA = {
 NOT_MEDIA = {
     "load": "takes a model name or folder",
     "get_family": "takes a family name",
+    "real_answers": "takes a case name: what a real checkpoint answered, recorded on a GPU",
     "save_figure": "takes a Figure",
     "style": "takes a style name: how later figures are drawn",
     "bill": "takes a folder or dataset of files (bill_file takes one file)",
