@@ -32,7 +32,7 @@ import string
 
 from gemma_explore.facts.families import FAMILIES, MAX_NEWLINE_RUN, FamilySpec, get_family
 
-__all__ = ["build_stand_in_tokenizer", "CHAT_TEMPLATES", "chat_template"]
+__all__ = ["build_stand_in_tokenizer", "CHAT_TEMPLATES", "chat_template", "named_tokens"]
 
 # Ids for the byte-fallback pieces and single characters (free ids in both families).
 _BYTE_BASE_ID = 238  # <0x00> … <0xFF> take 238 … 493
@@ -104,16 +104,14 @@ def _vocab_and_merges(spec) -> tuple[dict[str, int], list[tuple[str, str]]]:
     return vocab, merges
 
 
-def build_stand_in_tokenizer(family: str | FamilySpec):
-    """Build the stand-in ``GemmaTokenizer`` of a family (the real special-token strings
-    and ids, a byte-level filler vocabulary)."""
-    from transformers import GemmaTokenizer
+def named_tokens(spec: FamilySpec) -> dict[str, str]:
+    """The multimodal tokens a family's tokenizer carries as attributes
+    (``tokenizer.image_token_id``, …), which the real processors read.
 
-    spec = get_family(family)
-    vocab, merges = _vocab_and_merges(spec)
-    # Named multimodal tokens become attributes (tokenizer.image_token_id, …),
-    # which the real processors read.
-    named = {
+    >>> named_tokens(get_family("gemma4"))["image_token"]
+    '<|image|>'
+    """
+    return {
         "image_token": spec.image_token,
         "boi_token": spec.boi_token,
         "eoi_token": spec.eoi_token,
@@ -121,6 +119,16 @@ def build_stand_in_tokenizer(family: str | FamilySpec):
         "boa_token": spec.boa_token,
         "eoa_token": spec.eoa_token,
     }
+
+
+def build_stand_in_tokenizer(family: str | FamilySpec):
+    """Build the stand-in ``GemmaTokenizer`` of a family (the real special-token strings
+    and ids, a byte-level filler vocabulary)."""
+    from transformers import GemmaTokenizer
+
+    spec = get_family(family)
+    vocab, merges = _vocab_and_merges(spec)
+    named = named_tokens(spec)
     tok = GemmaTokenizer(
         vocab=vocab,
         merges=merges,

@@ -45,7 +45,7 @@ from typing import Any
 
 from gemma_explore.errors import ModelLoadError
 from gemma_explore.facts.families import FAMILIES, GEMMA4, FamilySpec, get_family
-from gemma_explore.models.tokenizer import build_stand_in_tokenizer, chat_template
+from gemma_explore.models.tokenizer import build_stand_in_tokenizer, chat_template, named_tokens
 
 __all__ = [
     "CACHE_ENV",
@@ -361,18 +361,6 @@ def fetch_vocabulary(
     return FetchedVocabulary(**{**found.__dict__, "downloaded": True})
 
 
-def _named_tokens(spec: FamilySpec) -> dict[str, str]:
-    """The multimodal tokens the real processors read as tokenizer attributes."""
-    return {
-        "image_token": spec.image_token,
-        "boi_token": spec.boi_token,
-        "eoi_token": spec.eoi_token,
-        "audio_token": spec.audio_token,
-        "boa_token": spec.boa_token,
-        "eoa_token": spec.eoa_token,
-    }
-
-
 def _mark(tokenizer: Any, label: str) -> Any:
     setattr(tokenizer, _MARK, label)
     return tokenizer
@@ -385,7 +373,7 @@ def _load_fetched(key: str, path: str) -> Any:
     spec = FAMILIES[key]
     tok = GemmaTokenizer(
         tokenizer_file=path,
-        extra_special_tokens=_named_tokens(spec),
+        extra_special_tokens=named_tokens(spec),
         add_bos_token=True,
         add_eos_token=False,
         chat_template=chat_template(spec),
