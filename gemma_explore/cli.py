@@ -109,7 +109,7 @@ def _progress(**kwargs: Any) -> Any:
 # --------------------------------------------------------------------------- plan
 
 
-def _family(name: str, budgets: list[int] | None = None, flag: str = "--budget") -> Any:
+def _family(name: str, budgets: list[int | str] | None = None, flag: str = "--budget") -> Any:
     """The spec for ``--family NAME``, with ``budgets`` checked against it: every
     problem said in this command line's own flags."""
     from gemma_explore.facts.families import FAMILIES, get_family
@@ -120,6 +120,8 @@ def _family(name: str, budgets: list[int] | None = None, flag: str = "--budget")
         _fail(f"--family {name!r} is not a family: use {', '.join(FAMILIES)}.")
     allowed = spec.image.budgets
     for b in budgets or []:
+        if b == "auto" and allowed:
+            continue  # the plan picks one of them
         if not allowed:
             _fail(
                 f"{spec.display_name} has no image budget (every image is "
@@ -165,8 +167,11 @@ def plan(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Images, clips or videos.")],
     family: Annotated[str, typer.Option(help=_FAMILY_HELP)] = DEFAULT_FAMILY.name,
     budget: Annotated[
-        int | None,
-        typer.Option(help=_BUDGET_HELP),
+        str | None,
+        typer.Option(
+            metavar="N|auto",
+            help=_BUDGET_HELP[:-1] + ', or "auto": the smallest that does not shrink the image.',
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file.")] = False,
 ) -> None:
@@ -177,6 +182,7 @@ def plan(
     from gemma_explore.plans.image import plan_image
     from gemma_explore.plans.video import plan_video
 
+    budget = _image_budget(budget)
     spec = _family(family, [budget] if budget is not None else None)
     errors = []
     with _progress(total=len(files), desc="planning", unit="file") as bar:
@@ -211,16 +217,29 @@ def plan(
         _fail(errors[-1])
 
 
+def _image_budget(text: str | None) -> int | str | None:
+    """``--budget N`` or ``--budget auto``, said in the flag's words when it is neither."""
+    if text is None or text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        _fail(f'--budget takes a budget (70, 140, 280, 560, 1120) or "auto", got {text!r}.')
+
+
 # --------------------------------------------------------------------------- bill
 
 
-def _budgets(text: str | None) -> list[int] | None:
+def _budgets(text: str | None) -> list[int | str] | None:
     if text is None:
         return None
+    parts = [part.strip() for part in text.split(",") if part.strip()]
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        return [part if part == "auto" else int(part) for part in parts]
     except ValueError:
-        _fail(f"--budget takes numbers separated by commas (70,280,1120), got {text!r}.")
+        _fail(
+            f'--budget takes budgets separated by commas, and "auto" (70,280,auto), got {text!r}.'
+        )
 
 
 def _short(path: str, width: int) -> str:
@@ -262,8 +281,9 @@ def bill(
     budget: Annotated[
         str | None,
         typer.Option(
-            help="Image budgets, comma-separated (default: the family's own; not for a "
-            "family without budgets)."
+            help="Image budgets, comma-separated; \"auto\" bills each image at the smallest "
+            "budget that does not shrink it (default: the family's own; not for a family "
+            "without budgets)."
         ),
     ] = None,
     recursive: Annotated[
@@ -321,7 +341,7 @@ def bill(
     _print_costs(result, serving, out=out, plot=plot)
 
 
-def _bill_budgets(spec: Any, budget: str | None, out: Path | None) -> list[int]:
+def _bill_budgets(spec: Any, budget: str | None, out: Path | None) -> list[int | str]:
     """The budgets to bill at (the family's default when none given); --out checked."""
     from gemma_explore.bill.walk import resolve_budgets
     from gemma_explore.bill.writers import BillWriter
@@ -532,6 +552,34 @@ def serve_args(
         typer.echo(f"# consider {flag}: {why}")
 
 
+@app.command(
+    epilog='Example: gemma-explore explain "max_num_batched_tokens (256) must be greater than '
+    'or equal to max_num_seqs (1024)." --model google/gemma-4-E4B-it'
+)
+def explain(
+    error: Annotated[str, typer.Argument(help="vLLM's error or log line, pasted whole.")],
+    model: Annotated[
+        str | None,
+        typer.Option(help="A hub id or checkpoint folder: the answer uses its serving plan."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The match and answer as JSON.")] = False,
+) -> None:
+    """Say what a vLLM error means and which value to set (docs/vllm_errors.md lists every
+    message it knows)."""
+    from gemma_explore.serving.plan import plan_serving
+    from gemma_explore.serving.vllm_errors import explain as explain_error
+
+    try:
+        found = explain_error(error, plan=None if model is None else plan_serving(model))
+    except (ValueError, RuntimeError) as exc:  # no match; a model that cannot be read
+        _fail(str(exc))
+    if as_json:
+        out = {"name": found.error.name, "fields": found.fields, "answer": found.answer}
+        typer.echo(json.dumps(out | {"cause": found.error.cause, "model": found.model}, indent=2))
+        return
+    typer.echo(found.text())
+
+
 def _servable(model: str, save: Path | None) -> str:
     """A name `vllm serve` can open: a tiny model exists only inside this package, so it is
     saved to ``--save DIR`` first (and the command names that folder)."""
@@ -606,7 +654,11 @@ def demo(ctx: typer.Context) -> None:
 )
 def transcribe(
     clip: Annotated[
-        Path, typer.Argument(help="A clip of at most 30 s (any rate: resampled to 16 kHz).")
+        Path,
+        typer.Argument(
+            help="A clip (any rate: resampled to 16 kHz), up to vLLM's 600 s decode limit; "
+            "the model hears its first 30 s and the command warns about the rest."
+        ),
     ],
     language: Annotated[
         str | None, typer.Option(help="ISO 639-1 code of the speech (e.g. fr).")

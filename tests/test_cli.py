@@ -24,6 +24,8 @@ from typer.testing import CliRunner
 
 from gemma_explore import cli
 from gemma_explore.engines.vllm import engine_args
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.facts.families import SPEECH_TO_TEXT_FAMILY
 from gemma_explore.plans.audio import plan_audio
 from gemma_explore.plans.image import plan_image
 from gemma_explore.plans.video import plan_video
@@ -98,6 +100,17 @@ def test_plan_prints_each_plan_with_steps():
     assert "AudioPlan — gemma4" in result.stdout and "VideoPlan — gemma4" in result.stdout
 
 
+def test_plan_budget_auto_picks_and_says_why():
+    result = run("plan", PHOTO, "--budget", "auto", "--json")
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)
+    want = plan_image(PHOTO, family="gemma4", max_soft_tokens="auto")
+    assert row["max_soft_tokens"] == want.max_soft_tokens == 280
+    assert row["steps"][0].startswith("auto: 280 is the smallest budget")
+    printed = run("plan", PHOTO, "--budget", "auto").stdout
+    assert "scale per budget" in printed
+
+
 def test_plan_json_has_the_plans_numbers():
     result = run("plan", PHOTO, SPEECH, VIDEO, "--family", "gemma4", "--json")
     assert result.exit_code == 0, result.output
@@ -117,6 +130,8 @@ def test_plan_json_has_the_plans_numbers():
         (("--budget", "71"), "--budget 71 is not a Gemma 4 budget"),
         (("--family", "gemma3n", "--budget", "280"), "drop --budget"),
         (("--family", "gemma9"), "--family 'gemma9' is not a family"),
+        (("--budget", "big"), '--budget takes a budget (70, 140, 280, 560, 1120) or "auto"'),
+        (("--family", "gemma3n", "--budget", "auto"), "drop --budget"),
     ],
 )
 def test_plan_bad_input_exits_2(args, reason):
@@ -199,7 +214,7 @@ def test_bill_not_recursive_skips_subfolders(small_dataset):
 @pytest.mark.parametrize(
     "args, reason",
     [
-        (("--budget", "70,abc"), "numbers separated by commas"),
+        (("--budget", "70,abc"), "budgets separated by commas"),
         (("--budget", "75"), "--budget 75 is not a Gemma 4 budget"),
         (("--family", "gemma3n", "--budget", "280"), "no image budget"),
         (("--out", "bill.xlsx"), ".csv or .parquet"),
@@ -378,11 +393,58 @@ def test_transcribe_bad_input_exits_2(clip, args, reason):
     assert reason in _one_line_error(run("transcribe", clip, *args))
 
 
-def test_transcribe_refuses_long_clips(tmp_path):
+def _vllm_decode(path, monkeypatch):
+    """vLLM's decode limit (envs' VLLM_MAX_AUDIO_DECODE_DURATION_S, what its
+    /v1/audio/transcriptions hands load_audio) and what load_audio does with the file
+    under it: the samples, or the exception. (None, None) without vLLM."""
+    if not vllm_available():
+        return None, None
+    import vllm.envs
+    from vllm.multimodal.media.audio import load_audio
+
+    monkeypatch.delenv("VLLM_MAX_AUDIO_DECODE_DURATION_S", raising=False)
+    limit = vllm.envs.VLLM_MAX_AUDIO_DECODE_DURATION_S
+    try:
+        return limit, load_audio(path, sr=16_000, max_duration_s=limit)[0]
+    except ValueError as exc:
+        return limit, exc
+
+
+def test_transcribe_refuses_clips_past_vllms_decode_limit(tmp_path, monkeypatch):
+    limit = SPEECH_TO_TEXT_FAMILY.transcription_max_s
     long = tmp_path / "long.wav"
-    sf.write(long, np.zeros(8_000 * 31, np.float32), 8_000)
-    assert "at most 30 s" in _one_line_error(run("transcribe", long))
+    sf.write(long, np.zeros(8_000 * (limit + 1), np.float32), 8_000)
+    vllm_limit, refused = _vllm_decode(long, monkeypatch)
+    line = _one_line_error(run("transcribe", long))
+    assert f"at most {limit} s" in line
+    if vllm_limit is not None:  # vLLM refuses the same file, in the words we quote
+        assert vllm_limit == limit and isinstance(refused, ValueError)
+        quoted = line.split('("', 1)[1].split('"', 1)[0]
+        assert quoted.startswith("Audio exceeds maximum allowed duration of")
+        assert quoted in str(refused)
     assert "No audio file" in _one_line_error(run("transcribe", tmp_path / "missing.wav"))
+
+
+def test_transcribe_warns_about_the_cut(tmp_path, monkeypatch):
+    """vLLM takes a 31 s clip whole; transformers' extractor keeps its first max_length
+    samples (truncation=True), and the command says so."""
+    import inspect
+
+    from transformers.models.gemma3n.feature_extraction_gemma3n import (
+        Gemma3nAudioFeatureExtractor,
+    )
+
+    call = inspect.signature(Gemma3nAudioFeatureExtractor.__call__).parameters
+    assert call["truncation"].default is True
+    heard = call["max_length"].default / Gemma3nAudioFeatureExtractor().sampling_rate
+    long = tmp_path / "long.wav"
+    sf.write(long, np.zeros(int(16_000 * (heard + 1)), np.float32), 16_000)
+    _, decoded = _vllm_decode(long, monkeypatch)
+    if decoded is not None:
+        assert isinstance(decoded, np.ndarray) and len(decoded) == 16_000 * (heard + 1)
+    result = run("transcribe", long, "--max-new-tokens", "2")
+    assert result.exit_code == 0, result.output
+    assert f"hears only its first {heard:g} s" in result.stdout
 
 
 # The openai engine's success path (a real vllm serve): tests/serve/test_speech.py.

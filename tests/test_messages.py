@@ -11,7 +11,9 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
+import soundfile as sf
 
 from gemma_explore.samples import SAMPLES_DIR
 
@@ -50,6 +52,11 @@ def files(tmp_path_factory) -> dict[str, str]:
     }.items():
         (root / name).write_bytes(data)
         out[name] = str(root / name)
+    # 601 s at 8 kHz: one second past vLLM's VLLM_MAX_AUDIO_DECODE_DURATION_S (600).
+    sf.write(root / "long.wav", np.zeros(8_000 * 601, np.float32), 8_000)
+    sf.write(root / "long31.wav", np.zeros(16_000 * 31, np.float32), 16_000)
+    out["long.wav"] = str(root / "long.wav")
+    out["long31.wav"] = str(root / "long31.wav")  # 31 s: transcribed, with the 30 s warning
     (root / "short").mkdir()
     (root / "short" / "cut.wav").write_bytes(Path(SPEECH).read_bytes()[:8000])
     out["short"] = str(root / "short")
@@ -113,6 +120,12 @@ def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
         ),
         ("demo · Audio · Transcribe", "an unknown Language"): lambda f: (
             transcribe_tab("tiny-gemma3n", SPEECH, "xx").error
+        ),
+        ("demo · Audio · Transcribe", "a clip over 30 s (transcribed, with a warning)"): lambda f: (
+            transcribe_tab("tiny-gemma3n", f["long31.wav"], max_new_tokens=2).text
+        ),
+        ("demo · Audio · Transcribe", "a clip over 600 s (vLLM's decode limit)"): lambda f: (
+            transcribe_tab("tiny-gemma3n", f["long.wav"]).error
         ),
         ("demo · Audio", "a video file"): lambda f: h.audio_tab("tiny-gemma4", VIDEO).error,
         ("demo · Serving", "GPU memory out of its range"): lambda f: (
@@ -184,6 +197,12 @@ def _cli_triggers() -> dict[tuple[str, str], Callable[[dict], str]]:
         ),
         ("CLI · transcribe", "an unknown --language"): lambda f: _cli(
             "transcribe", SPEECH, "--language", "xx"
+        ),
+        ("CLI · explain", "a text that is no vLLM message it knows"): lambda f: _cli(
+            "explain", "Segmentation fault (core dumped)"
+        ),
+        ("CLI · transcribe", "a clip over 600 s (vLLM's decode limit)"): lambda f: _cli(
+            "transcribe", f["long.wav"]
         ),
         ("CLI · transcribe", "the --base-url server does not answer"): lambda f: _cli(
             "transcribe",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -145,15 +145,9 @@ def test_sizes_in_the_source_are_labelled(path):
     assert not bad, bad
 
 
-def run_notebook(path: Path, tmp_path: Path, answers: dict | None):
-    """Execute a notebook as CI does: the answer key (if any) in a cell injected after
-    the ``parameters`` cell, as papermill would. Returns (notebook, seconds)."""
-    nb = nbformat.read(path, as_version=4)
-    if answers is not None:
-        at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-        cell = new_code_cell(f"ANSWERS = {answers!r}")
-        cell.metadata["tags"] = ["injected-parameters"]
-        nb.cells.insert(at + 1, cell)
+@contextmanager
+def _kernel(nb, tmp_path: Path):
+    """One kernel for ``nb`` on the offline default (the model variables unset)."""
     env_keys = ("GEMMA_EXPLORE_MODEL", "GEMMA_EXPLORE_MODEL_3N", "GEMMA_EXPLORE_ENGINE")
     saved = {k: os.environ.pop(k, None) for k in env_keys}
     os.environ["MPLBACKEND"] = "Agg"
@@ -164,14 +158,12 @@ def run_notebook(path: Path, tmp_path: Path, answers: dict | None):
             kernel_name="python3",
             resources={"metadata": {"path": str(tmp_path)}},
         )
-        start = time.perf_counter()
-        client.execute()
-        elapsed = time.perf_counter() - start
+        with client.setup_kernel():
+            yield client
     finally:
         for k, v in saved.items():
             if v is not None:
                 os.environ[k] = v
-    return nb, elapsed
 
 
 def _texts(nb) -> list[str]:
@@ -197,24 +189,32 @@ def _verdicts(nb) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_with_the_answer_key(path, tmp_path):
-    nb, _seconds = run_notebook(path, tmp_path, ANSWERS[path.stem])
-    verdicts = _verdicts(nb)
-    assert sorted(verdicts) == sorted(ANSWERS[path.stem])
-    assert all(v.startswith("✓") for v in verdicts.values()), verdicts
-    bad = [p for t in _texts(nb) for p in unlabelled_pairs(t)]
+def test_notebook_runs_without_answers_then_with_the_answer_key(path, tmp_path):
+    """A learner who runs everything before answering reaches the end: each exercise
+    says "not answered yet" instead of failing. Then, in the same kernel, the answer key
+    is loaded (``ge.answer_key``, as the injected ``ANSWERS`` cell would) and every
+    exercise cell runs again: every check must pass. One run of the lesson serves both."""
+    nb = nbformat.read(path, as_version=4)
+    with _kernel(nb, tmp_path) as client:
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        unanswered = _verdicts(nb)
+        texts = _texts(nb)
+        _, exercises = _exercises(nb)
+        graded = [c for c in exercises if c.cell_type == "code"]
+        key = new_code_cell(f"ge.answer_key({ANSWERS[path.stem]!r})")
+        nb.cells.append(key)
+        client.execute_cell(key, len(nb.cells) - 1)
+        for cell in graded:
+            client.execute_cell(cell, nb.cells.index(cell))
+        answered = _verdicts(nb)
+        texts += _texts(nbformat.v4.new_notebook(cells=[key, *graded]))
+    assert sorted(unanswered) == sorted(ANSWERS[path.stem])
+    assert all("not answered yet" in v for v in unanswered.values()), unanswered
+    assert sorted(answered) == sorted(ANSWERS[path.stem])
+    assert all(v.startswith("✓") for v in answered.values()), answered
+    bad = [p for t in texts for p in unlabelled_pairs(t)]
     assert not bad, bad
     # A lesson prints no warning: a learner should not meet one on the offline default.
-    warned = [t for t in _texts(nb) if "Warning:" in t]
+    warned = [t for t in texts if "Warning:" in t]
     assert not warned, warned
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_without_answers(path, tmp_path):
-    """A learner who runs everything before answering reaches the end: each exercise
-    says "not answered yet" instead of failing."""
-    nb, _seconds = run_notebook(path, tmp_path, None)
-    verdicts = _verdicts(nb)
-    assert sorted(verdicts) == sorted(ANSWERS[path.stem])
-    assert all("not answered yet" in v for v in verdicts.values()), verdicts

@@ -19,6 +19,7 @@ from gemma_explore.facts.families import GEMMA4_UNIFIED
 from gemma_explore.plans.image import gemma4_resized_size
 from gemma_explore.plans.vllm import vllm_audio_tokens
 from tests.conftest import examples
+from tests.parity.vllm_side import USE_VLLM, assert_vllm_side
 from tests.plans.test_plans import BUDGETS, _run_gemma4, image_sizes
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
@@ -131,7 +132,8 @@ def test_resize_equals_the_unified_modules_own_arithmetic(budget, h, w):
 )
 def test_the_embedder_gives_one_row_per_placeholder(tinyu, size, budget):
     image = np.random.RandomState(1).randint(0, 255, (*size, 3), np.uint8)
-    report = ge.check_image_parity(image, bundle=tinyu, max_soft_tokens=budget, use_vllm=False)
+    report = ge.check_image_parity(image, bundle=tinyu, max_soft_tokens=budget, use_vllm=USE_VLLM)
+    assert_vllm_side(report, tinyu)
     # (vLLM assumes another resize for 3×900, as for Gemma 4; its clamped count agrees.)
     placeholders = next(r for r in report.rows if r.step == "prompt placeholders")
     assert placeholders.agree, report
@@ -213,7 +215,8 @@ def test_our_vllm_count_is_vllms_inherited_function(n):
 @pytest.mark.parametrize("seconds", [0.01, 0.05, 0.5, 2.41, 30.0, 31.0, 45.0])
 def test_the_embedder_gives_ceil_samples_over_640_rows(tinyu, seconds):
     n = int(seconds * 16_000)
-    report = ge.check_audio_parity(n, bundle=tinyu, use_vllm=False)
+    report = ge.check_audio_parity(n, bundle=tinyu, use_vllm=USE_VLLM)
+    assert_vllm_side(report, tinyu)
     assert report.encoder_count == math.ceil(n / 640)
     assert report.encoder_count == ge.plan_audio(n, family="gemma4_unified").num_soft_tokens
 
@@ -306,8 +309,8 @@ def test_video_forward_quirk_is_real_and_handled(tinyu):
     assert logits.shape[1] == len(prepared.input_ids)
     answer = tinyu.generate("What happens?", videos=[video], max_new_tokens=3)
     assert answer.generated_tokens >= 1 and answer.is_random_weights
-    report = ge.check_video_parity(video, bundle=tinyu, use_vllm=False)
-    assert report.agree, report
+    report = ge.check_video_parity(video, bundle=tinyu, use_vllm=USE_VLLM)
+    assert report.agree and report.vllm_ran == USE_VLLM, report
 
 
 def test_video_embedder_rows_equal_the_placeholders(tinyu):
@@ -336,10 +339,14 @@ def own_tinyu(tinyu):
 def test_parity_catches_a_budget_that_vllm_reads_differently(own_tinyu, tinyu, photo):
     vision = own_tinyu.model.config.vision_config
     vision.num_soft_tokens = 140  # config.json says 140, processor_config.json 280
+    # (own_tinyu shares tinyu's name, so vLLM's cached processor would read tinyu's folder:
+    # the vLLM side of this check runs on a saved copy, below.)
     report = ge.check_image_parity(photo, bundle=own_tinyu, use_vllm=False, run_encoder=False)
     row = next(r for r in report.rows if r.step == "image budget")
     assert (row.transformers, row.vllm_arithmetic) == (280, 140) and not report.agree
     assert any("silently drops" in n for n in report.notes)
+    at_140 = ge.plan_image(photo, family="gemma4_unified", max_soft_tokens=140).num_soft_tokens
+    assert report.rows[-1].vllm_arithmetic == at_140  # vLLM counts at the budget it reads
     del vision.num_soft_tokens  # the QAT export's state: vLLM raises AttributeError
     report = ge.check_image_parity(photo, bundle=own_tinyu, use_vllm=False, run_encoder=False)
     assert any("AttributeError" in n and "save_pretrained" in n for n in report.notes)
@@ -348,7 +355,21 @@ def test_parity_catches_a_budget_that_vllm_reads_differently(own_tinyu, tinyu, p
         photo, bundle=own_tinyu, use_vllm=False, run_encoder=False, max_soft_tokens=70
     )
     assert report.agree
-    assert tinyu.model.config.vision_config.num_soft_tokens == 280  # the shared one untouched
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_vllms_processor_reads_the_budget_from_config_json(own_tinyu, photo, tmp_path):
+    """vLLM's own processor, on a saved checkpoint whose config.json says 140 and whose
+    processor_config.json says 280, writes the 140-budget count the report predicts."""
+    own_tinyu.model.config.vision_config.num_soft_tokens = 140
+    saved = ge.load(str(own_tinyu.save_pretrained(tmp_path / "budget140")), device="cpu")
+    report = ge.check_image_parity(photo, bundle=saved, use_vllm=True, run_encoder=False)
+    placeholders = report.rows[-1]
+    at_140 = ge.plan_image(photo, family="gemma4_unified", max_soft_tokens=140).num_soft_tokens
+    assert placeholders.transformers == report.rows[-2].transformers != at_140
+    assert placeholders.vllm_processor == placeholders.vllm_arithmetic == at_140
+    assert not report.agree and any("silently drops" in n for n in report.notes)
 
 
 def test_saving_writes_the_field_vllm_needs(own_tinyu, tmp_path):

@@ -34,6 +34,7 @@ from gemma_explore.media.headers import kind_of
 from gemma_explore.media.loaders import load_audio, load_image
 from gemma_explore.models.bundle import Bundle
 from gemma_explore.parity.checks import check_audio_parity, check_image_parity, check_video_parity
+from gemma_explore.plans.image import AUTO, plan_image
 from gemma_explore.processing.analysis import analyse
 from gemma_explore.processing.features import audio_features
 from gemma_explore.processing.layout import PromptLayout, layout_prompt
@@ -90,7 +91,7 @@ def _grid_row(plan: Any, *, encoder_free: bool) -> tuple[str, str]:
 
 
 def _image_rows(spec: FamilySpec, plan: Any) -> list[tuple[str, Any]]:
-    return [
+    rows = [
         ("family", spec.display_name),
         ("original", size_label(plan.original_size)),
         ("resized", size_label(plan.resized_size)),
@@ -98,6 +99,18 @@ def _image_rows(spec: FamilySpec, plan: Any) -> list[tuple[str, Any]]:
         ("soft tokens", plan.num_soft_tokens),
         ("prompt tokens (with markers)", plan.total_tokens),
     ]
+    if spec.image.budgets:  # the budget a user keeps asking for: max_soft_tokens="auto"
+        auto = plan_image(plan.original_size, family=spec, max_soft_tokens=AUTO)
+        here = "shrunk" if plan.scale < 1 else "not shrunk"
+        rows.append(
+            (
+                "recommended budget",
+                f"{auto.max_soft_tokens} (the smallest that does not shrink this image, "
+                f"else the largest: {auto.scale:.2f}×); at {plan.max_soft_tokens} it is "
+                f"{here}, {plan.scale:.2f}×",
+            )
+        )
+    return rows
 
 
 def image_tab(model_name: str, image: Any, budget: Any = None) -> ImageResult:

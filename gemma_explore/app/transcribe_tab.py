@@ -2,8 +2,9 @@
 
 It asks the demo's bundle for Gemma 3n's fixed speech-to-text prompt
 (:meth:`~gemma_explore.models.bundle.Bundle.transcribe`) and returns Markdown. Bad input
-(an unknown language code, a clip over 30 s, a Gemma 4 model) comes back as a message,
-never an exception, so the demo keeps answering.
+(an unknown language code, a clip over vLLM's 600 s decode limit, a Gemma 4 model) comes
+back as a message, never an exception, so the demo keeps answering. A clip over 30 s is
+transcribed, with the warning that the model hears only its first 30 s shown after ⚠.
 
 >>> transcribe_tab("tiny-gemma3n", "speech.wav", "en").text        # doctest: +SKIP
 '**Transcript** (transcribe, English): `…`\\n\\n⚠ Random weights: this text is noise, …'
@@ -43,9 +44,10 @@ def transcribe_tab(
     """
     try:
         if audio is None:
+            stt = SPEECH_TO_TEXT_FAMILY
             raise ValueError(
-                "Upload or record a clip first "
-                f"({SPEECH_TO_TEXT_FAMILY.transcription_max_s} s at most)."
+                f"Upload or record a clip first (up to {stt.transcription_max_s} s; "
+                f"{stt.display_name} hears its first {stt.audio.max_seconds:g} s)."
             )
         bundle = (get_bundle or _bundles())(model_name)
         try:

@@ -31,7 +31,7 @@ from gemma_explore.errors import MediaError
 from gemma_explore.facts.families import get_family
 from gemma_explore.media.headers import audio_header, image_header, kind_of, video_header
 from gemma_explore.plans.audio import plan_audio
-from gemma_explore.plans.image import plan_image
+from gemma_explore.plans.image import AUTO, plan_image
 from gemma_explore.plans.rules import require_budget
 from gemma_explore.plans.video import plan_video
 from gemma_explore.sizes import size_label
@@ -52,12 +52,16 @@ __all__ = [
 _ROTATED = (5, 6, 7, 8)  # EXIF orientations that turn the picture by 90° or 270°
 
 
-def resolve_budgets(family: str, budgets: Iterable[int] | None = None) -> tuple[int | None, ...]:
-    """The budgets to bill at: Gemma 4's allowed ones (default: its default budget);
-    ``(None,)`` for Gemma 3n, whose images always cost 256 soft tokens.
+def resolve_budgets(
+    family: str, budgets: Iterable[int | str] | None = None
+) -> tuple[int | str | None, ...]:
+    """The budgets to bill at: Gemma 4's allowed ones (default: its default budget), and
+    ``"auto"`` (each image at the smallest budget that does not shrink it: see
+    :func:`~gemma_explore.plans.image.plan_image`); ``(None,)`` for Gemma 3n, whose images
+    always cost 256 soft tokens.
 
-    >>> resolve_budgets("gemma4", [70, 280, 1120]), resolve_budgets("gemma3n")
-    ((70, 280, 1120), (None,))
+    >>> resolve_budgets("gemma4", [70, 280, "auto"]), resolve_budgets("gemma3n")
+    ((70, 280, 'auto'), (None,))
     """
     spec = get_family(family)
     given = [b for b in (budgets or ()) if b is not None]
@@ -70,14 +74,17 @@ def resolve_budgets(family: str, budgets: Iterable[int] | None = None) -> tuple[
         return (None,)
     if not given:
         return (spec.image.default_budget,)
-    return tuple(dict.fromkeys(require_budget(int(b), family=spec) for b in given))
+    return tuple(
+        dict.fromkeys(b if b == AUTO else require_budget(int(b), family=spec) for b in given)
+    )
 
 
-def budget_label(budget: int | None) -> str:
-    """Column name of a budget: ``tokens@280``, or ``tokens`` for a family without one.
+def budget_label(budget: int | str | None) -> str:
+    """Column name of a budget: ``tokens@280``, ``tokens@auto``, or ``tokens`` for a family
+    without one.
 
-    >>> budget_label(280), budget_label(None)
-    ('tokens@280', 'tokens')
+    >>> budget_label(280), budget_label("auto"), budget_label(None)
+    ('tokens@280', 'tokens@auto', 'tokens')
     """
     return "tokens" if budget is None else f"tokens@{budget}"
 
@@ -239,7 +246,7 @@ def _item_kind(item: Item) -> tuple[str | None, str]:
 
 
 @functools.lru_cache(maxsize=16_384)  # datasets repeat sizes (every phone photo is 3000×4000)
-def _image_tokens(height: int, width: int, family: str, budget: int | None) -> int:
+def _image_tokens(height: int, width: int, family: str, budget: int | str | None) -> int:
     return plan_image((height, width), family=family, max_soft_tokens=budget).total_tokens
 
 

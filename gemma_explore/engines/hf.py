@@ -84,7 +84,8 @@ def _readable_ids(tok: Any) -> list[int]:
 
 
 def encoder_free_video_inputs(model: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Unified video, around a transformers 5.19 quirk.
+    """Unified video, around a transformers 5.19 quirk (Gemma 4's model has it too when its
+    ``forward`` is called directly on a video; its ``generate`` does not).
 
     ``Gemma4UnifiedForConditionalGeneration.forward`` accepts ``num_frames_per_video`` but
     does not pass it on, so the inner model's ``get_video_features`` raises "

@@ -99,8 +99,12 @@ def engine_args(
       another budget with their own ``mm_processor_kwargs``.
     - ``enforce_eager``: skip CUDA-graph capture; a workshop box starts faster.
     - ``has_audio=False`` (Gemma 4 26B/31B: no ``audio_config``): audio stays out of the
-      limits. vLLM would ignore it silently there and then refuse every clip with
-      "does not have an audio tower".
+      limits. vLLM starts either way, then fails each clip in its processor: one that
+      comes with its rate (``(wave, rate)``, as every served request's clip does) while
+      it is parsed, with "Audio resampling is not supported when `target_sr` is not
+      provided" (the data parser of a model without audio has no target rate), before
+      any count check; a bare array (what :class:`VllmEngine` sends) at the count check,
+      with "does not have an audio tower".
     - ``for_workload=Workload(images=4, max_soft_tokens=560, audio_clips=1)``: propose
       ``max_model_len``, ``limit_mm_per_prompt``, ``mm_processor_kwargs`` and
       ``max_num_batched_tokens`` for that workload instead of the defaults above

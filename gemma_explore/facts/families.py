@@ -25,6 +25,7 @@ __all__ = [
     "ImageSpec",
     "SPEECH_TO_TEXT_FAMILY",
     "TransformersClasses",
+    "VLLM_MAX_AUDIO_DECODE_DURATION_S",
     "WRAPPER",
     "family_from_name",
     "get_family",
@@ -67,7 +68,9 @@ class AudioSpec:
     fft_length: int  # FFT size
     min_hz: float
     max_hz: float
-    max_samples: int | None  # longest clip the extractor keeps (30 s; Unified: no cut)
+    # Longest clip the extractor keeps (its __call__'s max_length=480_000 with
+    # truncation=True: 30 s; later samples are dropped without a word). Unified: no cut.
+    max_samples: int | None
     pad_to_multiple_of: int | None  # 3n and 4 pad to 128 samples; Unified to one 640 frame
     conv_layers: int  # kernel-3 stride-2 convolutions over mel frames (2 → ÷4; Unified 0)
     conformer_reduction: int  # 3n's conformer then keeps every 4th step; Gemma 4: 1
@@ -207,10 +210,20 @@ class FamilySpec:
     # vLLM counts this family's audio placeholders with another family's formula
     # (Unified inherits Gemma 4's mel-based count, which is not what its embedder does).
     vllm_audio_rule: str | None = None
-    # Longest clip vLLM's /v1/audio/transcriptions takes for this family
-    # (get_speech_to_text_config's max_audio_clip_s, chunking off); None: the model class
-    # defines no speech-to-text interface (no get_generation_prompt), so vLLM serves none.
+    # Longest clip vLLM's /v1/audio/transcriptions takes for this family: its decoder's
+    # VLLM_MAX_AUDIO_DECODE_DURATION_S (vllm/envs.py, 600 by default; longer clips get
+    # "Audio exceeds maximum allowed duration of 600s"), the endpoint's only length check
+    # when chunking is off. None: the model class defines no speech-to-text interface (no
+    # get_generation_prompt), so vLLM serves none.
     transcription_max_s: int | None = None
+    # get_speech_to_text_config's max_audio_clip_s. With chunking off it is neither a split
+    # point nor a limit: serving.py's do_split_audio needs allow_audio_chunking, and
+    # nothing else in the endpoint compares a clip with it.
+    transcription_clip_s: int | None = None
+    # get_speech_to_text_config's min_energy_split_window_size: samples of the window vLLM
+    # searches for a quiet point to split a clip longer than transcription_clip_s. Gemma
+    # 3n: None, chunking off, so every clip is sent whole (its extractor keeps 30 s).
+    transcription_split_window: int | None = None
 
     def id_of(self, token: str) -> int:
         """The real id of a special token string."""
@@ -237,6 +250,9 @@ class FamilySpec:
 
 
 AUDIO_SAMPLING_RATE = 16_000  # Hz: both families' feature extractors expect 16 kHz mono
+# vllm/envs.py VLLM_MAX_AUDIO_DECODE_DURATION_S's default: vLLM's audio decoder refuses a
+# longer clip (multimodal/media/audio.py load_audio), in /v1/audio/transcriptions too.
+VLLM_MAX_AUDIO_DECODE_DURATION_S = 600
 WRAPPER = "\n\n"  # Gemma 3n writes this before and after every image and clip run
 
 # Newline runs are single tokens in Gemma's vocabulary: "\n" is 107, "\n\n" 108, …
@@ -309,7 +325,7 @@ GEMMA3N = FamilySpec(
         mel_bins=128,
         frame_length=512,
         hop_length=160,
-        fft_length=1024,
+        fft_length=1024,  # 2 ** ceil(log2(512)), doubled by fft_overdrive
         min_hz=125.0,
         max_hz=7600.0,
         max_samples=480_000,
@@ -324,8 +340,11 @@ GEMMA3N = FamilySpec(
     source="transformers Gemma3nProcessor / Gemma3nAudioFeatureExtractor / SiglipImageProcessor",
     image_encoder="MobileNet-V5 CNN tower (timm) on a 768×768 px squash",
     audio_encoder="USM Conformer tower on 128-bin mel frames",
-    # vLLM gemma3n_mm.py get_speech_to_text_config: max_audio_clip_s=30, chunking off.
-    transcription_max_s=30,
+    # vLLM gemma3n_mm.py get_speech_to_text_config: max_audio_clip_s=30,
+    # min_energy_split_window_size=None (chunking off), so the decoder's limit is the one.
+    transcription_max_s=VLLM_MAX_AUDIO_DECODE_DURATION_S,
+    transcription_clip_s=30,
+    transcription_split_window=None,
 )
 
 GEMMA4 = FamilySpec(

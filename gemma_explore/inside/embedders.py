@@ -18,6 +18,13 @@ checking the result equals the module's forward:
   class says "a linear projection followed by RMSNorm"; its code, like transformers',
   runs the norm first. :attr:`EmbedderTrace.reverse_gap` measures how far the
   docstring's order would land.
+* **Gemma 3n's audio padding**: the 188 audio placeholders are fixed, the tower's tokens
+  are not. Both transformers (``Gemma3nModel.forward``) and vLLM (``gemma3n_mm.py``,
+  ``_process_audio_input``) fill every slot the tower leaves, and every token its mask
+  marks as padding, with one vector: ``embed_audio(input_ids=[[vocab_size − 1]])``, the
+  *hard* path of the last audio-vocabulary id (text ``vocab_size`` 262 400 − 1 = 262 399,
+  row 127 of the audio embedder's own table), not zeros and not the soft token's
+  embedding. :func:`audio_padding_embedding` computes it.
 * **Gemma 4 Unified**: there is no tower to embed *after*. The same norm-then-Linear
   embedder takes the raw rows (a merged 48 px block after ``patch_dense``, or 640 raw
   samples of audio) and is the whole encoder.
@@ -40,7 +47,15 @@ if TYPE_CHECKING:
     from gemma_explore.facts.families import FamilySpec
     from gemma_explore.models.bundle import Bundle
 
-__all__ = ["EmbedderStage", "EmbedderTrace", "embedder_of", "rms_norm", "trace_embedder"]
+__all__ = [
+    "AudioPadding",
+    "EmbedderStage",
+    "EmbedderTrace",
+    "audio_padding_embedding",
+    "embedder_of",
+    "rms_norm",
+    "trace_embedder",
+]
 
 
 @dataclass(frozen=True)
@@ -260,3 +275,56 @@ def _norm_then_project(
         "away (relative distance)."
     )
     return stages, out, emb(inputs_embeds=x0), reverse, why
+
+
+@dataclass(frozen=True)
+class AudioPadding:
+    """Gemma 3n's audio padding vector: what fills the audio slots the tower leaves."""
+
+    token_id: int  # the id embedded: the text config's vocab_size − 1 (both engines)
+    token: str  # that id's name in the bundle's tokenizer
+    table_row: int  # its row in embed_audio's own table: token_id − vocab_offset
+    last_row: bool  # the row is the table's last (the last audio-vocabulary id)
+    vector: Any = field(repr=False)  # (text hidden,) the padding embedding itself
+    trace: EmbedderTrace | None = field(default=None, repr=False)  # the hard path, stage by stage
+    steps: tuple[str, ...] = ()  # where the vector comes from, in words
+
+
+def audio_padding_embedding(bundle: Bundle) -> AudioPadding:
+    """The vector Gemma 3n writes into audio slots the tower does not fill.
+
+    transformers' ``Gemma3nModel.forward`` and vLLM's ``_process_audio_input`` both
+    embed ``vocab_size − 1`` (``config.text_config.vocab_size``) through
+    ``embed_audio``'s hard path, put the result where the tower's mask marks padding, and
+    append it until the 188 slots are full (vLLM truncates longer outputs instead).
+
+    >>> pad = audio_padding_embedding(ge.load("tiny-gemma3n"))     # doctest: +SKIP
+    >>> pad.token_id, pad.table_row, pad.last_row                  # doctest: +SKIP
+    (262399, 127, True)
+    """
+    import torch
+
+    model = bundle.require_model("The audio padding vector")
+    if bundle.spec.audio.fixed_placeholders is None or not hasattr(
+        embedder_of(bundle, "audio"), "embedding"
+    ):
+        raise ValueError(
+            f"{bundle.spec.display_name} has no audio padding vector: only Gemma 3n pads its "
+            "fixed audio slots (Gemma 4 strips the padding tokens instead)."
+        )
+    emb = embedder_of(bundle, "audio")
+    token_id = int(model.config.get_text_config().vocab_size) - 1
+    row = token_id - int(emb.vocab_offset)
+    trace = trace_embedder(bundle, "audio", torch.tensor([token_id]), hard=True)
+    name = bundle.processor.tokenizer.convert_ids_to_tokens(token_id)
+    last = row == int(emb.vocab_size) - 1
+    steps = (
+        f"Padding id = text vocab_size − 1 = {token_id} ({name}), the same in transformers "
+        "(Gemma3nModel.forward) and vLLM (_process_audio_input).",
+        f"embed_audio's hard path: row {token_id} − vocab_offset {emb.vocab_offset} = {row} "
+        f"of its own table ({emb.vocab_size} rows{': the last' if last else ''}), hard norm, "
+        "projection, post-norm.",
+        "One vector for every padded slot: where the tower's mask says padding, and after "
+        "the tower's tokens up to the 188 placeholders.",
+    )
+    return AudioPadding(token_id, name, row, last, trace.output[0], trace, steps)

@@ -1,6 +1,16 @@
 """A look inside the real towers: the vision pooler's valid mask and embedding norms, and
 every item's embeddings held against its placeholders.
 
+Which embeddings land where, across modalities: transformers' ``forward`` fills one
+modality at a time (``masked_scatter`` of all image features into the image
+placeholders, then video, then audio), so within a modality item *k* takes the *k*-th
+run of placeholders in the prompt. vLLM sorts every item of the request by its
+placeholder offset (``argsort_mm_positions``, ``v1/engine/input_processor.py``) and
+writes all embeddings in one pass over the multimodal positions
+(``_merge_multimodal_embeddings``, ``models/utils.py``). The two agree because both keep
+each modality's items in prompt order: an audio clip written between two images lands
+between them in both. :attr:`EncoderReport.in_prompt_order` is vLLM's order.
+
 >>> import gemma_explore as ge
 >>> pooled = ge.vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP
 >>> pooled.num_valid == pooled.plan.num_soft_tokens                      # doctest: +SKIP
@@ -308,6 +318,14 @@ class EncoderReport:
     @property
     def agrees(self) -> bool:
         return all(i.agrees for i in self.items)
+
+    @property
+    def in_prompt_order(self) -> tuple[tuple[str, int], ...]:
+        """``(modality, item)`` sorted by where each item's placeholders start: the order
+        vLLM hands the embeddings to its merge (``argsort_mm_positions``). ``items``
+        itself lists the modalities one after another, as transformers scatters them."""
+        placed = sorted((i.positions[0], i.modality, i.item) for i in self.items if i.positions)
+        return tuple((m, k) for _, m, k in placed)
 
     @property
     def vllm_error(self) -> str | None:

@@ -210,8 +210,9 @@ class Bundle:
         """Gemma 3n speech-to-text with the fixed prompt vLLM's transcription API uses.
 
         ``language`` / ``to_language`` are ISO 639-1 codes; ``task`` is ``"transcribe"`` or
-        ``"translate"``. Clips are at most 30 s and resampled to 16 kHz. transformers and
-        vLLM engines generate from :func:`~gemma_explore.processing.transcription.transcription_prompt`;
+        ``"translate"``. Clips are resampled to 16 kHz and taken up to 600 s (vLLM's decode
+        limit); the model hears the first 30 s, and the result's ``warnings`` say so.
+        transformers and vLLM engines generate from :func:`~gemma_explore.processing.transcription.transcription_prompt`;
         an OpenAI-compatible server is asked through ``/v1/audio/transcriptions`` (or
         ``/translations``), where it builds the same prompt itself.
 

@@ -243,8 +243,15 @@ def _budgeted_image_rows(
 ) -> tuple[list[ParityRow], list[str]]:
     """A budgeted family's rows (budget, resized size, patches, soft tokens) and the notes
     that say where vLLM's arithmetic parts from transformers."""
-    (h, w), b, img = plan.original_size, plan.max_soft_tokens, spec.image
+    (h, w), img = plan.original_size, spec.image
     hf_size, hf_patches, hf_soft = _hf_image_counts(spec, prepared.batch)
+    budget_row, budget_note = _budget_check(spec, bundle, prepared)
+    # vLLM counts with the budget *it* reads (the request's, else config.json's), which
+    # can differ from the processor's: tests/test_unified.py runs vLLM's processor on such
+    # a checkpoint and gets this column's count.
+    b = plan.max_soft_tokens
+    if budget_row is not None and budget_row.vllm_arithmetic is not None:
+        b = budget_row.vllm_arithmetic
     v_size = vllm_image_size(h, w, max_soft_tokens=b, family=spec)
     v_tokens = vllm_image_tokens(h, w, max_soft_tokens=b, family=spec)
     v_old = vllm_image_tokens(h, w, max_soft_tokens=b, clamp=False, family=spec)
@@ -255,7 +262,6 @@ def _budgeted_image_rows(
         ParityRow("soft tokens", plan.num_soft_tokens, hf_soft, v_tokens),
     ]
     notes = []
-    budget_row, budget_note = _budget_check(spec, bundle, prepared)
     if budget_row is not None:
         rows.insert(0, budget_row)
     if budget_note:

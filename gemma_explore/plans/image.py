@@ -60,6 +60,17 @@ class ImagePlan:
         """The family's name ("gemma3n", "gemma4", "gemma4_unified"), read off ``spec``."""
         return self.spec.name
 
+    @property
+    def scale(self) -> float:
+        """How much the tower's view is of the original, side for side: the smaller of the
+        two ratios (below 1: shrunk, detail lost; 1 or more: native resolution or better).
+
+        >>> round(plan_image((3508, 2480), family="gemma4", max_soft_tokens=280).scale, 2)
+        0.26
+        """
+        (h, w), (rh, rw) = self.original_size, self.resized_size
+        return min(rh / h, rw / w)
+
     def _rows(self) -> list[tuple[str, Any]]:
         return [
             ("original", size_label(self.original_size)),
@@ -287,27 +298,65 @@ def _plan_budget_image(
     )
 
 
+AUTO = "auto"  # max_soft_tokens="auto": the smallest budget that keeps native resolution
+
+
+def _auto_budget_image(spec: FamilySpec, h: int, w: int, pixels: Any) -> ImagePlan:
+    """``max_soft_tokens="auto"``: plan at every budget and keep the smallest one whose
+    resize does not shrink the image (it sees every pixel at the fewest tokens), or the
+    largest when every budget shrinks it (the least detail lost). The steps say why and
+    give the scale at every budget, with what it does to 10 px text."""
+    plans = [_plan_budget_image(spec, h, w, b, pixels) for b in spec.image.budgets]
+    native = [p for p in plans if p.scale >= 1]
+    chosen = native[0] if native else plans[-1]
+    if native:
+        why = (
+            f"auto: {chosen.max_soft_tokens} is the smallest budget at which this "
+            f"{size_label((h, w))} image is not shrunk ({chosen.num_soft_tokens} soft tokens)"
+        )
+    else:
+        why = (
+            f"auto: every budget shrinks this {size_label((h, w))} image; the largest, "
+            f"{chosen.max_soft_tokens}, shrinks it least ({chosen.scale:.2f}×)"
+        )
+    scales = "; ".join(
+        f"at {p.max_soft_tokens}: {p.scale:.2f}×"
+        + (f", text 10 px tall becomes {10 * p.scale:.1f} px" if p.scale < 1 else ", native")
+        for p in plans
+    )
+    return ImagePlan(
+        **{k: getattr(chosen, k) for k in chosen.__dataclass_fields__ if k != "steps"},
+        steps=(why, f"scale per budget: {scales}", *chosen.steps),
+    )
+
+
 def plan_image(
     image: Any,
     *,
     family: str | FamilySpec | Any = DEFAULT_FAMILY,
-    max_soft_tokens: int | None = None,
+    max_soft_tokens: int | str | None = None,
 ) -> ImagePlan:
     """Plan how an image becomes soft tokens.
 
     ``image`` is any image input (a path, bytes, file, PIL image, array (H, W[, C]) or
     a ``(height, width)`` pair); files are read only as far as their header.
     ``family`` is a name, a spec or a loaded bundle (default: ``DEFAULT_FAMILY``).
-    ``max_soft_tokens`` is the family's budget (Gemma 4: 70, 140, 280, 560 or 1120).
+    ``max_soft_tokens`` is the family's budget (Gemma 4: 70, 140, 280, 560 or 1120), or
+    ``"auto"``: the smallest budget that does not shrink the image, else the largest (the
+    steps give the scale at every budget).
 
     >>> plan_image((768, 1024), family="gemma3n").num_soft_tokens
     256
+    >>> plan_image((3508, 2480), family="gemma4", max_soft_tokens="auto").max_soft_tokens
+    1120
     """
     spec = get_family(family)
     h, w = image_size(image)
     # Keep in-memory pixels for figures; never load a file's pixels just to plan.
     pixels = image if hasattr(image, "getbands") or isinstance(image, np.ndarray) else None
     if spec.image.fixed_size is None:
+        if max_soft_tokens == AUTO:
+            return _auto_budget_image(spec, h, w, pixels)
         return _plan_budget_image(spec, h, w, max_soft_tokens, pixels)
     if max_soft_tokens is not None:
         budgeted = next(f.name for f in FAMILIES.values() if f.image.budgets)

@@ -9,14 +9,19 @@ count their own way. How vLLM counts, as read from those files:
   so ``(h/16)·(w/16)`` patches equal the budget × 9, round each side *down* to a
   multiple of 48 px but never below 48, count patches, divide by 9, and (since the fix
   for the 3×900 report) clamp to the budget. transformers instead gives a side that
-  rounds to zero 48 px and the other ``floor(long/short)`` cells: the two can resize
-  differently and, before the clamp, count differently.
-* **audio** (Gemma 4, ``_compute_audio_num_tokens``): mel frames from the *whole,
-  unpadded* clip, ``(n + 160 − 321) // 160 + 1`` (no sample is cut: a 45 s clip is 4499
-  frames), then two ``ceil(t/2)`` convolutions, and only then the cap
-  ``min(t, audio_seq_length)`` (the processor's value, 750 in the released ones).
-  transformers instead cuts the clip to 30 s and counts the frames of its mask after
-  padding to 128 samples; both end at the same token count.
+  rounds to zero 48 px and the other ``floor(long/short)`` cells, capped at the budget's
+  cells (``get_aspect_ratio_preserving_size``'s ``max_side_length``: 3×900 at 280 gives
+  280 cells, not 300): the two can resize differently and, before the clamp, count
+  differently.
+* **audio** (Gemma 4, ``_compute_audio_num_tokens``): the placeholder count takes mel
+  frames from the *whole, unpadded* clip, ``(n + 160 − 321) // 160 + 1`` (this
+  arithmetic alone sees every sample: a 45 s clip counts 4499 frames), then two
+  ``ceil(t/2)`` convolutions, and only then the cap ``min(t, audio_seq_length)`` (the
+  processor's value, 750 in the released ones). The features the tower receives are
+  transformers' extractor's, which keeps the first 30 s (2999 real frames) and counts
+  the frames of its mask after padding to 128 samples: both end at the same token count,
+  and the model hears no more than 30 s. Past ``audio_seq_length × 40 ms`` vLLM only
+  logs "Audio duration exceeds max: … > … seconds" (:func:`vllm_audio_warning`).
 * **Gemma 4 Unified**: images and video as Gemma 4 (vLLM serves it with Gemma 4's
   processor). Audio keeps Gemma 4's *mel* count above, inherited by
   ``Gemma4UnifiedProcessingInfo``, while the embedder makes ``ceil(n / 640)`` tokens with
@@ -24,8 +29,13 @@ count their own way. How vLLM counts, as read from those files:
   n ≤ 160) and stops at 750 above 30 s. vLLM raises nothing; its runner slices the
   surplus embeddings away (``_gather_mm_embeddings``), so the model hears less.
 * **video**: each sampled frame counted like an image at budget 70.
+* **video fields** (``_get_mm_fields_config``): every frame of every video in one flat
+  pixel tensor, split back per video by ``video_frame_counts`` (``flat_from_sizes``);
+  the counts, soft tokens per frame and timestamps kept on the CPU; the tower returns one
+  embedding tensor per video (:func:`vllm_video_fields`).
 * **Gemma 3n**: always 256 image and 188 audio placeholders; the clip's real encoder
   output is padded or cut to 188.
+* **precomputed image embeddings** are refused (:func:`vllm_image_embeds_error`).
 
 Nothing here imports vLLM or torch.
 
@@ -52,6 +62,14 @@ from gemma_explore.plans.video import format_timestamp
 
 __all__ = [
     "Divergence",
+    "VLLM_AUDIO_TOO_LONG",
+    "VLLM_IMAGE_EMBEDS_ERROR",
+    "VLLM_MM_EMBEDS_FLAG_ERROR",
+    "VLLM_VIDEO_FIELDS",
+    "VllmVideoFields",
+    "vllm_audio_warning",
+    "vllm_image_embeds_error",
+    "vllm_video_fields",
     "VLLM_COUNT_ERROR",
     "VLLM_SEARCH_SPLITS",
     "VIDEO_FRAME_EXTRA_TOKENS",
@@ -145,11 +163,13 @@ def _audio_rule(spec: FamilySpec) -> FamilySpec:
 
 
 def vllm_audio_frames(num_samples: int, *, family: str | FamilySpec | Any = DEFAULT_FAMILY) -> int:
-    """Mel frames vLLM's Gemma 4 count assumes (``_compute_audio_num_tokens``): the whole
-    unpadded clip with the semicausal left padding, framed every hop. vLLM never cuts
-    samples; only the token count is capped, later (:func:`vllm_audio_tokens`).
+    """Mel frames vLLM's Gemma 4 *placeholder count* assumes (``_compute_audio_num_tokens``):
+    the whole unpadded clip with the semicausal left padding, framed every hop. Only this
+    arithmetic sees every sample, and only its token count is capped, later
+    (:func:`vllm_audio_tokens`); the frames the tower gets are transformers' extractor's,
+    which stops at 30 s (2999 real frames).
 
-    >>> vllm_audio_frames(45 * 16_000)  # transformers' extractor keeps 30 s: 2999 frames
+    >>> vllm_audio_frames(45 * 16_000)  # the tower's features: 30 s, 2999 frames
     4499
     """
     a = _audio_rule(get_family(family)).audio
@@ -185,6 +205,113 @@ def vllm_audio_tokens(
         frames = conv_out(frames)
     cap = spec.audio.max_tokens if audio_seq_length is None else audio_seq_length
     return min(frames, cap)
+
+
+# gemma4_mm.py _call_hf_processor's logger.warning for a clip longer than the processor's
+# audio_seq_length × audio_ms_per_token: vLLM's only notice (it raises nothing).
+VLLM_AUDIO_TOO_LONG = "Audio duration exceeds max: %f > %f seconds"
+
+
+def vllm_audio_warning(
+    num_samples: int,
+    *,
+    family: str | FamilySpec | Any = DEFAULT_FAMILY,
+    audio_seq_length: int | None = None,
+) -> str | None:
+    """The line vLLM's Gemma 4 processor logs for a clip of ``num_samples`` (16 kHz), or
+    None. It compares the clip with ``audio_seq_length × audio_ms_per_token`` (750 × 40 ms
+    = 30 s in the released processors), warns, and goes on: the count is capped at 750 and
+    the extractor keeps 30 s. Gemma 3n's processor has no such warning.
+
+    >>> vllm_audio_warning(45 * 16_000)
+    'Audio duration exceeds max: 45.000000 > 30.000000 seconds'
+    >>> vllm_audio_warning(30 * 16_000) is None, vllm_audio_warning(45 * 16_000, family="gemma3n")
+    (True, None)
+    """
+    spec = get_family(family)
+    if spec.audio.fixed_placeholders is not None:
+        return None
+    cap = spec.audio.max_tokens if audio_seq_length is None else audio_seq_length
+    max_s = cap * spec.audio.ms_per_token / 1000.0
+    seconds = num_samples / spec.audio.sampling_rate
+    return VLLM_AUDIO_TOO_LONG % (seconds, max_s) if seconds > max_s else None
+
+
+# How gemma4_mm.py's _get_mm_fields_config ships a video's tensors to the model: field →
+# (MultiModalFieldConfig kind, keep_on_cpu).
+VLLM_VIDEO_FIELDS: dict[str, tuple[str, bool]] = {
+    # every frame of every video stacked in one tensor, cut per video by the frame counts
+    "pixel_values_videos": ("flat_from_sizes", False),
+    "pixel_position_ids_videos": ("flat_from_sizes", False),
+    # one entry per video, left on the CPU: _process_video_input turns the counts into
+    # Python ints to batch the frames, which on the GPU would be a device sync
+    "video_frame_counts": ("batched", True),
+    "video_num_soft_tokens": ("batched", True),
+    "video_timestamps": ("batched", True),
+}
+
+
+@dataclass(frozen=True)
+class VllmVideoFields:
+    """How vLLM hands the videos of one request to Gemma 4's model."""
+
+    frame_counts: tuple[int, ...]  # video_frame_counts: frames per video
+    frame_slices: tuple[tuple[int, int], ...]  # each video's [start, stop) in the flat frames
+    embedding_rows: tuple[int, ...]  # rows of the one embedding tensor per video
+    fields: dict[str, tuple[str, bool]]  # VLLM_VIDEO_FIELDS: field → (kind, keep_on_cpu)
+    steps: tuple[str, ...]  # why, in words
+
+
+def vllm_video_fields(soft_tokens_per_frame: list[list[int]]) -> VllmVideoFields:
+    """vLLM's video fields for videos whose frames make ``soft_tokens_per_frame`` soft
+    tokens each (70 or fewer per frame; ``video_num_soft_tokens``).
+
+    >>> f = vllm_video_fields([[63] * 3, [63] * 5])
+    >>> f.frame_slices, f.embedding_rows
+    (((0, 3), (3, 8)), (189, 315))
+    """
+    counts = tuple(len(frames) for frames in soft_tokens_per_frame)
+    starts = [sum(counts[:i]) for i in range(len(counts))]
+    slices = tuple((a, a + n) for a, n in zip(starts, counts, strict=True))
+    rows = tuple(sum(frames) for frames in soft_tokens_per_frame)
+    flat = [k for k, (kind, _) in VLLM_VIDEO_FIELDS.items() if kind == "flat_from_sizes"]
+    cpu = [k for k, (_, on_cpu) in VLLM_VIDEO_FIELDS.items() if on_cpu]
+    steps = (
+        f"{', '.join(flat)}: all {sum(counts)} frames in one tensor, split per video by "
+        f"video_frame_counts {list(counts)} (flat_from_sizes): frames {list(slices)}.",
+        f"{', '.join(cpu)}: one entry per video, kept on the CPU (keep_on_cpu=True): the "
+        "counts drive the frame batching in Python.",
+        f"the tower returns one embedding tensor per video, its frames' soft tokens "
+        f"concatenated: {list(rows)} rows.",
+    )
+    return VllmVideoFields(counts, slices, rows, dict(VLLM_VIDEO_FIELDS), steps)
+
+
+# What vLLM answers for precomputed image embeddings: without --enable-mm-embeds its data
+# parser refuses them (multimodal/processing/context.py parse_mm_data); with it, the model
+# class does (_parse_and_validate_image_input's assert).
+VLLM_MM_EMBEDS_FLAG_ERROR = "You must set `--enable-mm-embeds` to input `image_embeds`"
+VLLM_IMAGE_EMBEDS_ERROR = "{model} does not support image_embeds."
+
+
+def vllm_image_embeds_error(
+    family: str | FamilySpec | Any = DEFAULT_FAMILY, *, enable_mm_embeds: bool = False
+) -> str:
+    """What vLLM says to an ``image_embeds`` input (a tensor instead of pixels): every
+    Gemma family is refused; only the words depend on ``--enable-mm-embeds``. Send images
+    as pixels instead.
+
+    >>> vllm_image_embeds_error("gemma3n", enable_mm_embeds=True)
+    'Gemma3n does not support image_embeds.'
+    """
+    if not enable_mm_embeds:
+        return VLLM_MM_EMBEDS_FLAG_ERROR
+    # Unified's vLLM class inherits Gemma4ForConditionalGeneration's check and its words
+    # (as it inherits Gemma 4's audio count: vllm_audio_rule).
+    spec = _audio_rule(get_family(family))
+    return VLLM_IMAGE_EMBEDS_ERROR.format(
+        model=spec.classes.model.removesuffix("ForConditionalGeneration")
+    )
 
 
 # gemma4_mm.py's estimate of the tokens around each video frame: BOI + EOI + ~6 for the

@@ -353,8 +353,10 @@ def _require_audio_tower(bundle: LoadedModel, media: PreparedInputs) -> None:
     if media.audios and "audio" not in bundle.modalities:
         raise MediaError(
             f"{bundle.name} has no audio tower (its config has no audio_config, like Gemma 4 "
-            "26B and 31B): it takes images and video only, and vLLM would refuse the clip "
-            "with 'does not have an audio tower'. Use an E2B or E4B checkpoint for audio."
+            "26B and 31B): it takes images and video only, and vLLM would refuse the clip: "
+            "one sent with its rate with 'Audio resampling is not supported when `target_sr` "
+            "is not provided', a bare array with 'does not have an audio tower'. Use an E2B "
+            "or E4B checkpoint for audio."
         )
 
 

@@ -14,13 +14,24 @@ Read in our own words:
 * a *translation* says "from" the source language and "into" the target, each only
   when given;
 * languages are ISO 639-1 codes, written out as English names from the table OpenAI's
-  speech-to-text API documents (vLLM's ``ISO639_1_SUPPORTED_LANGS``). vLLM silently drops
-  a code it does not know; we refuse it and list the supported ones;
+  speech-to-text API documents (vLLM's ``ISO639_1_SUPPORTED_LANGS``, Gemma 3n's
+  ``supported_languages``). vLLM's endpoint (``SupportsTranscription.validate_language``)
+  refuses a code outside Whisper's language table with "Unsupported language"; a Whisper
+  code outside these 57 it logs a warning for and then leaves out of the prompt. We
+  refuse both, and list the supported ones;
 * the one ``<audio_soft_token>`` is the raw-prompt placeholder the processor expands to
   ``"\n\n" <start_of_audio> + 188 × <audio_soft_token> + <end_of_audio> "\n\n"``;
 * the prompt has no ``<bos>``: vLLM's tokenizer adds it for Gemma 3n;
-* ``get_speech_to_text_config``: clips of at most 30 s at 16 kHz, with chunking of
-  longer clips turned off for Gemma 3n.
+* ``get_speech_to_text_config``: 16 kHz, ``max_audio_clip_s=30`` and
+  ``min_energy_split_window_size=None``, so chunking is off. With chunking off vLLM 0.32
+  neither splits nor refuses a longer clip (``do_split_audio`` in
+  ``entrypoints/speech_to_text/base/serving.py`` needs ``allow_audio_chunking``): the
+  clip goes whole to transformers' ``Gemma3nAudioFeatureExtractor``, which keeps its
+  first 30 s (``max_length=480_000, truncation=True``) and drops the rest without a word.
+  We take such a clip and warn. The endpoint's only length limit is its decoder's,
+  ``VLLM_MAX_AUDIO_DECODE_DURATION_S`` (600 s): we refuse past that, in its words. (Its
+  upload limit, ``VLLM_MAX_AUDIO_CLIP_FILESIZE_MB`` = 25, is not reached first: 600 s of
+  the 16 kHz 16-bit WAV the openai engine uploads is 19.2 MB.)
 
 Gemma 4's seed has no speech-to-text interface: ask it in a chat turn instead.
 
@@ -40,18 +51,25 @@ from gemma_explore.facts.families import FAMILIES, SPEECH_TO_TEXT_FAMILY, Family
 from gemma_explore.media.loaders import load_audio
 
 __all__ = [
+    "HEARD_S",
     "LANGUAGES",
-    "MAX_CLIP_S",
+    "MAX_DECODE_S",
+    "SpeechToTextConfig",
     "TASKS",
     "Transcription",
     "TranscriptionRequest",
     "require_language",
+    "speech_to_text_config",
     "transcription_prompt",
     "transcription_request",
+    "transcription_warnings",
 ]
 
-# vLLM's max_audio_clip_s for Gemma 3n (chunking is off for it): a fact of families.py.
-MAX_CLIP_S: int = SPEECH_TO_TEXT_FAMILY.transcription_max_s
+# The longest clip vLLM's endpoint decodes (VLLM_MAX_AUDIO_DECODE_DURATION_S): the one
+# refusal for length, a fact of families.py.
+MAX_DECODE_S: int = SPEECH_TO_TEXT_FAMILY.transcription_max_s
+# What the model hears of a clip: the first max_length samples the extractor keeps (30 s).
+HEARD_S: float = SPEECH_TO_TEXT_FAMILY.audio.max_seconds
 TASKS = ("transcribe", "translate")
 
 # ISO 639-1 code → the English name written into the prompt. The list OpenAI documents for
@@ -133,8 +151,93 @@ def _supported(family: str | FamilySpec) -> FamilySpec:
     return spec
 
 
+@dataclass(frozen=True)
+class SpeechToTextConfig:
+    """What ``get_speech_to_text_config`` tells vLLM's speech-to-text endpoint for a
+    family, and what the endpoint then does with a long clip."""
+
+    sample_rate: int  # Hz vLLM resamples every upload to before anything else
+    max_audio_clip_s: int  # the config's clip length: a split point only with chunking on
+    min_energy_split_window_size: int | None  # None: chunking off (vLLM never splits)
+    allow_audio_chunking: bool  # vLLM's property: window and clip length both set
+    max_decode_s: int  # VLLM_MAX_AUDIO_DECODE_DURATION_S: longer uploads are refused
+    heard_s: float | None  # what the feature extractor keeps of a clip (30 s)
+    steps: tuple[str, ...]  # why, in words
+
+    def __repr__(self) -> str:
+        return "\n".join(self.steps)
+
+
+def speech_to_text_config(family: str | FamilySpec = SPEECH_TO_TEXT_FAMILY) -> SpeechToTextConfig:
+    """The family's speech-to-text configuration as vLLM 0.32 reads it, and its effect.
+
+    >>> c = speech_to_text_config()
+    >>> c.max_audio_clip_s, c.min_energy_split_window_size, c.allow_audio_chunking
+    (30, None, False)
+    """
+    spec = _supported(family)
+    window = spec.transcription_split_window  # Gemma 3n: None ("enable chunking later")
+    chunking = window is not None and spec.transcription_clip_s is not None  # vLLM's property
+    heard = spec.audio.max_seconds
+    steps = [
+        f"sample_rate {spec.audio.sampling_rate} Hz: vLLM resamples every upload to it.",
+        f"max_audio_clip_s {spec.transcription_clip_s}, min_energy_split_window_size "
+        f"{window}: allow_audio_chunking is {chunking}, so "
+        + (
+            f"clips over {spec.transcription_clip_s} s are split at quiet points."
+            if chunking
+            else "vLLM sends every clip whole: it neither splits nor refuses a long one."
+        ),
+        f"VLLM_MAX_AUDIO_DECODE_DURATION_S {spec.transcription_max_s} s: the decoder refuses "
+        "a longer upload, the endpoint's only length check.",
+    ]
+    if heard is not None:
+        steps.append(
+            f"transformers' {spec.classes.feature_extractor} keeps the first "
+            f"{spec.audio.max_samples} samples ({heard:g} s; max_length, truncation=True): "
+            "the model hears no more of a clip."
+        )
+    return SpeechToTextConfig(
+        sample_rate=spec.audio.sampling_rate,
+        max_audio_clip_s=spec.transcription_clip_s,
+        min_energy_split_window_size=window,
+        allow_audio_chunking=chunking,
+        max_decode_s=spec.transcription_max_s,
+        heard_s=heard,
+        steps=tuple(steps),
+    )
+
+
+def transcription_warnings(
+    seconds: float, *, family: str | FamilySpec = SPEECH_TO_TEXT_FAMILY
+) -> tuple[str, ...]:
+    """What to tell the caller about a clip of ``seconds`` that vLLM takes: the part the
+    feature extractor silently drops (``()`` when the model hears it all).
+
+    >>> transcription_warnings(45.0)[0].split(":")[0]
+    'The clip is 45.0 s, but Gemma 3n hears only its first 30 s'
+    """
+    spec = _supported(family)
+    heard = spec.audio.max_seconds
+    if heard is None or seconds <= heard or speech_to_text_config(spec).allow_audio_chunking:
+        return ()  # heard whole, or vLLM splits it into pieces the extractor keeps
+    return (
+        f"The clip is {seconds:.1f} s, but {spec.display_name} hears only its first "
+        f"{heard:g} s: vLLM neither splits nor refuses it (chunking is off for "
+        f"{spec.display_name}: no min_energy_split_window_size), and transformers' "
+        f"{spec.classes.feature_extractor} keeps the first {spec.audio.max_samples} samples "
+        f"(its max_length, with truncation on), so the last {seconds - heard:.1f} s are never "
+        f"transcribed. Cut it into pieces of {heard:g} s or less "
+        f"(ffmpeg -i in.wav -f segment -segment_time {heard:g} out%03d.wav).",
+    )
+
+
 def require_language(code: str | None, *, what: str = "language") -> str | None:
     """A supported ISO 639-1 code (lower-cased), None for none; else a clear error.
+
+    Stricter than vLLM on purpose: vLLM's ``validate_language`` raises only for a code
+    outside Whisper's table; a Whisper code Gemma 3n does not list passes with a logged
+    warning, and ``get_generation_prompt`` then writes no language at all.
 
     >>> require_language("FR")
     'fr'
@@ -146,7 +249,10 @@ def require_language(code: str | None, *, what: str = "language") -> str | None:
         codes = ", ".join(sorted(LANGUAGES))
         raise ValueError(
             f"Unknown {what} {code!r}: give an ISO 639-1 code "
-            f"{SPEECH_TO_TEXT_FAMILY.display_name}'s transcription supports ({codes})."
+            f"{SPEECH_TO_TEXT_FAMILY.display_name}'s transcription supports ({codes}). "
+            "(vLLM's endpoint refuses a code outside Whisper's table with \"Unsupported "
+            'language", and leaves any other code outside these out of the prompt, with '
+            "only a warning in its log.)"
         )
     return key
 
@@ -190,15 +296,19 @@ def transcription_prompt(
 
 @dataclass(frozen=True)
 class TranscriptionRequest:
-    """A checked request: the prompt, and the clip as 16 kHz mono (at most 30 s)."""
+    """A checked request: the prompt, the clip as 16 kHz mono, and what the model will
+    not hear of it."""
 
     prompt: str
-    wave: np.ndarray = field(repr=False)  # (samples,) float32 at 16 kHz
+    wave: np.ndarray = field(repr=False)  # (samples,) float32 at 16 kHz, the whole clip
     language: str | None
     task: str
     to_language: str | None
     duration_s: float
     resampled_from: int | None  # the clip's own rate when it was not 16 kHz
+    heard_s: float  # seconds the feature extractor keeps (at most 30)
+    warnings: tuple[str, ...]  # what vLLM accepts but drops (the cut after 30 s)
+    steps: tuple[str, ...]  # each check, in words
 
 
 def transcription_request(
@@ -212,9 +322,13 @@ def transcription_request(
 ) -> TranscriptionRequest:
     """Check everything before any model runs: family, task, languages, the clip's limits.
 
+    A clip over 30 s is taken, as vLLM takes it, with a warning (the extractor keeps its
+    first 30 s); one over vLLM's decode limit (600 s) is refused, in vLLM's words. The
+    same rule holds for every engine, so a request means the same everywhere.
+
     >>> r = transcription_request((np.zeros(8000, np.float32), 8000), language="en")
-    >>> r.duration_s, r.resampled_from
-    (1.0, 8000)
+    >>> r.duration_s, r.resampled_from, r.warnings
+    (1.0, 8000, ())
     """
     spec = _supported(family)
     prompt = transcription_prompt(
@@ -226,10 +340,20 @@ def transcription_request(
     if seconds > limit:
         raise MediaError(
             f"The clip is {seconds:.1f} s; {spec.display_name} transcription takes at most "
-            f"{limit} s (vLLM's max_audio_clip_s, with chunking off for "
-            f"{spec.display_name}). Cut it into pieces of {limit} s or less "
-            f"(ffmpeg -i in.wav -f segment -segment_time {limit} out%03d.wav)."
+            f"{limit} s: vLLM's audio decoder refuses a longer one (\"Audio exceeds maximum "
+            f'allowed duration of {limit}s", VLLM_MAX_AUDIO_DECODE_DURATION_S), and the '
+            f"model hears only the first {spec.audio.max_seconds:g} s anyway. Cut it into "
+            f"pieces of {spec.audio.max_seconds:g} s or less (ffmpeg -i in.wav -f segment "
+            f"-segment_time {spec.audio.max_seconds:g} out%03d.wav)."
         )
+    warnings = transcription_warnings(seconds, family=spec)
+    heard = min(seconds, spec.audio.max_seconds)
+    steps = [
+        f"{seconds:.1f} s at {rate} Hz"
+        + (f" (resampled from {notes['resampled_from']} Hz)" if notes.get("resampled_from") else "")
+        + f" ≤ {limit} s, vLLM's decode limit: taken whole (chunking off).",
+        f"heard: {heard:.1f} s (the extractor keeps {spec.audio.max_seconds:g} s).",
+    ]
     return TranscriptionRequest(
         prompt=prompt,
         wave=wave,
@@ -238,6 +362,9 @@ def transcription_request(
         to_language=require_language(to_language),
         duration_s=seconds,
         resampled_from=notes.get("resampled_from"),
+        heard_s=heard,
+        warnings=warnings,
+        steps=tuple(steps),
     )
 
 
@@ -255,11 +382,18 @@ class Transcription:
     is_random_weights: bool  # the tiny bundles' text is noise
 
     @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the model did not hear (:func:`transcription_warnings` of the clip's
+        length: every engine feeds the same extractor, which keeps 30 s)."""
+        return transcription_warnings(self.duration_s)
+
+    @property
     def note(self) -> str:
-        """A warning to show with the text, or ``""``."""
+        """The warnings to show with the text, or ``""``."""
+        notes = list(self.warnings)
         if self.is_random_weights:
-            return "Random weights: this text is noise, not a transcription."
-        return ""
+            notes.append("Random weights: this text is noise, not a transcription.")
+        return " ".join(notes)
 
     def __str__(self) -> str:
         return f"{self.text}\n({self.note})" if self.note else self.text

@@ -15,20 +15,31 @@
    engine's budget) so all images form one batch, and an image with more patches fails
    with "exceeds the MM LoRA patch limit".
 
+With multimodal LoRA, ``get_mm_lora_token_counts`` also tells the LoRA manager how many
+tokens each item puts through the tower and the connector (:func:`lora_token_counts`):
+an image its budget's patches (``max_soft_tokens × 9``, the padding above), a video its
+frames' patch rows, an audio clip its soft tokens (from the padded features, one per 4
+mel frames, when they are at hand).
+
 >>> b = plan_image_batches([2520, 630, 2520], free_bytes=8 * 2**30, total_bytes=80 * 2**30)
 >>> b.buckets, b.chunks
 ({2520: (0, 2), 630: (1,)}, ((0, 2), (1,)))
+>>> lora_token_counts("image", num_embeds=280).tower_tokens
+2520
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gemma_explore.serving.encoder import POSITION_EMBEDDING_SIZE, encoder_chunk
 
-__all__ = ["ImageBatches", "plan_image_batches"]
+__all__ = ["ImageBatches", "LoraTokens", "lora_token_counts", "plan_image_batches"]
 
 POOLING_AREA = 9  # 3 × 3 patches per soft token (Gemma 4's pooling_kernel_size²)
+IMAGE_BUDGETS = (70, 140, 280, 560, 1120)  # gemma4_mm.py _SUPPORTED_SOFT_TOKENS
+VIDEO_FRAME_TOKENS = 70  # gemma4_mm.py _VIDEO_MAX_SOFT_TOKENS
 
 
 @dataclass(frozen=True)
@@ -99,3 +110,74 @@ def plan_image_batches(
     steps.append("Then all images' pooled rows are projected in one embedder call.")
     buckets = {n: tuple(v) for n, v in grouped.items()}
     return ImageBatches(tuple(patches), buckets, tuple(chunks), None, tuple(steps))
+
+
+@dataclass(frozen=True)
+class LoraTokens:
+    """What one multimodal item costs multimodal LoRA (``get_mm_lora_token_counts``)."""
+
+    modality: str  # "image", "video" or "audio"
+    tower_tokens: int  # rows the tower's LoRA adapters see (patches for images and video)
+    connector_tokens: int  # rows the connector (embedder) LoRA sees
+    steps: tuple[str, ...]  # why, in words
+
+    def __repr__(self) -> str:
+        return "\n".join(self.steps)
+
+
+def lora_token_counts(
+    modality: str,
+    *,
+    num_embeds: int,
+    max_soft_tokens: int | None = None,
+    default_output_length: int = 280,
+    video_patch_rows: int | None = None,
+    audio_feature_frames: int | None = None,
+    audio_clips: int = 1,
+) -> LoraTokens:
+    """vLLM's ``Gemma4ForConditionalGeneration.get_mm_lora_token_counts`` for one item.
+
+    ``num_embeds``: the item's soft tokens. ``max_soft_tokens``: the engine's
+    ``mm_processor_kwargs`` budget (ignored unless it is a supported one; then
+    ``default_output_length``, the config's, counts). ``video_patch_rows``: frames ×
+    patches per frame of the video's ``pixel_values_videos`` (None: not at hand, so vLLM
+    counts 70-token frames). ``audio_feature_frames``: the padded mel frames of the
+    clip's ``input_features_padded`` (None: not at hand).
+
+    >>> lora_token_counts("video", num_embeds=140).tower_tokens  # two frames of 70 × 9
+    1260
+    >>> lora_token_counts("audio", num_embeds=10, audio_feature_frames=402).connector_tokens
+    101
+    """
+    if modality == "image":
+        budget = max_soft_tokens if max_soft_tokens in IMAGE_BUDGETS else default_output_length
+        tower = budget * POOLING_AREA
+        why = f"image: the budget's patches, {budget} × {POOLING_AREA} (LoRA pads every image)"
+        return LoraTokens(
+            modality, tower, num_embeds, (why, f"connector: {num_embeds} soft tokens")
+        )
+    if modality == "video":
+        if video_patch_rows is not None:
+            tower = video_patch_rows
+            why = f"video: its pixel_values_videos rows, {tower} patches"
+        else:
+            frames = math.ceil(num_embeds / min(IMAGE_BUDGETS))
+            tower = frames * VIDEO_FRAME_TOKENS * POOLING_AREA
+            why = (
+                f"video without its pixels: ceil({num_embeds} / {min(IMAGE_BUDGETS)}) = {frames} "
+                f"frames × {VIDEO_FRAME_TOKENS} × {POOLING_AREA} patches"
+            )
+        return LoraTokens(
+            modality, tower, num_embeds, (why, f"connector: {num_embeds} soft tokens")
+        )
+    if modality == "audio":
+        if audio_feature_frames is None:
+            why = f"audio: {num_embeds} soft tokens through tower and connector"
+            return LoraTokens(modality, num_embeds, num_embeds, (why,))
+        tokens = audio_clips * math.ceil(audio_feature_frames / 4)
+        why = (
+            f"audio: {audio_clips} clip(s) × ceil({audio_feature_frames} padded mel frames / 4) "
+            f"= {tokens} tokens through tower and connector (the padding counts)"
+        )
+        return LoraTokens(modality, tokens, tokens, (why,))
+    raise ValueError(f"Unsupported modality: {modality}")

@@ -10,9 +10,10 @@ It is made by the model file's dummy builder (``get_dummy_text`` and
   ``<|audio|>`` and ``<|video|>`` per clip and video.
 * **images**: black images of the image processor's ``size`` (Gemma 3n 768×768 px; Gemma 4's
   processor has no ``size``, so vLLM falls back to 224×224 px).
-* **audio**: ``_dummy_audio_num_samples``: the extractor's ``fft_length`` when it has one
-  (Gemma 3n and Gemma 4: a few hundred samples), else ``audio_seq_length × audio_ms_per_token``
-  of samples (Unified's extractor has no ``fft_length``; reading it raised AttributeError
+* **audio**: one clip of the extractor's ``fft_length`` samples (Gemma 3n 1024, 64 ms:
+  ``2 ** ceil(log2(512))`` doubled by ``fft_overdrive``; Gemma 4 512, 32 ms), else, in
+  Gemma 4's ``_dummy_audio_num_samples``, ``audio_seq_length × audio_ms_per_token`` of
+  samples (Unified's extractor has no ``fft_length``; reading it raised AttributeError
   before this fallback).
 * **video** (Gemma 4 and Unified): 32 frames of the image size (at least 2), labelled
   2 fps, every frame kept (``do_sample_frames=False``).

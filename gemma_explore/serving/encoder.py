@@ -2,13 +2,20 @@
 
 Two mechanisms in ``gemma4_mm.py`` decide how many images the encoder takes at once:
 
-* **``_encoder_chunk``** (the same in vLLM 0.32 and in the newer seed): peak memory of
-  the vision tower is not set by its hidden states but by one transient in transformers'
-  ``Gemma4VisionPatchEmbedder._position_embeddings``:
+* **``_encoder_chunk``** (the same in vLLM 0.32 and in the newer seed): vLLM sizes the
+  chunk so that ``chunk × patches × 4 × position_embedding_size × 8`` bytes fit in
+  ``min(free / 2, total / 10)``. Its docstring says why: an
   ``F.one_hot(positions, num_classes=position_embedding_size)`` of shape
-  ``(chunk, patches, 2, position_embedding_size)`` in int64, alive together with its cast
-  to the table's dtype and the matmul output. vLLM sizes the chunk so that this fits in
-  ``min(free / 2, total / 10)`` bytes.
+  ``(chunk, patches, 2, position_embedding_size)`` in int64, with its cast and the
+  matmul output, in transformers' ``Gemma4VisionPatchEmbedder._position_embeddings``.
+  transformers 5.19 no longer makes that tensor: ``_position_embeddings``
+  (``models/gemma4/modeling_gemma4.py``) does two ``F.embedding`` lookups into the
+  ``(2, position_embedding_size, hidden)`` table, so its transients are the x and y
+  embeddings, their sum and its padding-zeroed copy (``torch.where``),
+  ``(chunk, patches, hidden)`` each. The formula is still
+  vLLM's (this module follows it), but it reserves far more than the lookups use (with
+  ``hidden_size=`` the result states both); the vision tower's one remaining
+  ``F.one_hot`` is the pooler's ``(chunk, patches, soft tokens)`` weights.
 * **Encoder CUDA graphs** (``vllm/v1/worker/encoder_cudagraph.py``): graphs are captured
   for a ladder of *token budgets* (70, 140, 280, … doubling up to
   ``min(max_num_batched_tokens, max_model_len)``); at run time images are sorted by size
@@ -74,8 +81,11 @@ class EncoderChunk:
 
     patches_per_item: int  # rows of pixel_values per item (budget × 9 for Gemma 4)
     budget_bytes: int  # min(free / 2, total / 10)
-    cost_per_item_bytes: int  # patches × 4 × position_embedding_size × 8
+    cost_per_item_bytes: int  # patches × 4 × position_embedding_size × 8: vLLM's formula
     chunk: int  # items per encoder call (at least 1)
+    # The floating-point bytes transformers 5.19's position path allocates per item (x, y,
+    # their sum, its padding-zeroed copy: 4 × patches × hidden × dtype); None without hidden.
+    lookup_bytes_per_item: int | None = None
     version: str = "vLLM 0.32 (unchanged in the newer seed)"
     steps: tuple[str, ...] = field(default=(), compare=False)
 
@@ -86,29 +96,46 @@ def encoder_chunk(
     free_bytes: int,
     total_bytes: int,
     position_embedding_size: int = POSITION_EMBEDDING_SIZE,
+    hidden_size: int | None = None,
+    dtype_bytes: int = 2,
 ) -> EncoderChunk:
     """The chunk size vLLM's ``_encoder_chunk`` picks from free and total GPU memory.
+
+    ``hidden_size`` (the vision tower's) and ``dtype_bytes`` (2 for bfloat16) only add
+    what transformers' position path really allocates, for comparison; the chunk is vLLM's.
 
     >>> c = encoder_chunk(1120 * 9, free_bytes=60 * 2**30, total_bytes=80 * 2**30)
     >>> c.cost_per_item_bytes / 2**30, c.chunk
     (3.076171875, 2)
+    >>> encoder_chunk(280 * 9, free_bytes=1, total_bytes=1, hidden_size=768).lookup_bytes_per_item
+    15482880
     """
     if patches_per_item <= 0:
         return EncoderChunk(patches_per_item, 0, 0, 1, steps=("no patches: chunk 1",))
     budget = min(free_bytes // 2, total_bytes // 10)
-    # (chunk, patches, 2, P) int64 one-hot = patches·2·P·8 B per item; ×2 for its dtype
-    # cast and the matmul output alive at the same time.
+    # vLLM's formula: a (chunk, patches, 2, P) int64 one-hot = patches·2·P·8 B per item,
+    # ×2 for its cast and the matmul output (a transient transformers 5.19 no longer makes).
     cost = patches_per_item * 4 * position_embedding_size * 8
     chunk = max(1, budget // cost) if budget > 0 and cost > 0 else 1
-    steps = (
+    # transformers 5.19: x_emb, y_emb (F.embedding each), their sum and its padding-zeroed
+    # copy (torch.where), (patches, hidden) each.
+    lookups = None if hidden_size is None else 4 * patches_per_item * hidden_size * dtype_bytes
+    steps = [
         f"budget = min(free {free_bytes / 2**30:.1f} GiB / 2, total {total_bytes / 2**30:.1f} "
         f"GiB / 10) = {budget / 2**30:.2f} GiB (leaves room for the rest of the profile run)",
-        f"one item's one-hot transient: {patches_per_item} patches × 2 coordinates × "
-        f"{position_embedding_size} classes × 8 B (int64), × 2 for its cast and the matmul "
-        f"output = {cost / 2**30:.3f} GiB",
+        f"vLLM's cost per item: {patches_per_item} patches × 2 coordinates × "
+        f"{position_embedding_size} classes × 8 B (int64), × 2 = {cost / 2**30:.3f} GiB, "
+        "the F.one_hot its docstring names; transformers 5.19's _position_embeddings makes "
+        "no one-hot (two F.embedding lookups), so this over-reserves",
         f"chunk = max(1, {budget} // {cost}) = {chunk} items per encoder call",
-    )
-    return EncoderChunk(patches_per_item, budget, cost, chunk, steps=steps)
+    ]
+    if lookups is not None:
+        steps.append(
+            f"transformers 5.19's position path allocates 4 × {patches_per_item} patches × "
+            f"{hidden_size} × {dtype_bytes} B = {lookups / 2**20:.1f} MiB per item ({cost / lookups:.0f}× "
+            "less than vLLM reserves)"
+        )
+    return EncoderChunk(patches_per_item, budget, cost, chunk, lookups, steps=tuple(steps))
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,29 @@ vLLM's model classes opt into engine features by inheriting interfaces (seeds
 each is for:
 
 * **pipeline parallelism** (``SupportsPP``, Gemma 4): the layers are split over GPUs;
-  only the first rank embeds tokens (Gemma 3n's ``forward`` even refuses to run without
-  ``inputs_embeds`` on the first rank), later ranks receive intermediate tensors.
+  only the first rank embeds tokens, later ranks receive intermediate tensors
+  (``forward`` drops ``inputs_embeds`` when ``intermediate_tensors`` arrive, and Gemma
+  4's per-layer inputs travel inside them, next to ``hidden_states``: ``gemma4.py``). Gemma 3n
+  does not declare ``SupportsPP``, yet its ``forward`` has the same two ways in and
+  refuses a call with neither ("inputs_embeds is required on the first PP rank"): it
+  never embeds ``input_ids`` itself, because its per-layer inputs are filled by
+  ``embed_input_ids`` before ``forward`` (into the buffer of
+  :func:`~gemma_explore.inside.per_layer.vllm_per_layer_buffer`), so the first rank must
+  hand it the embeddings.
 * **LoRA** (``SupportsLoRA``, Gemma 4): adapters on the language model, and with
-  ``supports_tower_connector_lora`` on the towers and embedders too.
+  ``supports_tower_connector_lora`` on the towers and embedders too
+  (which prefixes are tower, connector and language model: vLLM's ``get_mm_mapping``,
+  read by :func:`gemma_explore.serving.weights.loading_plan`). With
+  ``enable_tower_connector_lora=True`` vLLM sizes a separate LoRA wrapper for the towers
+  and one for the embedders from ``get_mm_lora_token_counts``
+  (:func:`gemma_explore.serving.batches.lora_token_counts`): per item, the rows the
+  tower and the embedder run on, which are not the prompt's soft tokens. An image's
+  tower rows are the *engine's* budget's patches (budget × 9), read from the engine's
+  ``mm_processor_kwargs`` or config.json, never from the request: a request that asks
+  for another budget brings ``its budget × 9`` rows while the LoRA mapping counts the
+  engine's (``tests/serving/test_interfaces.py`` shows it on vLLM's own processor
+  output). Gemma 3n declares no tower LoRA, and its mapping names a connector
+  (``multi_modal_projector``) the model does not have.
 * **Eagle3** (``SupportsEagle3``, Gemma 4): speculative decoding with a small draft
   head that reads hidden states of chosen layers.
 * **quantization** (``SupportsQuant``, Gemma 4): the class takes a quantization config
@@ -51,6 +70,21 @@ _INTERFACES = (
     ("Eagle3", "supports_eagle3", "speculative decoding from hidden states of chosen layers"),
     ("transcription", "supports_transcription", "the /v1/audio/ speech-to-text endpoints"),
 )
+# Class flags vLLM reads off the model class itself (no checker function in interfaces.py).
+_FLAGS = (
+    (
+        "tower and connector LoRA",
+        "supports_tower_connector_lora",
+        "adapters on the towers and embedders too, with --enable-tower-connector-lora "
+        "(enable_tower_connector_lora=True in LLM(...)) "
+        "(read by vLLM's LoRA manager, lora/model_manager.py)",
+    ),
+    (
+        "encoder CUDA graphs",
+        "supports_encoder_cudagraph",
+        "the vision tower is replayed from captured graphs (v1/worker/encoder_cudagraph.py)",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -71,10 +105,15 @@ def vllm_interfaces(architecture: str) -> tuple[EngineInterface, ...]:
     from gemma_explore.serving.weights import vllm_model_class
 
     cls = vllm_model_class(architecture)
-    return tuple(
+    checked = tuple(
         EngineInterface(name, checker, bool(getattr(interfaces, checker)(cls)), why)
         for name, checker, why in _INTERFACES
     )
+    flags = tuple(
+        EngineInterface(name, flag, bool(getattr(cls, flag, False)), why)
+        for name, flag, why in _FLAGS
+    )
+    return checked + flags
 
 
 @dataclass(frozen=True)

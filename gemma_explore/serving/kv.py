@@ -49,6 +49,7 @@ from typing import Any
 from gemma_explore.facts.families import get_family
 from gemma_explore.plans.rules import Rule, require_budget
 from gemma_explore.plans.vllm import vllm_audio_tokens, vllm_image_tokens, vllm_video_tokens
+from gemma_explore.serving.vllm_errors import error_named
 from gemma_explore.sizes import size_label
 
 __all__ = [
@@ -406,12 +407,7 @@ def _blocks_steps(
     return steps
 
 
-_NO_MEMORY = (
-    "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
-    "when initializing the engine (this flag also controls CPU memory reservation on "
-    "the CPU backend, despite its name). See "
-    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
-)
+_NO_MEMORY = error_named("kv-no-memory").template
 
 
 def _longest_that_fits(blocks: Any, bytes_per_block: int, usable: int, mml: int) -> int:
@@ -449,13 +445,8 @@ def _refusal_rule(
         if best > 0
         else ""
     )
-    msg = (
-        f"To serve at least one request with the model's max seq len ({mml}), "
-        f"({_gib(needed)} GiB KV cache is needed, which is larger than the available KV "
-        f"cache memory ({_gib(usable)} GiB). {estimate}Try increasing "
-        "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
-        "decreasing `max_model_len` when initializing the engine. See "
-        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+    msg = error_named("kv-too-small").format(
+        max_model_len=mml, needed=_gib(needed), available=_gib(usable), estimated_msg=estimate
     )
     return Rule(
         (msg, best),
@@ -708,8 +699,9 @@ def _whole_items_rule(largest: int, mnbt: int) -> list[str]:
     ]
     if largest > mnbt:
         raise ValueError(
-            f"Chunked MM input disabled but max_tokens_per_mm_item ({largest}) is larger than "
-            f"max_num_batched_tokens ({mnbt}). Please increase max_num_batched_tokens."
+            error_named("item-above-batch").format(
+                max_tokens_per_mm_item=largest, max_num_batched_tokens=mnbt
+            )
         )
     if largest:
         steps.append(
@@ -860,11 +852,11 @@ def _count_check(req: Request, plan: Any, spec: Any) -> tuple[_Refusal, list[str
                 "target rate and cannot resample the clip (a bare array with no rate gets "
                 "'… does not have an audio tower' instead)"
             )
-            msg = "Audio resampling is not supported when `target_sr` is not provided"
+            msg = error_named("audio-no-target-rate").template
             return (msg, "audio"), steps
         limit = plan.limits.get(modality, 0)
         if n > limit:
-            msg = f"At most {limit} {modality}(s) may be provided in one prompt."
+            msg = error_named("too-many-items").format(limit=limit, modality=modality)
             return (msg, "limit_mm_per_prompt"), steps
         steps.append(f"{n} {modality}(s) ≤ limit_mm_per_prompt {limit}")
     return None, steps
@@ -901,21 +893,29 @@ def _item_tokens(
 def _length_check(prompt: int, mml: int) -> _Refusal:
     """The prompt must leave room for one output token (``_validate_model_input``)."""
     if prompt == 0:
-        return "The decoder prompt cannot be empty", "max_model_len"
+        return error_named("empty-prompt").format(prompt_type="decoder"), "max_model_len"
     if prompt > mml:
         return (
-            f"The decoder prompt (length {prompt}) is longer than the maximum model length of "
-            f"{mml}. Make sure that `max_model_len` is no smaller than the number of text tokens "
-            "plus multimodal tokens. For image inputs, the number of image tokens depends on the "
-            "number of images, and possibly their aspect ratios as well.",
+            error_named("prompt-too-long").format(
+                prompt_type="decoder",
+                prompt_len=prompt,
+                max_model_len=mml,
+                suggestion="Make sure that `max_model_len` is no smaller than the number of "
+                "text tokens plus multimodal tokens. For image inputs, the number of image "
+                "tokens depends on the number of images, and possibly their aspect ratios as "
+                "well.",
+            ),
             "max_model_len",
         )
     if prompt == mml:
         return (
-            f"The decoder prompt (length {prompt}) plus the number of requested output tokens "
-            f"(at least 1) is longer than the maximum model length of {mml}. Make sure that "
-            "`max_model_len` is no smaller than the number of text tokens (prompt + requested "
-            "output tokens).",
+            error_named("prompt-fills-context").format(
+                prompt_type="decoder",
+                prompt_len=prompt,
+                max_model_len=mml,
+                suggestion="Make sure that `max_model_len` is no smaller than the number of "
+                "text tokens (prompt + requested output tokens).",
+            ),
             "max_model_len",
         )
     return None
@@ -926,10 +926,9 @@ def _cache_check(per: list[tuple[str, int]], cache: int) -> _Refusal:
     for modality, n in per:
         if n > cache:
             return (
-                f"The decoder prompt contains a(n) {modality} item with {n} embedding tokens, "
-                f"which exceeds the pre-allocated encoder cache size {cache}. Please reduce the "
-                "input size or increase the encoder cache size by setting --limit-mm-per-prompt "
-                "at startup.",
+                error_named("encoder-cache").format(
+                    prompt_type="decoder", modality=modality, num_embeds=n, cache=cache
+                ),
                 "encoder_cache_size",
             )
     return None

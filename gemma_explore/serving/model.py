@@ -70,6 +70,9 @@ class ServingModel:
     # E-models: the per-layer embedding table (embed_tokens_per_layer), a lookup that
     # Google's "effective" sizes leave out (it can live off the accelerator).
     per_layer_embedding_parameters: int = 0
+    # text_config.max_position_embeddings: vLLM derives the longest max_model_len from it
+    # (``_get_and_verify_max_len``) and refuses a longer one at start-up. None: not known.
+    max_position_embeddings: int | None = None
     # The checkpoint's processor when one could be read (vLLM's dummy inputs come from its
     # settings); None for a bare config or a released id with no local tokenizer.
     processor: Any = field(default=None, compare=False, repr=False, hash=False)
@@ -259,6 +262,7 @@ def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
         expert_parameters=experts,
         experts_per_token=routed,
         per_layer_embedding_parameters=ple,
+        max_position_embeddings=getattr(text, "max_position_embeddings", None),
         processor=processor,
     )
 

@@ -47,6 +47,7 @@ from gemma_explore.plans.vllm import (
 from gemma_explore.serving.caches import SERVING_MODELS
 from gemma_explore.serving.dummy_inputs import DummyInputs, vllm_dummy_inputs
 from gemma_explore.serving.model import KVLayer, ServingModel, kv_layers, serving_model
+from gemma_explore.serving.vllm_errors import error_named
 from gemma_explore.sizes import size_label
 from gemma_explore.tables import Table
 
@@ -551,6 +552,60 @@ def _dummy_inputs_rule(model: ServingModel, active: list[str]) -> Rule[DummyInpu
     return Rule(dummy, "dummy inputs (one item each): " + " ".join(dummy.steps))
 
 
+def _model_length_check(model: ServingModel, max_model_len: int) -> None:
+    """vLLM's ``ModelConfig`` refuses a max_model_len beyond the model's positions (unless
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set), before anything is loaded."""
+    derived = model.max_position_embeddings
+    if derived is not None and max_model_len > derived:
+        # vLLM 0.32 prints the derived length as a float for every Gemma config ("…=8192.0";
+        # tests/serving/test_vllm_errors.py holds the text to ModelConfig's own).
+        shown = float(derived)
+        raise ValueError(
+            error_named("max-model-len-above-model").format(
+                max_model_len=max_model_len,
+                max_len_key="max_position_embeddings",
+                derived_max_model_len=shown,
+                model_max_length=None,
+            )
+        )
+
+
+def _scheduler_rule(
+    model: ServingModel,
+    mnbt: int,
+    max_num_seqs: int,
+    max_model_len: int,
+    enable_chunked_prefill: bool,
+) -> Rule[None]:
+    """vLLM's ``SchedulerConfig.verify_max_model_len``, which stops the engine before it
+    loads anything: with chunked prefill off a whole prompt must fit one batch, and every
+    running sequence needs at least one token of the batch. Its messages, verbatim.
+
+    >>> _scheduler_rule(serving_model("tiny-gemma4"), 256, 1024, 8192, True)
+    Traceback (most recent call last):
+    ValueError: max_num_batched_tokens (256) must be greater than or equal to max_num_seqs (1024).
+    """
+    _model_length_check(model, max_model_len)  # ModelConfig's check comes first
+    if mnbt < max_model_len and not enable_chunked_prefill:
+        raise ValueError(
+            error_named("batch-below-max-model-len").format(
+                max_num_batched_tokens=mnbt, max_model_len=max_model_len
+            )
+        )
+    if mnbt < max_num_seqs:
+        raise ValueError(
+            error_named("batch-below-seqs").format(
+                max_num_batched_tokens=mnbt, max_num_seqs=max_num_seqs
+            )
+        )
+    return Rule(
+        None,
+        f"scheduler: max_num_batched_tokens {mnbt} ≥ max_num_seqs {max_num_seqs}"
+        + ("" if enable_chunked_prefill else f" and ≥ max_model_len {max_model_len}")
+        + " (vLLM's SchedulerConfig starts)",
+    )
+
+
 def _encoder_budget_rule(
     tokens: dict[str, int], mnbt: int, disable_chunked_mm_input: bool
 ) -> Rule[int]:
@@ -561,8 +616,9 @@ def _encoder_budget_rule(
     big = max(tokens.values())
     if disable_chunked_mm_input and big > mnbt:
         raise ValueError(
-            f"Chunked MM input disabled but max_tokens_per_mm_item ({big}) is larger than "
-            f"max_num_batched_tokens ({mnbt}). Please increase max_num_batched_tokens."
+            error_named("item-above-batch").format(
+                max_tokens_per_mm_item=big, max_num_batched_tokens=mnbt
+            )
         )
     budget = max(mnbt, big)
     return Rule(
@@ -667,6 +723,7 @@ def plan_serving(
     spec = model.spec
     _require_engine_args(spec, max_model_len, max_soft_tokens, (dtype, kv_cache_dtype or dtype))
     mnbt = max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS
+    scheduler = _scheduler_rule(model, mnbt, max_num_seqs, max_model_len, enable_chunked_prefill)
     counts, frames = _limits(limit_mm_per_prompt, num_frames)
     limits = _active_rule(model, counts)
     active = [m for m in model.modalities if limits.value[m] > 0]
@@ -690,7 +747,7 @@ def plan_serving(
     kv_bytes = _DTYPE_BYTES[str(kv_cache_dtype or dtype)]
     kv = _kv_rule(model, kv_bytes)
     weights = _weights_rule(model, w_bytes)
-    rules = [limits, tokens, dummy, compute, *items.values(), kv, weights]
+    rules = [scheduler, limits, tokens, dummy, compute, *items.values(), kv, weights]
     return ServingPlan(
         model=model,
         max_model_len=max_model_len,

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from gemma_explore.plans.image import plan_image
 from gemma_explore.samples import SAMPLES_DIR
 from tests.app import handlers as h
 
@@ -21,6 +22,15 @@ def test_image_tab(model):
     assert "vision tower" in r.timings
     assert f"| {r.plan.patch_size} px patches |" in r.counts
     assert any(hub in r.notice for hub in h.get_bundle(model).spec.hub_ids)
+
+
+def test_image_tab_recommends_the_auto_budget():
+    """The counts name the budget max_soft_tokens="auto" picks, and what the chosen one does."""
+    r = h.image_tab("tiny-gemma4", PHOTO, 70)
+    auto = plan_image(PHOTO, family="gemma4", max_soft_tokens="auto")
+    assert f"| recommended budget | {auto.max_soft_tokens} (" in r.counts
+    assert f"at 70 it is shrunk, {r.plan.scale:.2f}×" in r.counts
+    assert "recommended budget" not in h.image_tab("tiny-gemma3n", PHOTO, None).counts
 
 
 def test_unified_speaks_of_blocks_and_names_its_own_checkpoint():

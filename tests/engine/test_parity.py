@@ -2,7 +2,11 @@
 saved tiny checkpoint runs through transformers and through vLLM's engine.
 
 - the prompt ids are equal (chat template, raw prompt, per-request mm_processor_kwargs);
-- greedy generation gives the same 8 tokens;
+- greedy generation gives the same 8 tokens, once transformers follows the two rules in
+  which vLLM 0.32 treats a multimodal prompt otherwise (``parity.vllm_rules``: Gemma 3n's
+  ``<end_of_image>``/``<end_of_audio>`` embedded from the text table; with
+  ``use_bidirectional_attention="vision"``, image spans left causal by vLLM's CPU attention);
+  ``test_divergence.py`` shows both against the libraries' own code;
 - the embeddings vLLM's runner scatters into the placeholders (``embed_multimodal``,
   captured inside the engine) equal the rows transformers' model puts at the same
   placeholders of ``inputs_embeds`` (captured at its language model's input).
@@ -18,7 +22,18 @@ import torch
 import gemma_explore as ge
 
 from .conftest import ENGINE_OF, HF_OF
-from .parity import ATOL, CASES, Run, clip, image, media_for, run_both, same_everything
+from .parity import (
+    ATOL,
+    CASES,
+    CAUSAL_SPANS,
+    HARD_TOKENS,
+    Run,
+    clip,
+    image,
+    media_for,
+    run_both,
+    same_everything,
+)
 
 _RUNS: dict[tuple[str, str], Run] = {}  # one run per case, shared by the checks below
 
@@ -45,27 +60,22 @@ GEMMA4_AUDIO_ON_CPU = pytest.mark.xfail(
     reason="vLLM 0.32 CPU: Gemma 4's audio tower hands a non-contiguous tensor to vLLM's "
     "CPU linear kernel ('Expected a.stride(-1) == 1')",
 )
-TOKENS_DIFFER = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="vLLM 0.32's Gemma 3n and Unified language models: equal prompt ids and "
-    "embeddings (Gemma 3n: text-only logits equal too), but greedy tokens differ "
-    "from the first on a multimodal prompt",
-)
-# Families whose greedy tokens differ (Gemma 4 agrees): found here, not by design.
-TOKENS_DIFFER_IN = {"gemma3n", "gemma4_unified"}
+# The named differences each family's prompts meet on vLLM's CPU engine (parity.vllm_rules
+# reads them off the engine and the model; test_divergence.py explains them).
+RULES_ON_CPU = {
+    "gemma3n": (HARD_TOKENS,),
+    "gemma4": (),
+    "gemma4_unified": (CAUSAL_SPANS,),
+}
 
 
-def _marks(family: str, modality: str, *, tokens: bool) -> list:
-    marks = [GEMMA4_AUDIO_ON_CPU] if (family, modality) == ("gemma4", "audio") else []
-    if tokens and family in TOKENS_DIFFER_IN:
-        marks.append(TOKENS_DIFFER)
-    return marks
+def _marks(family: str, modality: str) -> list:
+    return [GEMMA4_AUDIO_ON_CPU] if (family, modality) == ("gemma4", "audio") else []
 
 
 @pytest.mark.parametrize(
     ("family", "modality"),
-    [pytest.param(f, m, marks=_marks(f, m, tokens=False)) for f, m in CASES],
+    [pytest.param(f, m, marks=_marks(f, m)) for f, m in CASES],
 )
 def test_same_prompt_ids_and_embeddings(family, modality, request):
     run = _run(family, modality, request)
@@ -74,11 +84,17 @@ def test_same_prompt_ids_and_embeddings(family, modality, request):
 
 @pytest.mark.parametrize(
     ("family", "modality"),
-    [pytest.param(f, m, marks=_marks(f, m, tokens=True)) for f, m in CASES],
+    [pytest.param(f, m, marks=_marks(f, m)) for f, m in CASES],
 )
 def test_same_greedy_tokens(family, modality, request):
+    """vLLM's tokens are transformers' once it follows the rules named for the engine; a
+    family that meets none (Gemma 4) agrees with plain transformers."""
     run = _run(family, modality, request)
-    assert run.vllm_tokens == run.hf_tokens
+    if _cpu():
+        assert run.rules == RULES_ON_CPU[family]
+    assert run.vllm_tokens == run.hf_tokens_as_vllm
+    if not run.rules:
+        assert run.vllm_tokens == run.hf_tokens
 
 
 @pytest.mark.parametrize("family", ["gemma4", "gemma4_unified"])
@@ -90,7 +106,7 @@ def test_per_request_budget_same_ids_and_embeddings(family, request):
     run = run_both(engine, hf, "What is this?", images=[image(2)], max_soft_tokens=140)
     plan = ge.plan_image(image(2), family=family, max_soft_tokens=140)
     assert hf.spec.count_placeholders(run.vllm_ids) == plan.num_soft_tokens
-    same_everything(run, tokens=family not in TOKENS_DIFFER_IN)
+    same_everything(run)
 
 
 @pytest.mark.parametrize("family", ["gemma4", "gemma4_unified"])
@@ -104,7 +120,7 @@ def test_raw_prompt_same_ids_and_embeddings(family, request):
     )
     media = {"images": [image(3)]}
     run = run_both(engine, hf, text, template=False, **media)
-    same_everything(run, tokens=family not in TOKENS_DIFFER_IN)
+    same_everything(run)
 
 
 def test_gemma3n_raw_prompt_gets_two_bos_by_design(engine3n, tiny3n):
@@ -118,9 +134,9 @@ def test_gemma3n_raw_prompt_gets_two_bos_by_design(engine3n, tiny3n):
     assert run.vllm_ids[:2] == [bos, bos] and run.vllm_ids[2] != bos
     layout = ge.layout_prompt(text, bundle=tiny3n, images=[image(4)], template=False)
     assert any("two <bos>" in w for w in layout.warnings)
-    # Both stacks ran the same (double-<bos>) prompt; the tokens are Gemma 3n's known
-    # multimodal difference (test_template_prompt_…[gemma3n-image]).
-    same_everything(run, tokens=False)
+    # Both stacks ran the same (double-<bos>) prompt, to the same tokens once transformers
+    # embeds <end_of_image> as vLLM does (parity.HARD_TOKENS).
+    same_everything(run)
 
 
 def test_gemma3n_template_prompt_has_one_bos(engine3n, tiny3n):

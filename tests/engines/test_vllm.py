@@ -132,3 +132,42 @@ def test_in_process_engines_survive_numbas_llvmlite():
     _rebind_kernels([])  # vLLM's own walk now passes
     assert callable(ffi.lib.LLVMPY_GetProcessTriple)  # the library still answers
     librosa.feature.melspectrogram(y=np.ones(4000, dtype=np.float32), sr=16000)
+
+
+@pytest.fixture(scope="module")
+def no_audio_bundle(tmp_path_factory, tiny4):
+    """A tiny Gemma 4 saved without audio_config, like the 26B-A4B and 31B."""
+    from transformers import Gemma4ForConditionalGeneration
+
+    from gemma_explore.models.tiny import tiny_config
+
+    config = tiny_config("gemma4")
+    config.audio_config = None
+    folder = tmp_path_factory.mktemp("no-audio")
+    Gemma4ForConditionalGeneration(config).save_pretrained(folder)
+    tiny4.processor.save_pretrained(folder)
+    return ge.load(folder)
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_the_audio_less_refusals_are_vllms(no_audio_bundle):
+    """engine_args' sentence, phrase by phrase, against vLLM's processor for a checkpoint
+    without audio: a clip with its rate fails first in the data parser; a bare array
+    parses and fails at the count check."""
+    import re
+
+    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
+
+    doc = re.sub(r"\s+", " ", vb.engine_args.__doc__)
+    with_rate, bare = re.findall(r'"([^"]+)"', doc.split("has_audio=False")[1])[:2]
+    info = VLLM_PROCESSORS.get(no_audio_bundle).info
+    wave = np.zeros(1600, np.float32)
+    with pytest.raises(RuntimeError) as parsed:
+        info.parse_mm_data({"audio": [(wave, 16_000)]})
+    assert with_rate in str(parsed.value)
+    parsed_bare = info.data_parser.parse_mm_data({"audio": [wave]})  # the parser takes it
+    assert len(parsed_bare["audio"]) == 1
+    with pytest.raises(ValueError) as counted:  # then the count check refuses it
+        info.parse_mm_data({"audio": [wave]})
+    assert bare in str(counted.value)

@@ -7,37 +7,59 @@ import gemma_explore as ge
 from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.parity.checks import check_parity
 from gemma_explore.plans.vllm import vllm_audio_tokens, vllm_image_tokens
+from tests.parity.vllm_side import USE_VLLM, assert_vllm_side, vllm_audio_count, vllm_info
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
 
 def test_the_3x900_report_is_explained(tiny4):
-    report = ge.check_image_parity((3, 900), max_soft_tokens=280, bundle=tiny4, use_vllm=False)
+    report = ge.check_image_parity((3, 900), max_soft_tokens=280, bundle=tiny4, use_vllm=USE_VLLM)
+    assert_vllm_side(report, tiny4)
     assert not report.agree
     assert report.first_difference == "resized size"
     soft = {r.step: r for r in report.rows}["soft tokens"]
     assert soft.ours == soft.transformers == soft.vllm_arithmetic == 280
     assert any("289" in n for n in report.notes)  # the count before vLLM's clamp
-    assert vllm_image_tokens(3, 900, max_soft_tokens=280, clamp=False) == 289
+    assert vllm_image_tokens(3, 900, max_soft_tokens=280, clamp=False) == 289  # before the clamp
     assert report.encoder_count == 280
     assert "transformers" in report.encoder_follows
 
 
 @pytest.mark.parametrize("size", [(1080, 1920), (300, 500), (768, 768), (1, 1)])
 def test_ordinary_images_agree(tiny4, size):
-    report = ge.check_image_parity(size, family="gemma4", bundle=tiny4, use_vllm=False)
+    report = ge.check_image_parity(size, family="gemma4", bundle=tiny4, use_vllm=USE_VLLM)
     assert report.agree, report
+    assert_vllm_side(report, tiny4)
 
 
-@pytest.mark.parametrize("n", [0, 160, 161, 320, 480, 38_560, 99_360, 480_000, 720_000])
-def test_vllm_audio_arithmetic_matches_transformers(n):
-    assert (
-        vllm_audio_tokens(n, family="gemma4") == ge.plan_audio(n, family="gemma4").num_soft_tokens
-    )
+def _transformers_audio_count(bundle, n):
+    """Placeholders transformers' own processor writes for a clip of ``n`` samples."""
+    wave = np.random.RandomState(n % 1000).uniform(-0.1, 0.1, n).astype(np.float32)
+    proc = bundle.processor
+    out = proc(text=[proc.audio_token], audio=[wave], return_tensors="pt")
+    return int((out["input_ids"][0] == proc.audio_token_id).sum())
+
+
+@needs_vllm
+@pytest.mark.parametrize(
+    "n", [161, 320, 480, 481, 640, 38_560, 48_800, 99_360, 480_000, 480_001, 720_000]
+)
+def test_vllm_audio_arithmetic_matches_transformers(tiny4, n):
+    """vLLM's own count (``Gemma4ProcessingInfo.get_audio_repl`` on the tiny checkpoint's
+    processor) against transformers' processor run on a clip of that length; the plan and
+    the package's re-derivation of vLLM's rule give the same."""
+    info = vllm_info(tiny4)
+    repl = info.get_audio_repl(audio_len=n, processor=None)
+    theirs = repl.full.count(tiny4.spec.id_of(tiny4.spec.audio_token))
+    assert repl.full[0] == tiny4.spec.id_of(tiny4.spec.boa_token)  # BOA, soft tokens, EOA
+    assert theirs == vllm_audio_count(tiny4, n) == _transformers_audio_count(tiny4, n)
+    assert ge.plan_audio(n, family="gemma4").num_soft_tokens == theirs
+    cap = info.get_hf_processor().audio_seq_length
+    assert vllm_audio_tokens(n, family="gemma4", audio_seq_length=cap) == theirs
 
 
 def test_reports_render(tiny4):
-    report = ge.check_image_parity((3, 900), family="gemma4", bundle=tiny4, use_vllm=False)
+    report = ge.check_image_parity((3, 900), family="gemma4", bundle=tiny4, use_vllm=USE_VLLM)
     assert "✗" in repr(report) and "<table>" in report._repr_html_()
 
 
@@ -45,10 +67,11 @@ def test_the_modality_is_named_not_guessed(tiny4):
     """A 2-D stereo clip is audio and a pair of numpy ints is an image size, because the
     caller says so: shapes cannot tell them apart."""
     stereo = np.random.RandomState(0).uniform(-0.1, 0.1, (2, 16_000)).astype(np.float32)
-    audio = check_parity((stereo, 16_000), kind="audio", bundle=tiny4, use_vllm=False)
+    audio = check_parity((stereo, 16_000), kind="audio", bundle=tiny4, use_vllm=USE_VLLM)
     assert audio.kind == "audio" and audio.agree
+    assert_vllm_side(audio, tiny4)
     size = (np.int64(3), np.int64(900))
-    image = check_parity(size, kind="image", bundle=tiny4, use_vllm=False)
+    image = check_parity(size, kind="image", bundle=tiny4, use_vllm=USE_VLLM)
     assert image.kind == "image" and "900×3 px (W×H)" in image.description
     with pytest.raises(TypeError):
         check_parity(size, bundle=tiny4)  # kind= is required
@@ -57,8 +80,9 @@ def test_the_modality_is_named_not_guessed(tiny4):
 
 
 def test_gemma3n_audio_padding_is_named(tiny3n):
-    report = ge.check_audio_parity(16_000 * 5, bundle=tiny3n, use_vllm=False)
+    report = ge.check_audio_parity(16_000 * 5, bundle=tiny3n, use_vllm=USE_VLLM)
     assert report.agree and "padding embedding" in report.encoder_follows
+    assert_vllm_side(report, tiny3n)
 
 
 @needs_vllm
@@ -67,6 +91,7 @@ def test_gemma3n_audio_padding_is_named(tiny3n):
 def test_vllm_processor_agrees_on_images(tiny4, budget):
     report = ge.check_image_parity((1080, 1920), max_soft_tokens=budget, bundle=tiny4)
     assert report.vllm_ran and report.agree, report
+    assert_vllm_side(report, tiny4)
 
 
 @needs_vllm

@@ -17,6 +17,7 @@ import gemma_explore as ge
 from gemma_explore.plans.image import gemma4_resized_size
 from gemma_explore.plans.video import format_timestamp, timestamp_tokens
 from tests.conftest import examples
+from tests.parity.vllm_side import USE_VLLM, assert_vllm_side
 
 BUDGETS = (70, 140, 280, 560, 1120)
 MAX_AREA = 16_000_000  # keeps each real processor call well under a second
@@ -128,7 +129,8 @@ def test_gemma3n_vision_tower_gives_256_tokens(tiny3n, photo):
 )
 def test_gemma4_vision_tower_valid_cells_equal_the_plan(tiny4, size, budget):
     """Model side: the real pooler's valid mask keeps exactly num_soft_tokens cells."""
-    report = ge.check_image_parity(size, max_soft_tokens=budget, bundle=tiny4, use_vllm=False)
+    report = ge.check_image_parity(size, max_soft_tokens=budget, bundle=tiny4, use_vllm=USE_VLLM)
+    assert_vllm_side(report, tiny4)
     plan = ge.plan_image(size, family="gemma4", max_soft_tokens=budget)
     assert report.encoder_count == plan.num_soft_tokens
 
@@ -178,7 +180,8 @@ def test_gemma4_golden_audio_values(samples, tokens):
 @pytest.mark.parametrize("seconds", [0.05, 0.5, 1.0, 2.41, 7.3, 15.0, 29.99, 30.0, 31.0, 45.0])
 def test_gemma3n_encoder_tokens_equal_the_real_audio_tower(tiny3n, seconds):
     n = int(seconds * 16_000)
-    report = ge.check_audio_parity(n, bundle=tiny3n, use_vllm=False)
+    report = ge.check_audio_parity(n, bundle=tiny3n, use_vllm=USE_VLLM)
+    assert_vllm_side(report, tiny3n)
     plan = ge.plan_audio(n, family="gemma3n")
     assert report.encoder_count == plan.num_encoder_tokens
     # The slots come from transformers' processor, the real tokens from the tower: the
@@ -195,7 +198,8 @@ def test_gemma3n_encoder_tokens_equal_the_real_audio_tower(tiny3n, seconds):
 @pytest.mark.parametrize("seconds", [0.5, 2.41, 12.0, 30.0, 40.0])
 def test_gemma4_audio_tower_valid_tokens_equal_the_plan(tiny4, seconds):
     n = int(seconds * 16_000)
-    report = ge.check_audio_parity(n, bundle=tiny4, use_vllm=False)
+    report = ge.check_audio_parity(n, bundle=tiny4, use_vllm=USE_VLLM)
+    assert_vllm_side(report, tiny4)
     assert report.encoder_count == ge.plan_audio(n, family="gemma4").num_soft_tokens
 
 

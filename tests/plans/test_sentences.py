@@ -123,6 +123,62 @@ def test_3_the_45_s_parity_report(tiny4):
     assert any(f"audio_seq_length = {cap}" in n for n in report.notes)
 
 
+def test_3_only_the_count_sees_every_sample():
+    """The module's sentence, number by number: vLLM's placeholder arithmetic counts a
+    45 s clip's 4499 frames, while transformers' Gemma4AudioFeatureExtractor (what the
+    tower receives) keeps the first 30 s, 2999 real frames; both end at 750 tokens."""
+    from transformers import Gemma4AudioFeatureExtractor
+
+    import gemma_explore.plans.vllm as plans_vllm
+
+    doc = _flat(plans_vllm.__doc__)
+    counted = int(re.search(r"a 45 s clip counts (\d+) frames", doc).group(1))
+    kept_s, real = map(
+        int, re.search(r"keeps the first (\d+) s \((\d+) real frames\)", doc).groups()
+    )
+    n = 45 * 16_000
+    assert counted == vllm_audio_frames(n)
+    extractor = Gemma4AudioFeatureExtractor()
+    wave = np.random.RandomState(0).randn(n).astype(np.float32) * 0.1
+    whole = extractor([wave])
+    first = extractor([wave[: kept_s * 16_000]])
+    assert int(np.asarray(whole["input_features_mask"][0]).sum()) == real
+    np.testing.assert_array_equal(whole["input_features"][0], first["input_features"][0])
+    assert conv_out(conv_out(real)) == vllm_audio_tokens(n) == 750
+    if vllm_available():
+        from vllm.model_executor.models.gemma4_mm import Gemma4ProcessingInfo
+
+        assert Gemma4ProcessingInfo._compute_audio_num_tokens(n, 16_000, 750) == 750
+
+
+def test_5_transformers_caps_the_long_side_at_the_budgets_cells():
+    """transformers' get_aspect_ratio_preserving_size: when the short side rounds to
+    zero cells, the long side is floor(long/short) cells, capped at the budget's cells."""
+    import math
+
+    from transformers.models.gemma4.image_processing_gemma4 import (
+        get_aspect_ratio_preserving_size,
+    )
+
+    import gemma_explore.plans.vllm as plans_vllm
+
+    doc = _flat(plans_vllm.__doc__)
+    budget, cells, uncapped = map(
+        int, re.search(r"3×900 at (\d+) gives (\d+) cells, not (\d+)", doc).groups()
+    )
+    h, w = get_aspect_ratio_preserving_size(3, 900, 16, budget * 9, 3)
+    assert (h, w) == (48, cells * 48) and uncapped == 900 // 3
+    assert ge.plan_image((3, 900), family="gemma4", max_soft_tokens=budget).resized_size == (h, w)
+    for short, long in [(3, 900), (2, 5000), (4, 3000), (1, 600), (5, 9000)]:
+        for b in (70, 140, 280, 560, 1120):
+            if long <= short * b:  # the short side keeps at least one cell: another rule
+                continue
+            for hh, ww in ((short, long), (long, short)):
+                th, tw = get_aspect_ratio_preserving_size(hh, ww, 16, b * 9, 3)
+                assert min(th, tw) == 48
+                assert max(th, tw) // 48 == min(math.floor(long / short), b), (hh, ww, b)
+
+
 # ------------------------------------ 4. vLLM re-expands a hand-edited prompt, no refusal
 
 

@@ -66,3 +66,52 @@ def test_two_videos_keep_their_order(tiny4):
     assert tuple(stamps) == ours[0].timestamps + ours[1].timestamps
     assert len(ranges) == 2 and ranges[0][0] < ranges[1][0]
     assert ranges[1][2] / ranges[0][2] == pytest.approx(5 / 3)  # same frame size: per frame
+
+
+def test_video_fields_are_vllms(tiny4):
+    """vllm_video_fields against what vLLM's Gemma 4 processor ships per video: the
+    frames flat and split by the counts (flat_from_sizes), the counts, soft tokens and
+    timestamps kept on the CPU, and one embedding run per video."""
+    from vllm.multimodal.inputs import MultiModalFlatField
+    from vllm.multimodal.processing.context import TimingContext
+    from vllm.multimodal.processing.inputs import ProcessorInputs
+
+    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
+    from gemma_explore.plans.vllm import vllm_video_fields
+
+    proc = VLLM_PROCESSORS.get(tiny4)
+    videos = [(_frames(3, 1), {"fps": 1.0}), (_frames(5, 2), {"fps": 2.0})]
+    token = tiny4.spec.video_token
+    ids = proc.info.ctx.tokenizer.encode(f"{token} {token}", add_special_tokens=False)
+    out = proc.apply(
+        ProcessorInputs(ids, proc.info.parse_mm_data({"video": videos}), {}),
+        TimingContext(enabled=False),
+    )
+    items = out["mm_kwargs"]["video"]
+    soft = [list(item["video_num_soft_tokens"].data) for item in items]
+    ours = vllm_video_fields(soft)
+    assert set(ours.fields) == set(items[0])
+    for name, (kind, on_cpu) in ours.fields.items():
+        for item in items:
+            elem = item[name]
+            assert isinstance(elem.field, MultiModalFlatField) == (kind == "flat_from_sizes")
+            assert elem.field.keep_on_cpu is on_cpu, name
+    for item, count, (start, stop) in zip(items, ours.frame_counts, ours.frame_slices, strict=True):
+        assert int(item["video_frame_counts"].data) == count == stop - start
+        assert item["pixel_values_videos"].data.shape[0] == count  # its own frames only
+    embeds = [r.is_embed.sum().item() for r in out["mm_placeholders"]["video"]]
+    assert tuple(embeds) == ours.embedding_rows  # one run of embeddings per video
+    # The field table itself, as _get_mm_fields_config builds it from the frame counts.
+    import torch
+    from transformers import BatchFeature
+
+    config = proc._get_mm_fields_config(
+        BatchFeature({"video_frame_counts": torch.tensor(ours.frame_counts)}), {}
+    )
+    for name, (kind, on_cpu) in ours.fields.items():
+        assert isinstance(config[name].field, MultiModalFlatField) == (kind == "flat_from_sizes")
+        assert config[name].field.keep_on_cpu is on_cpu
+    frames = torch.zeros(sum(ours.frame_counts), 1)
+    slices = config["pixel_values_videos"].field.slices
+    assert [frames[sl].shape[0] for sl in slices] == list(ours.frame_counts)
+    assert [(sl[0].start, sl[0].stop) for sl in slices] == list(ours.frame_slices)

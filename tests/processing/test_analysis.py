@@ -11,6 +11,7 @@ import pytest
 import gemma_explore as ge
 from gemma_explore.inside.towers import encode
 from gemma_explore.processing.analysis import Analysis, analyse, analysis_of
+from tests.parity.vllm_side import USE_VLLM, assert_vllm_side
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +44,12 @@ def test_the_tower_runs_once_and_every_consumer_reads_it(image_analysis, tiny4):
     pooled = ge.vision_pooling(encoded)
     fresh = ge.vision_pooling(ge.sample_photo(), bundle=tiny4, max_soft_tokens=280)
     assert np.array_equal(pooled.valid, fresh.valid) and pooled.num_valid == 270
-    report = ge.check_image_parity(encoded, use_vllm=False)
+    report = ge.check_image_parity(encoded, use_vllm=USE_VLLM)
     again = ge.check_image_parity(
-        ge.sample_photo(), bundle=tiny4, max_soft_tokens=280, use_vllm=False
+        ge.sample_photo(), bundle=tiny4, max_soft_tokens=280, use_vllm=USE_VLLM
     )
     assert report.rows == again.rows and report.encoder_count == again.encoder_count == 270
+    assert_vllm_side(report, tiny4)
 
 
 def test_the_family_given_must_be_the_analysis_family(image_analysis):
@@ -59,12 +61,17 @@ def test_audio_and_video_analyses_feed_their_consumers(tiny4):
     clip = analyse(ge.sample_speech(), modality="audio", bundle=tiny4)
     feats = ge.audio_features(clip)
     assert feats.mel.shape[0] == clip.plan.num_feature_frames
-    assert ge.check_audio_parity(clip, use_vllm=False, run_encoder=False).rows == (
+    report = ge.check_audio_parity(clip, use_vllm=USE_VLLM, run_encoder=False)
+    assert report.rows == (
         ge.check_audio_parity(
-            ge.sample_speech(), bundle=tiny4, use_vllm=False, run_encoder=False
+            ge.sample_speech(), bundle=tiny4, use_vllm=USE_VLLM, run_encoder=False
         ).rows
     )
+    assert_vllm_side(report, tiny4)
     video = analyse(ge.sample_video(), modality="video", bundle=tiny4)
     slots = video.prepared.input_ids.count(video.spec.id_of(video.spec.video_token))
     assert isinstance(video, Analysis) and video.plan.num_soft_tokens == slots
-    assert ge.check_video_parity(video, use_vllm=False).rows[-1].ours == video.plan.num_soft_tokens
+    last = ge.check_video_parity(video, use_vllm=USE_VLLM).rows[-1]
+    assert last.ours == video.plan.num_soft_tokens
+    if USE_VLLM:  # vLLM's own processor writes the same count
+        assert last.vllm_processor == last.ours

@@ -1,7 +1,14 @@
-"""Gemma 3n transcription: the fixed prompt, the limits, and each engine's path."""
+"""Gemma 3n transcription: the fixed prompt, the limits, and each engine's path.
+
+The limits are held to vLLM's own endpoint code (``SpeechToTextBaseServing.
+_decode_and_chunk_speech`` with Gemma 3n's ``get_speech_to_text_config``, and
+``vllm.envs``) and to transformers' ``Gemma3nAudioFeatureExtractor`` run on real clips.
+"""
 
 from __future__ import annotations
 
+import inspect
+import io
 import itertools
 
 import numpy as np
@@ -9,11 +16,14 @@ import pytest
 
 from gemma_explore.errors import MediaError
 from gemma_explore.processing.transcription import (
+    HEARD_S,
     LANGUAGES,
-    MAX_CLIP_S,
+    MAX_DECODE_S,
     require_language,
+    speech_to_text_config,
     transcription_prompt,
     transcription_request,
+    transcription_warnings,
 )
 
 CODES = [None, *sorted(LANGUAGES)]
@@ -67,8 +77,6 @@ def test_vllms_own_function_gives_the_same_text():
 
     # A classmethod: model_config is only passed through, so None is enough on a CPU box.
     config = G.get_speech_to_text_config(None, "transcribe")
-    assert config.max_audio_clip_s == MAX_CLIP_S
-    assert config.sample_rate == 16_000
     assert G.supported_languages == LANGUAGES
     audio = np.zeros(1600, np.float32)
     for task, language, to_language in _combinations():
@@ -93,6 +101,43 @@ def test_unknown_codes_list_the_supported_ones():
     assert require_language("EN") == "en" and require_language(None) is None
 
 
+@pytest.mark.vllm
+def test_what_vllm_does_with_codes_we_refuse(caplog):
+    """Our message says what vLLM's endpoint does instead: validate_language raises
+    "Unsupported language" outside Whisper's table, and lets a Whisper code Gemma 3n does
+    not list through with a warning, after which the prompt names no language."""
+    pytest.importorskip("vllm")
+    from vllm.config.speech_to_text import SpeechToTextParams
+    from vllm.model_executor.models.gemma3n_mm import Gemma3nForConditionalGeneration as G
+
+    with pytest.raises(ValueError, match="Unsupported language: 'xx'") as theirs:
+        G.validate_language("xx")
+    with pytest.raises(ValueError) as ours:
+        require_language("xx")
+    quoted = str(ours.value).split('"')[1]  # the phrase our message quotes
+    assert quoted in str(theirs.value)
+    other = sorted(G.get_other_languages())[0]  # in Whisper's table, not in Gemma 3n's
+    assert other not in LANGUAGES
+    assert G.validate_language(other) == other  # passed through, only logged
+    with pytest.raises(ValueError, match=f"Unknown language '{other}'"):
+        require_language(other)
+    config = G.get_speech_to_text_config(None, "transcribe")
+    audio = np.zeros(1600, np.float32)
+    params = [
+        SpeechToTextParams(
+            audio=audio,
+            stt_config=config,
+            model_config=None,
+            language=code,
+            task_type="transcribe",
+            to_language=None,
+        )
+        for code in (other, None)
+    ]
+    with_other, without = (G.get_generation_prompt(p)["prompt"] for p in params)
+    assert with_other == without == transcription_prompt()  # the code is left out
+
+
 def test_to_language_needs_translate():
     with pytest.raises(ValueError, match="task='translate'"):
         transcription_prompt(language="fr", to_language="en")
@@ -107,14 +152,123 @@ def test_gemma4_says_to_use_a_chat_prompt(tiny4, tone):
         tiny4.transcribe((tone, 16_000))
 
 
-def test_limits_30_seconds_and_16_khz():
-    long = np.zeros(16_000 * 31, np.float32)
-    with pytest.raises(MediaError, match=r"31\.0 s.*at most 30 s.*Cut it"):
-        transcription_request((long, 16_000))
+def _wav(seconds: float, rate: int = 16_000) -> bytes:
+    """A silent 16-bit PCM WAV of ``seconds``, as an upload to the endpoint."""
+    import soundfile as sf
+
+    out = io.BytesIO()
+    sf.write(out, np.zeros(round(seconds * rate), np.int16), rate, format="WAV", subtype="PCM_16")
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    """vLLM's speech-to-text serving object, reduced to what its decoder step reads:
+    Gemma 3n's own config and the decode limits from vllm.envs (no engine behind it)."""
+    pytest.importorskip("vllm")
+    import vllm.envs as envs
+    from vllm.entrypoints.speech_to_text.base.serving import SpeechToTextBaseServing
+    from vllm.model_executor.models.gemma3n_mm import Gemma3nForConditionalGeneration as G
+
+    serving = object.__new__(SpeechToTextBaseServing)
+    serving.asr_config = G.get_speech_to_text_config(None, "transcribe")
+    serving.max_audio_decode_duration_s = envs.VLLM_MAX_AUDIO_DECODE_DURATION_S
+    serving.max_audio_decode_bytes = envs.VLLM_MAX_AUDIO_DECODE_BYTES
+    return serving
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("task", ["transcribe", "translate"])
+def test_the_config_is_vllms(task):
+    pytest.importorskip("vllm")
+    from vllm.model_executor.models.gemma3n_mm import Gemma3nForConditionalGeneration as G
+
+    theirs = G.get_speech_to_text_config(None, task)
+    ours = speech_to_text_config()
+    assert ours.sample_rate == theirs.sample_rate
+    assert ours.max_audio_clip_s == theirs.max_audio_clip_s
+    assert ours.min_energy_split_window_size is theirs.min_energy_split_window_size is None
+    assert ours.allow_audio_chunking is theirs.allow_audio_chunking is False
+
+
+@pytest.mark.vllm
+def test_the_refusal_bound_is_vllms_decode_limit(monkeypatch):
+    pytest.importorskip("vllm")
+    import vllm.envs as envs
+
+    monkeypatch.delenv("VLLM_MAX_AUDIO_DECODE_DURATION_S", raising=False)
+    monkeypatch.delenv("VLLM_MAX_AUDIO_CLIP_FILESIZE_MB", raising=False)
+    assert MAX_DECODE_S == envs.VLLM_MAX_AUDIO_DECODE_DURATION_S  # 600, vLLM's default
+    # The upload limit is not met first: the longest clip we take, as the openai engine
+    # uploads it (16 kHz, 16-bit WAV), stays under VLLM_MAX_AUDIO_CLIP_FILESIZE_MB.
+    from gemma_explore.engines.openai import _wav_base64
+
+    upload = len(_wav_base64(np.zeros(MAX_DECODE_S * 16_000, np.float32), 16_000)) * 3 // 4
+    assert upload <= envs.VLLM_MAX_AUDIO_CLIP_FILESIZE_MB * 2**20
+
+
+@pytest.mark.vllm
+def test_a_45_s_clip_is_taken_whole_by_both(endpoint):
+    """vLLM's endpoint neither splits nor refuses a clip over max_audio_clip_s when
+    chunking is off; we take it too, whole, and warn."""
+    chunks, duration = endpoint._decode_and_chunk_speech(_wav(45))
+    assert len(chunks) == 1 and duration == 45.0  # not split, not refused
+    ours = transcription_request((np.zeros(45 * 16_000, np.float32), 16_000))
+    assert ours.wave.shape == chunks[0].shape  # every sample is sent on
+    assert ours.duration_s == duration and ours.heard_s == HEARD_S
+    (warning,) = ours.warnings
+    assert "hears only its first 30 s" in warning and "last 15.0 s" in warning
+
+
+@pytest.mark.vllm
+def test_past_the_decode_limit_both_refuse_in_vllms_words(endpoint):
+    limit = endpoint.max_audio_decode_duration_s
+    chunks, _ = endpoint._decode_and_chunk_speech(_wav(limit))  # exactly the limit: taken
+    assert chunks[0].shape == (limit * 16_000,)
+    assert transcription_request((np.zeros(limit * 16_000, np.float32), 16_000)).warnings
+    with pytest.raises(ValueError, match="Audio exceeds maximum allowed duration") as theirs:
+        endpoint._decode_and_chunk_speech(_wav(limit + 0.01))
+    with pytest.raises(MediaError, match=rf"{limit + 0.0:.1f} s.*at most {limit} s") as ours:
+        transcription_request((np.zeros(limit * 16_000 + 160, np.float32), 16_000))
+    quoted = str(ours.value).split('"')[1]  # the words of vLLM's we quote
+    assert quoted in str(theirs.value)
+
+
+def test_the_stated_cut_is_the_extractors():
+    """The warning's 30 s is what transformers' Gemma3nAudioFeatureExtractor keeps: a 45 s
+    clip gives exactly the features of its first 30 s."""
+    from transformers import Gemma3nAudioFeatureExtractor
+
+    extractor = Gemma3nAudioFeatureExtractor()
+    defaults = inspect.signature(extractor.__call__).parameters
+    assert defaults["truncation"].default is True
+    assert HEARD_S * extractor.sampling_rate == defaults["max_length"].default
+    wave = np.random.RandomState(0).randn(45 * 16_000).astype(np.float32) * 0.1
+    heard = round(HEARD_S * 16_000)
+    whole = extractor(wave)["input_features"][0]
+    first = extractor(wave[:heard])["input_features"][0]
+    np.testing.assert_array_equal(whole, first)
+    assert (
+        whole.shape[0]
+        < extractor(wave[: heard + 16_000], truncation=False)["input_features"][0].shape[0]
+    )  # not a cap of the frames: the samples after 30 s are gone
+    assert transcription_warnings(heard / 16_000) == ()
+    assert transcription_warnings(45.0)
+
+
+def test_any_rate_is_resampled_to_16_khz():
     ok = transcription_request((np.zeros(44_100 * 30, np.float32), 44_100))
-    assert ok.resampled_from == 44_100 and ok.wave.shape == (480_000,)
+    assert ok.resampled_from == 44_100 and ok.wave.shape == (480_000,) and not ok.warnings
     with pytest.raises(MediaError, match="sampling rate"):
         transcription_request(np.zeros(100, np.float32))
+
+
+def test_a_long_clips_warning_reaches_the_result(tiny3n):
+    long = np.zeros(31 * 16_000, np.float32)
+    result = tiny3n.transcribe((long, 16_000), max_new_tokens=2)
+    (warning,) = result.warnings
+    assert "last 1.0 s are never transcribed" in warning
+    assert warning in result.note and "noise" in result.note and result.note in str(result)
 
 
 def test_tiny_gemma3n_transcribes_noise(tiny3n, tone):

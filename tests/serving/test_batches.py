@@ -84,3 +84,47 @@ def test_lora_refuses_a_bigger_image_with_vllms_words(monkeypatch):
     with pytest.raises(ValueError) as ours:
         plan_image_batches([10080], free_bytes=0, total_bytes=0, lora_max_soft_tokens=280)
     assert str(ours.value).startswith(str(theirs.value))
+
+
+@pytest.mark.parametrize("engine_budget", [None, 560, 1120, 300])
+@pytest.mark.parametrize("num_embeds", [1, 70, 140, 281, 2240])
+def test_lora_token_counts_equal_vllms(engine_budget, num_embeds):
+    """vLLM's own get_mm_lora_token_counts, on a stub with Gemma 4's vision config and the
+    engine's mm_processor_kwargs, with and without the item's tensors."""
+    from vllm.model_executor.models.gemma4_mm import Gemma4ForConditionalGeneration as G
+
+    from gemma_explore.serving.batches import lora_token_counts
+
+    kwargs = None if engine_budget is None else {"max_soft_tokens": engine_budget}
+    stub = types.SimpleNamespace(
+        config=types.SimpleNamespace(
+            vision_config=types.SimpleNamespace(pooling_kernel_size=3, default_output_length=280)
+        ),
+        multimodal_config=types.SimpleNamespace(mm_processor_kwargs=kwargs),
+    )
+
+    def field(shape):  # a MultiModalFieldElem: only .data is read
+        return types.SimpleNamespace(data=torch.zeros(shape))
+
+    frames = -(-num_embeds // 70)
+    video = {"pixel_values_videos": field((frames, 630, 12))}
+    audio = {"input_features_padded": field((1, 4 * num_embeds + 3, 128))}
+    cases = [
+        ("image", None, {}),
+        ("video", None, {}),
+        ("video", video, {"video_patch_rows": frames * 630}),
+        ("audio", None, {}),
+        ("audio", audio, {"audio_feature_frames": 4 * num_embeds + 3}),
+    ]
+    for modality, mm_kwargs, ours_kwargs in cases:
+        theirs = G.get_mm_lora_token_counts(
+            stub, modality=modality, mm_kwargs=mm_kwargs, num_mm_embeds=num_embeds
+        )
+        ours = lora_token_counts(
+            modality, num_embeds=num_embeds, max_soft_tokens=engine_budget, **ours_kwargs
+        )
+        assert (ours.tower_tokens, ours.connector_tokens) == theirs, (modality, mm_kwargs)
+    with pytest.raises(ValueError, match="Unsupported modality"):
+        G.get_mm_lora_token_counts(stub, modality="text", mm_kwargs=None, num_mm_embeds=1)
+    with pytest.raises(ValueError, match="Unsupported modality"):
+        lora_token_counts("text", num_embeds=1)

@@ -53,3 +53,24 @@ def test_unifieds_audio_length_is_the_fallback(tinyu):
 def test_gemma3n_takes_no_video(tiny3n):
     with pytest.raises(ValueError, match="drop 'video'"):
         vllm_dummy_inputs(tiny3n, {"video": 1})
+
+
+def test_the_stated_fft_lengths_are_the_extractors():
+    """The module's sentence gives each family's dummy clip length: the released
+    extractors' own fft_length (Gemma 3n's is 1024, not "a few hundred")."""
+    import re
+
+    from transformers import Gemma3nAudioFeatureExtractor, Gemma4AudioFeatureExtractor
+
+    from gemma_explore.facts.families import GEMMA3N, GEMMA4
+    from gemma_explore.serving import dummy_inputs
+
+    doc = re.sub(r"\s+", " ", dummy_inputs.__doc__)
+    stated = {
+        "3n": int(re.search(r"Gemma 3n (\d+), \d+ ms", doc).group(1)),
+        "4": int(re.search(r"Gemma 4 (\d+), \d+ ms", doc).group(1)),
+    }
+    assert stated["3n"] == Gemma3nAudioFeatureExtractor().fft_length == GEMMA3N.audio.fft_length
+    assert stated["4"] == Gemma4AudioFeatureExtractor().fft_length == GEMMA4.audio.fft_length
+    for family, n in stated.items():
+        assert f"Gemma {family} {n}, {n * 1000 // 16_000} ms" in doc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.serving.encoder import encoder_chunk, encoder_graph_budgets, pack_encoder_items
 from tests.conftest import examples
+from tests.seeds import SEEDS, load_seed
 
 pytestmark = [
     pytest.mark.vllm,
@@ -43,14 +46,20 @@ def test_budgets_equal_vllms(mnbt, mml):
 
 
 def _vllm_packing(tokens, graphs, seed=False):
-    """Run vLLM's own _execute_local with the graphs replaced by a recorder."""
+    """Run vLLM 0.32's own _execute_local with the graphs replaced by a recorder, on the
+    item specs of 0.32's get_encoder_cudagraph_item_specs, or of the seed's."""
     import torch
+    from vllm.model_executor.models.gemma4_mm import Gemma4ForConditionalGeneration as G
     from vllm.v1.worker.encoder_cudagraph import EncoderCudaGraphManager
-    from vllm.v1.worker.encoder_cudagraph_defs import EncoderItemSpec
 
+    cls = load_seed("gemma4_mm").Gemma4ForConditionalGeneration if seed else G
     seen = []
 
     class Model:
+        get_input_modality = cls.get_input_modality
+        get_encoder_cudagraph_item_specs = cls.get_encoder_cudagraph_item_specs
+        vision_tower = types.SimpleNamespace(config=types.SimpleNamespace(pooling_kernel_size=3))
+
         def postprocess_encoder_output(self, outs, batch, per_item, into, **kw):
             for i in batch:
                 into[i] = torch.zeros(1)
@@ -67,14 +76,6 @@ def _vllm_packing(tokens, graphs, seed=False):
             self.graph_misses = 0
             self.model = Model()
 
-        def _get_item_specs(self, mm_kwargs):
-            # The seed's item specs: every image packs as the request's widest one.
-            path = {"default": max(tokens)} if seed else {}
-            return [
-                EncoderItemSpec(input_size=t * 9, output_tokens=t, path_output_tokens=path)
-                for t in tokens
-            ]
-
         def _select_items(self, mm_kwargs, indices):
             return {"items": list(indices)}, ()
 
@@ -82,7 +83,8 @@ def _vllm_packing(tokens, graphs, seed=False):
             seen.append((tuple(mm_kwargs["items"]), budget))
             return torch.zeros(1)
 
-    Recorder()._execute_local({})
+    # The processor's pixel_values as vLLM batches them: one (budget × 9, ·) tensor each.
+    Recorder()._execute_local({"pixel_values": [torch.zeros(t * 9, 1) for t in tokens]})
     return seen
 
 
@@ -92,10 +94,13 @@ def _vllm_packing(tokens, graphs, seed=False):
         st.sampled_from([64, 70, 140, 256, 280, 560, 1120, 2496]), min_size=1, max_size=12
     ),
     mnbt=st.sampled_from([512, 2048, 8192]),
-    seed=st.booleans(),
 )
+@pytest.mark.parametrize("seed", [False, True])  # not drawn: a skip would end every example
 def test_packing_equals_vllms(tokens, mnbt, seed):
-    """0.32's packing, and the seed's (items as wide as the widest) on 0.32's manager."""
+    """0.32's packing, and the seed's (its item specs make every image as wide as the
+    widest) on 0.32's manager."""
+    if seed and not (SEEDS / "gemma4_mm.py").exists():
+        pytest.skip(f"vLLM's seed files are not at {SEEDS}")
     graphs = encoder_graph_budgets(max_num_batched_tokens=mnbt, max_model_len=8192)
     ours = [(b.items, b.budget) for b in pack_encoder_items(tokens, graphs, seed=seed)]
     assert ours == _vllm_packing(tokens, graphs, seed=seed)
@@ -282,3 +287,91 @@ def test_replay_on_cpu_does_what_the_plan_says(tiny4, budgets, expected):
     same = [torch.allclose(got[i][: e.shape[0]], e, atol=1e-5) for i, e in enumerate(eager)]
     assert same[0]  # the first image's rows start at 0 in both layouts
     assert all(same) == (expected == "right") == batch.right_rows == plan.ok
+
+
+def test_transformers_position_path_makes_no_one_hot():
+    """vLLM's _encoder_chunk docstring blames an F.one_hot in transformers' patch embedder;
+    run transformers' own _position_embeddings and record every op it dispatches."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from transformers.models.gemma4.configuration_gemma4 import Gemma4VisionConfig
+    from transformers.models.gemma4.modeling_gemma4 import Gemma4VisionPatchEmbedder
+
+    hidden, size, patches = 16, 64, 12
+    config = Gemma4VisionConfig(hidden_size=hidden, position_embedding_size=size)
+    embedder = Gemma4VisionPatchEmbedder(config)
+    positions = torch.stack(torch.meshgrid(torch.arange(3), torch.arange(4), indexing="xy"), -1)
+    positions = positions.reshape(1, patches, 2)
+    padding = torch.zeros(1, patches, dtype=torch.bool)
+    padding[0, -2:] = True
+    positions[0, -2:] = -1
+
+    class Record(TorchDispatchMode):
+        ops: list = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            Record.ops.append((func.overloadpacket.__name__, out))
+            return out
+
+    with torch.no_grad(), Record():
+        embedder._position_embeddings(positions, padding)
+    names = [name for name, _ in Record.ops]
+    assert names.count("embedding") == 2 and not any("one_hot" in n for n in names), names
+    new_floats = [
+        out
+        for name, out in Record.ops
+        if isinstance(out, torch.Tensor)
+        and out.is_floating_point()
+        and out.dim()
+        and out._base is None
+        if name not in ("select", "unsqueeze", "view", "expand", "alias")
+    ]
+    assert all(t.shape == (1, patches, hidden) for t in new_floats), [t.shape for t in new_floats]
+    ours = encoder_chunk(
+        patches,
+        free_bytes=0,
+        total_bytes=0,
+        position_embedding_size=size,
+        hidden_size=hidden,
+        dtype_bytes=4,
+    )
+    assert ours.lookup_bytes_per_item == sum(t.numel() * t.element_size() for t in new_floats)
+
+
+@pytest.mark.parametrize("default_output_length", [280, 1120])
+def test_seed_row_widths_and_rows_are_the_seeds(default_output_length):
+    """The seed's own get_encoder_cudagraph_config (its capture axis: one row width per
+    allowed budget up to default_output_length) and prepare_encoder_cudagraph_capture_inputs
+    (at most budget // width rows), against encoder_graph_budgets' seed columns."""
+    seed = load_seed("gemma4_mm").Gemma4ForConditionalGeneration
+    graphs = encoder_graph_budgets(
+        max_num_batched_tokens=4096, max_model_len=8192, default_output_length=default_output_length
+    )
+    stub = type(
+        "SeedGraphs",
+        (),
+        {
+            n: getattr(seed, n)
+            for n in ("get_encoder_cudagraph_config", "prepare_encoder_cudagraph_capture_inputs")
+        },
+    )()
+    stub.config = types.SimpleNamespace(
+        vision_config=types.SimpleNamespace(default_output_length=default_output_length),
+        text_config=types.SimpleNamespace(hidden_size=8),
+    )
+    stub.vision_tower = types.SimpleNamespace(
+        config=types.SimpleNamespace(pooling_kernel_size=3, patch_size=2)
+    )
+    stub.model_dtype = None
+    assert stub.get_encoder_cudagraph_config().capture_axes == (graphs.row_widths_seed,)
+    for budget in graphs.token_budgets:
+        for width in graphs.row_widths_seed:
+            capture = stub.prepare_encoder_cudagraph_capture_inputs(
+                token_budget=budget,
+                max_batch_size=graphs.max_batch_size,
+                max_frames_per_batch=graphs.max_frames_per_batch,
+                axis_keys=(width,),
+            )
+            rows, patches = capture.values["pixel_values"].shape[:2]
+            assert (rows, patches) == (graphs.rows_seed(budget, width), width * 9), (budget, width)

@@ -31,6 +31,8 @@ def test_interfaces_are_the_declared_bases(arch):
     for name, base in names.items():
         assert found[name] == (base in declared), (arch, name)
     assert found["multimodal"]
+    gemma4 = arch.startswith("Gemma4")
+    assert found["tower and connector LoRA"] == found["encoder CUDA graphs"] == gemma4
 
 
 def test_only_gemma3n_transcribes_and_only_gemma4_is_pipelined():
@@ -72,3 +74,151 @@ def test_raw_prompt_placeholders_against_vllms_processor(name, request, photo):
         assert "content parts" in image.steps[-1]
         with pytest.raises(Exception, match="prompt replacement|placeholder"):
             vllm_process(bundle, raw(image.vllm_placeholder_str), {"image": [photo]})
+
+
+# --- LoRA (vLLM's get_mm_mapping and get_mm_lora_token_counts) -----------------------
+
+
+def _vllm_items(bundle, prepared):
+    """vLLM's own processor on the request: per modality, its MultiModalKwargsItems and
+    the embeddings each item's placeholders take."""
+    from vllm.multimodal.processing.context import TimingContext
+    from vllm.multimodal.processing.inputs import ProcessorInputs
+
+    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_mm_data
+
+    proc = VLLM_PROCESSORS.get(bundle)
+    ids = proc.info.ctx.tokenizer.encode(prepared.text, add_special_tokens=False)
+    items = proc.info.parse_mm_data(vllm_mm_data(prepared))
+    out = proc.apply(
+        ProcessorInputs(ids, items, hf_processor_mm_kwargs=prepared.request_kwargs or {}),
+        TimingContext(enabled=False),
+    )
+    return {
+        m: [(item, r.get_num_embeds()) for item, r in zip(out["mm_kwargs"][m], rs, strict=True)]
+        for m, rs in out["mm_placeholders"].items()
+    }
+
+
+@pytest.mark.parametrize("request_budget", [None, 140])
+def test_lora_token_counts_are_vllms(tiny4, request_budget):
+    """vLLM's own get_mm_lora_token_counts on vLLM's own processor output (an image, a
+    clip and a video of one request), against lora_token_counts; and the engine-budget
+    trap: a request budget changes the image's rows, not vLLM's count."""
+    import types
+
+    from vllm.model_executor.models.gemma4_mm import Gemma4ForConditionalGeneration as G
+
+    import gemma_explore as ge
+    from gemma_explore.samples import sample_photo, sample_speech, sample_video
+    from gemma_explore.serving.batches import lora_token_counts
+
+    msgs = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": sample_photo()},
+                {"type": "audio", "audio": sample_speech()},
+                {"type": "video", "video": sample_video()},
+                {"type": "text", "text": "What?"},
+            ],
+        }
+    ]
+    prepared = ge.prepare_inputs(msgs, bundle=tiny4, max_soft_tokens=request_budget)
+    engine = types.SimpleNamespace(
+        config=tiny4.model.config, multimodal_config=types.SimpleNamespace(mm_processor_kwargs={})
+    )
+    engine_budget = tiny4.model.config.vision_config.default_output_length
+    for modality, found in _vllm_items(tiny4, prepared).items():
+        for item, n in found:
+            theirs = G.get_mm_lora_token_counts(
+                engine, modality=modality, mm_kwargs=item, num_mm_embeds=n
+            )
+            data = {k: v.data for k, v in item.items()}
+            at_hand = {}
+            if modality == "video":
+                at_hand["video_patch_rows"] = data["pixel_values_videos"].shape[:-1].numel()
+            if modality == "audio":
+                at_hand["audio_feature_frames"] = data["input_features_padded"].shape[-2]
+            ours = lora_token_counts(
+                modality, num_embeds=n, default_output_length=engine_budget, **at_hand
+            )
+            assert (ours.tower_tokens, ours.connector_tokens) == theirs, modality
+            if modality == "image":
+                rows = data["pixel_values"].shape[0]  # the rows the tower really runs on
+                assert (rows == theirs[0]) == (request_budget in (None, engine_budget))
+            if modality == "audio":
+                assert ours.tower_tokens >= n  # padded frames: never fewer than the real tokens
+        # start-up sizing (mm_kwargs=None): the worst case
+        theirs = G.get_mm_lora_token_counts(
+            engine, modality=modality, mm_kwargs=None, num_mm_embeds=2048
+        )
+        ours = lora_token_counts(modality, num_embeds=2048, default_output_length=engine_budget)
+        assert (ours.tower_tokens, ours.connector_tokens) == theirs, modality
+
+
+# --- pipeline parallelism: what each rank hands forward -------------------------------
+
+
+def _recording_lm(seen):
+    import types
+
+    def model(input_ids, positions, **kwargs):
+        seen.update(kwargs)
+        return "hidden"
+
+    return types.SimpleNamespace(model=model)
+
+
+def test_gemma3n_forward_needs_inputs_embeds_on_the_first_rank(tiny3n):
+    """vLLM's own Gemma 3n forward: neither inputs_embeds nor intermediate tensors is
+    refused; on a later rank the per-layer slice is sized by the hidden states."""
+    import types
+
+    import torch
+    from vllm.model_executor.models.gemma3n_mm import Gemma3nForConditionalGeneration as G
+
+    from gemma_explore.inside.per_layer import vllm_per_layer_buffer
+
+    shape = vllm_per_layer_buffer(tiny3n, 16)
+    seen = {}
+    stub = types.SimpleNamespace(
+        per_layer_embeddings=torch.zeros(shape), language_model=_recording_lm(seen)
+    )
+    ids, pos = torch.arange(5), torch.arange(5)
+    with pytest.raises(ValueError, match="inputs_embeds is required on the first PP rank"):
+        G.forward(stub, ids, pos)
+    G.forward(stub, ids, pos, inputs_embeds=torch.zeros(5, 4))
+    assert seen["per_layer_inputs"].shape == (5, *shape[1:])
+    later = {"hidden_states": torch.zeros(3, 4)}
+    G.forward(stub, ids, pos, intermediate_tensors=later, inputs_embeds=torch.zeros(5, 4))
+    assert seen["inputs_embeds"] is None and seen["per_layer_inputs"].shape[0] == 3
+    assert not {i.name: i.supported for i in vllm_interfaces(G.__name__)}["pipeline parallelism"]
+
+
+def test_gemma4_later_ranks_drop_the_embeddings(tiny4):
+    """vLLM's own Gemma 4 forward: the first rank slices the per-layer buffer to its
+    tokens; a later rank passes neither embeddings nor per-layer inputs (they arrive in
+    the intermediate tensors)."""
+    import types
+
+    import torch
+    from vllm.model_executor.models.gemma4_mm import Gemma4ForConditionalGeneration as G
+
+    from gemma_explore.inside.per_layer import vllm_per_layer_buffer
+
+    shape = vllm_per_layer_buffer(tiny4, 16)
+    seen = {}
+    stub = types.SimpleNamespace(
+        per_layer_embeddings=torch.zeros(shape),
+        language_model=_recording_lm(seen),
+        _clear_mm_prefix_for_full_attn_layers=lambda: None,
+    )
+    ids, pos = torch.arange(5), torch.arange(5)
+    G.forward(stub, ids, pos, inputs_embeds=torch.zeros(5, 4))
+    assert seen["per_layer_inputs"].shape == (5, *shape[1:])
+    G.forward(
+        stub, ids, pos, intermediate_tensors={"hidden_states": 0}, inputs_embeds=torch.zeros(5, 4)
+    )
+    assert seen["inputs_embeds"] is None and seen["per_layer_inputs"] is None
+    assert seen["intermediate_tensors"] == {"hidden_states": 0}
