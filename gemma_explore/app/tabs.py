@@ -34,7 +34,7 @@ from gemma_explore.media.headers import kind_of
 from gemma_explore.media.loaders import load_audio, load_image
 from gemma_explore.models.bundle import Bundle
 from gemma_explore.parity.checks import check_audio_parity, check_image_parity, check_video_parity
-from gemma_explore.plans.image import AUTO, plan_image
+from gemma_explore.plans.image import recommend_budget
 from gemma_explore.processing.analysis import analyse
 from gemma_explore.processing.features import audio_features
 from gemma_explore.processing.layout import PromptLayout, layout_prompt
@@ -100,7 +100,7 @@ def _image_rows(spec: FamilySpec, plan: Any) -> list[tuple[str, Any]]:
         ("prompt tokens (with markers)", plan.total_tokens),
     ]
     if spec.image.budgets:  # the budget a user keeps asking for: max_soft_tokens="auto"
-        auto = plan_image(plan.original_size, family=spec, max_soft_tokens=AUTO)
+        auto = recommend_budget(plan.original_size, family=spec)  # budgets not shown
         here = "shrunk" if plan.scale < 1 else "not shrunk"
         rows.append(
             (

@@ -301,11 +301,24 @@ def _plan_budget_image(
 AUTO = "auto"  # max_soft_tokens="auto": the smallest budget that keeps native resolution
 
 
+def recommend_budget(image: Any, *, family: str | FamilySpec | Any = DEFAULT_FAMILY) -> ImagePlan:
+    """The plan at the budget ``max_soft_tokens="auto"`` picks: the smallest whose resize
+    does not shrink the image (it sees every pixel at the fewest tokens), or the largest
+    when every budget shrinks it (the least detail lost). The steps say why and give the
+    scale at every budget, with what it does to 10 px text.
+
+    >>> recommend_budget((600, 512), family="gemma4").max_soft_tokens
+    280
+    """
+    spec = get_family(family)
+    if not spec.image.budgets:
+        raise ValueError(f"{spec.display_name} has no token budget to recommend.")
+    h, w = image_size(image)
+    pixels = image if hasattr(image, "getbands") or isinstance(image, np.ndarray) else None
+    return _auto_budget_image(spec, h, w, pixels)
+
+
 def _auto_budget_image(spec: FamilySpec, h: int, w: int, pixels: Any) -> ImagePlan:
-    """``max_soft_tokens="auto"``: plan at every budget and keep the smallest one whose
-    resize does not shrink the image (it sees every pixel at the fewest tokens), or the
-    largest when every budget shrinks it (the least detail lost). The steps say why and
-    give the scale at every budget, with what it does to 10 px text."""
     plans = [_plan_budget_image(spec, h, w, b, pixels) for b in spec.image.budgets]
     native = [p for p in plans if p.scale >= 1]
     chosen = native[0] if native else plans[-1]
