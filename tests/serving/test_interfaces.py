@@ -222,3 +222,6 @@ def test_gemma4_later_ranks_drop_the_embeddings(tiny4):
     )
     assert seen["inputs_embeds"] is None and seen["per_layer_inputs"] is None
     assert seen["intermediate_tensors"] == {"hidden_states": 0}
+    # What the package says of it: the class declares pipeline parallelism.
+    declared = {i.name: i.supported for i in vllm_interfaces("Gemma4ForConditionalGeneration")}
+    assert declared["pipeline parallelism"]
