@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
 from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.plans.vllm import vllm_video_timestamps
 
+from .videos import frames, two_videos_through_vllm
+
 pytestmark = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
 STAMP = re.compile(r"\d\d:\d\d")
-
-
-def _frames(n: int, seed: int = 0) -> np.ndarray:
-    return np.random.RandomState(seed).randint(0, 255, (n, 48, 64, 3), np.uint8)  # (n, H, W, 3)
 
 
 def _vllm_stamps(bundle, videos: list) -> tuple[list[str], list]:
@@ -41,7 +38,7 @@ def _vllm_stamps(bundle, videos: list) -> tuple[list[str], list]:
 )
 def test_timestamps_equal_vllms(tiny4, metadata):
     ours = vllm_video_timestamps(40, metadata=metadata)
-    stamps, _ = _vllm_stamps(tiny4, [(_frames(40), metadata)])
+    stamps, _ = _vllm_stamps(tiny4, [(frames(40), metadata)])
     assert tuple(stamps) == ours.timestamps
     assert ours.fps_fell_back == (not metadata.get("fps"))
     assert len(stamps) == 40  # every frame given is encoded: vLLM does not sample an array
@@ -49,7 +46,7 @@ def test_timestamps_equal_vllms(tiny4, metadata):
 
 def test_no_metadata_is_refused_by_both(tiny4):
     with pytest.raises(ValueError, match="metadata is required"):
-        _vllm_stamps(tiny4, [_frames(4)])
+        _vllm_stamps(tiny4, [frames(4)])
     with pytest.raises(ValueError, match="send \\(frames"):
         vllm_video_timestamps(4, metadata=None)
 
@@ -57,7 +54,7 @@ def test_no_metadata_is_refused_by_both(tiny4):
 def test_two_videos_keep_their_order(tiny4):
     """Each <|video|> is replaced by its own item's frames, in item order (vLLM splits
     the prompt on the token once, so a replacement is never re-split)."""
-    first, second = (_frames(3, 1), {"fps": 1.0}), (_frames(5, 2), {"fps": 2.0})
+    first, second = (frames(3, 1), {"fps": 1.0}), (frames(5, 2), {"fps": 2.0})
     stamps, ranges = _vllm_stamps(tiny4, [first, second])
     ours = [
         vllm_video_timestamps(3, metadata=first[1]),
@@ -73,20 +70,10 @@ def test_video_fields_are_vllms(tiny4):
     frames flat and split by the counts (flat_from_sizes), the counts, soft tokens and
     timestamps kept on the CPU, and one embedding run per video."""
     from vllm.multimodal.inputs import MultiModalFlatField
-    from vllm.multimodal.processing.context import TimingContext
-    from vllm.multimodal.processing.inputs import ProcessorInputs
 
-    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
     from gemma_explore.plans.vllm import vllm_video_fields
 
-    proc = VLLM_PROCESSORS.get(tiny4)
-    videos = [(_frames(3, 1), {"fps": 1.0}), (_frames(5, 2), {"fps": 2.0})]
-    token = tiny4.spec.video_token
-    ids = proc.info.ctx.tokenizer.encode(f"{token} {token}", add_special_tokens=False)
-    out = proc.apply(
-        ProcessorInputs(ids, proc.info.parse_mm_data({"video": videos}), {}),
-        TimingContext(enabled=False),
-    )
+    proc, out = two_videos_through_vllm(tiny4)
     items = out["mm_kwargs"]["video"]
     soft = [list(item["video_num_soft_tokens"].data) for item in items]
     ours = vllm_video_fields(soft)

@@ -13,26 +13,15 @@ import torch
 from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.plans.vllm import vllm_video_fields
 
-from .test_vllm_video import _frames
+from .videos import two_videos_through_vllm
 
 pytestmark = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 
 
 def test_one_tensor_per_video_in_frame_order(tiny4, monkeypatch):
     from vllm.model_executor.models.gemma4_mm import Gemma4ForConditionalGeneration
-    from vllm.multimodal.processing.context import TimingContext
-    from vllm.multimodal.processing.inputs import ProcessorInputs
 
-    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
-
-    proc = VLLM_PROCESSORS.get(tiny4)
-    videos = [(_frames(3, 1), {"fps": 1.0}), (_frames(5, 2), {"fps": 2.0})]
-    token = tiny4.spec.video_token
-    ids = proc.info.ctx.tokenizer.encode(f"{token} {token}", add_special_tokens=False)
-    out = proc.apply(
-        ProcessorInputs(ids, proc.info.parse_mm_data({"video": videos}), {}),
-        TimingContext(enabled=False),
-    )
+    _proc, out = two_videos_through_vllm(tiny4)
     items = out["mm_kwargs"]["video"]
     # What vLLM's runner batches for the model: the fields of both videos, frames flat.
     names = ("pixel_values_videos", "pixel_position_ids_videos", "video_frame_counts")
@@ -60,7 +49,7 @@ def test_one_tensor_per_video_in_frame_order(tiny4, monkeypatch):
         ).pooler_output
     soft = [list(it["video_num_soft_tokens"].data) for it in items]
     ours = vllm_video_fields(soft)
-    assert len(theirs) == len(videos)  # one tensor per video, not per frame
+    assert len(theirs) == len(items) == 2  # one tensor per video, not per frame
     assert tuple(t.shape[0] for t in theirs) == ours.embedding_rows
     embeds = tuple(r.is_embed.sum().item() for r in out["mm_placeholders"]["video"])
     assert embeds == ours.embedding_rows  # as many rows as the prompt has placeholders
