@@ -281,7 +281,7 @@ def bill(
     budget: Annotated[
         str | None,
         typer.Option(
-            help="Image budgets, comma-separated; \"auto\" bills each image at the smallest "
+            help='Image budgets, comma-separated; "auto" bills each image at the smallest '
             "budget that does not shrink it (default: the family's own; not for a family "
             "without budgets)."
         ),

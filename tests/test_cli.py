@@ -24,12 +24,12 @@ from typer.testing import CliRunner
 
 from gemma_explore import cli
 from gemma_explore.engines.vllm import engine_args
-from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.facts.families import SPEECH_TO_TEXT_FAMILY
 from gemma_explore.plans.audio import plan_audio
 from gemma_explore.plans.image import plan_image
 from gemma_explore.plans.video import plan_video
 from gemma_explore.samples import SAMPLES_DIR
+from tests.vllm_audio import vllm_decode
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTO, SPEECH, VIDEO = (SAMPLES_DIR / n for n in ("photo.jpg", "speech.wav", "video.mp4"))
@@ -393,28 +393,11 @@ def test_transcribe_bad_input_exits_2(clip, args, reason):
     assert reason in _one_line_error(run("transcribe", clip, *args))
 
 
-def _vllm_decode(path, monkeypatch):
-    """vLLM's decode limit (envs' VLLM_MAX_AUDIO_DECODE_DURATION_S, what its
-    /v1/audio/transcriptions hands load_audio) and what load_audio does with the file
-    under it: the samples, or the exception. (None, None) without vLLM."""
-    if not vllm_available():
-        return None, None
-    import vllm.envs
-    from vllm.multimodal.media.audio import load_audio
-
-    monkeypatch.delenv("VLLM_MAX_AUDIO_DECODE_DURATION_S", raising=False)
-    limit = vllm.envs.VLLM_MAX_AUDIO_DECODE_DURATION_S
-    try:
-        return limit, load_audio(path, sr=16_000, max_duration_s=limit)[0]
-    except ValueError as exc:
-        return limit, exc
-
-
 def test_transcribe_refuses_clips_past_vllms_decode_limit(tmp_path, monkeypatch):
     limit = SPEECH_TO_TEXT_FAMILY.transcription_max_s
     long = tmp_path / "long.wav"
     sf.write(long, np.zeros(8_000 * (limit + 1), np.float32), 8_000)
-    vllm_limit, refused = _vllm_decode(long, monkeypatch)
+    vllm_limit, refused = vllm_decode(long, monkeypatch)
     line = _one_line_error(run("transcribe", long))
     assert f"at most {limit} s" in line
     if vllm_limit is not None:  # vLLM refuses the same file, in the words we quote
@@ -439,7 +422,7 @@ def test_transcribe_warns_about_the_cut(tmp_path, monkeypatch):
     heard = call["max_length"].default / Gemma3nAudioFeatureExtractor().sampling_rate
     long = tmp_path / "long.wav"
     sf.write(long, np.zeros(int(16_000 * (heard + 1)), np.float32), 16_000)
-    _, decoded = _vllm_decode(long, monkeypatch)
+    _, decoded = vllm_decode(long, monkeypatch)
     if decoded is not None:
         assert isinstance(decoded, np.ndarray) and len(decoded) == 16_000 * (heard + 1)
     result = run("transcribe", long, "--max-new-tokens", "2")

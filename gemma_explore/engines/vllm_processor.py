@@ -26,7 +26,14 @@ from gemma_explore.processing.inputs import PreparedInputs
 if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
 
-__all__ = ["VLLM_PROCESSORS", "VllmProcessors", "vllm_available", "vllm_mm_data", "vllm_process"]
+__all__ = [
+    "VLLM_PROCESSORS",
+    "VllmProcessors",
+    "vllm_available",
+    "vllm_apply",
+    "vllm_mm_data",
+    "vllm_process",
+]
 
 # vLLM's CPU build scans every loaded module for Triton kernels to swap for C++ ones
 # (vllm/triton_utils/dispatcher.py, run when vllm._custom_ops loads). Reading
@@ -97,6 +104,28 @@ class VllmProcessors:
 VLLM_PROCESSORS = VllmProcessors()
 
 
+def vllm_apply(
+    bundle: Bundle,
+    prompt_text: str,
+    mm_data: dict[str, Any],
+    mm_kwargs: dict[str, Any] | None = None,
+) -> Any:
+    """vLLM's processor on a prompt, as its engine runs it: vLLM's own output
+    (``prompt_token_ids``, ``mm_placeholders`` as ``PlaceholderRange``s, ``mm_kwargs`` as
+    the items the model receives). :func:`vllm_process` is the plain summary of it."""
+    from vllm.multimodal.processing.context import TimingContext
+    from vllm.multimodal.processing.inputs import ProcessorInputs
+
+    proc = VLLM_PROCESSORS.get(bundle)
+    # The chat template already wrote <bos>: no special tokens again.
+    ids = proc.info.ctx.tokenizer.encode(prompt_text, add_special_tokens=False)
+    items = proc.info.parse_mm_data(mm_data)
+    return proc.apply(
+        ProcessorInputs(ids, items, hf_processor_mm_kwargs=mm_kwargs or {}),
+        TimingContext(enabled=False),
+    )
+
+
 def vllm_process(
     bundle: Bundle,
     prompt_text: str,
@@ -105,18 +134,7 @@ def vllm_process(
 ) -> dict[str, Any]:
     """Run vLLM's processor: returns ``{"prompt_token_ids", "placeholders"}`` where
     placeholders maps modality → [(offset, length, num_embeds)]."""
-    from vllm.multimodal.processing.context import TimingContext
-    from vllm.multimodal.processing.inputs import ProcessorInputs
-
-    proc = VLLM_PROCESSORS.get(bundle)
-    tok = proc.info.ctx.tokenizer
-    # The chat template already wrote <bos>: no special tokens again.
-    ids = tok.encode(prompt_text, add_special_tokens=False)
-    items = proc.info.parse_mm_data(mm_data)
-    out = proc.apply(
-        ProcessorInputs(ids, items, hf_processor_mm_kwargs=mm_kwargs or {}),
-        TimingContext(enabled=False),
-    )
+    out = vllm_apply(bundle, prompt_text, mm_data, mm_kwargs)
     ranges = {}
     for modality, lst in out["mm_placeholders"].items():
         ranges[modality] = [

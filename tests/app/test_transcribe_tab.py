@@ -5,10 +5,10 @@ import pytest
 import soundfile as sf
 
 from gemma_explore.app.transcribe_tab import transcribe_tab
-from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.facts.families import SPEECH_TO_TEXT_FAMILY
 from gemma_explore.processing.transcription import transcription_prompt
 from gemma_explore.samples import SAMPLES_DIR
+from tests.vllm_audio import vllm_decode
 
 SPEECH = str(SAMPLES_DIR / "speech.wav")
 
@@ -54,28 +54,11 @@ def _heard_s() -> float:
     return call["max_length"].default / Gemma3nAudioFeatureExtractor().sampling_rate
 
 
-def _vllm_decode(path, monkeypatch):
-    """vLLM's decode limit (envs' VLLM_MAX_AUDIO_DECODE_DURATION_S, what its
-    /v1/audio/transcriptions hands load_audio) and what load_audio does with the file
-    under it: the samples, or the exception. (None, None) without vLLM."""
-    if not vllm_available():
-        return None, None
-    import vllm.envs
-    from vllm.multimodal.media.audio import load_audio
-
-    monkeypatch.delenv("VLLM_MAX_AUDIO_DECODE_DURATION_S", raising=False)
-    limit = vllm.envs.VLLM_MAX_AUDIO_DECODE_DURATION_S
-    try:
-        return limit, load_audio(path, sr=16_000, max_duration_s=limit)[0]
-    except ValueError as exc:
-        return limit, exc
-
-
 def test_a_clip_over_30_s_is_transcribed_with_a_warning(tmp_path, monkeypatch):
     heard = _heard_s()
     path = tmp_path / "long.wav"
     sf.write(path, np.zeros(int(16_000 * (heard + 1)), np.float32), 16_000)
-    _, decoded = _vllm_decode(path, monkeypatch)
+    _, decoded = vllm_decode(path, monkeypatch)
     if decoded is not None:  # vLLM's endpoint takes it whole (no refusal, no split)
         assert isinstance(decoded, np.ndarray) and len(decoded) == 16_000 * (heard + 1)
     r = transcribe_tab("tiny-gemma3n", str(path), max_new_tokens=2)
@@ -87,7 +70,7 @@ def test_a_clip_over_vllms_decode_limit_is_a_message(tmp_path, monkeypatch):
     limit = SPEECH_TO_TEXT_FAMILY.transcription_max_s
     path = tmp_path / "long.wav"
     sf.write(path, np.zeros(8_000 * (limit + 1), np.float32), 8_000)
-    vllm_limit, refused = _vllm_decode(path, monkeypatch)
+    vllm_limit, refused = vllm_decode(path, monkeypatch)
     r = transcribe_tab("tiny-gemma3n", str(path))
     assert r.error.startswith("✗") and f"at most {limit} s" in r.error
     if vllm_limit is not None:  # vLLM refuses the same file, in the words we quote

@@ -141,18 +141,9 @@ def test_every_item_lands_where_both_engines_put_it(name, video, media, request)
 
 def _vllm_placeholders(bundle, prepared):
     """vLLM's own processor on the request: its PlaceholderRange per item and its ids."""
-    from vllm.multimodal.processing.context import TimingContext
-    from vllm.multimodal.processing.inputs import ProcessorInputs
+    from gemma_explore.engines.vllm_processor import vllm_apply, vllm_mm_data
 
-    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_mm_data
-
-    proc = VLLM_PROCESSORS.get(bundle)
-    ids = proc.info.ctx.tokenizer.encode(prepared.text, add_special_tokens=False)
-    items = proc.info.parse_mm_data(vllm_mm_data(prepared))
-    out = proc.apply(
-        ProcessorInputs(ids, items, hf_processor_mm_kwargs=prepared.request_kwargs or {}),
-        TimingContext(enabled=False),
-    )
+    out = vllm_apply(bundle, prepared.text, vllm_mm_data(prepared), prepared.request_kwargs)
     return out["mm_placeholders"], list(out["prompt_token_ids"])
 
 

@@ -13,17 +13,9 @@ def frames(n: int, seed: int = 0) -> np.ndarray:
 def two_videos_through_vllm(bundle):
     """vLLM's Gemma 4 processor on a prompt of two videos (3 frames at 1 fps, then 5 at
     2 fps): (the processor, its output)."""
-    from vllm.multimodal.processing.context import TimingContext
-    from vllm.multimodal.processing.inputs import ProcessorInputs
+    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_apply
 
-    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
-
-    proc = VLLM_PROCESSORS.get(bundle)
     videos = [(frames(3, 1), {"fps": 1.0}), (frames(5, 2), {"fps": 2.0})]
     token = bundle.spec.video_token
-    ids = proc.info.ctx.tokenizer.encode(f"{token} {token}", add_special_tokens=False)
-    out = proc.apply(
-        ProcessorInputs(ids, proc.info.parse_mm_data({"video": videos}), {}),
-        TimingContext(enabled=False),
-    )
-    return proc, out
+    out = vllm_apply(bundle, f"{token} {token}", {"video": videos})
+    return VLLM_PROCESSORS.get(bundle), out

@@ -82,18 +82,9 @@ def test_raw_prompt_placeholders_against_vllms_processor(name, request, photo):
 def _vllm_items(bundle, prepared):
     """vLLM's own processor on the request: per modality, its MultiModalKwargsItems and
     the embeddings each item's placeholders take."""
-    from vllm.multimodal.processing.context import TimingContext
-    from vllm.multimodal.processing.inputs import ProcessorInputs
+    from gemma_explore.engines.vllm_processor import vllm_apply, vllm_mm_data
 
-    from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_mm_data
-
-    proc = VLLM_PROCESSORS.get(bundle)
-    ids = proc.info.ctx.tokenizer.encode(prepared.text, add_special_tokens=False)
-    items = proc.info.parse_mm_data(vllm_mm_data(prepared))
-    out = proc.apply(
-        ProcessorInputs(ids, items, hf_processor_mm_kwargs=prepared.request_kwargs or {}),
-        TimingContext(enabled=False),
-    )
+    out = vllm_apply(bundle, prepared.text, vllm_mm_data(prepared), prepared.request_kwargs)
     return {
         m: [(item, r.get_num_embeds()) for item, r in zip(out["mm_kwargs"][m], rs, strict=True)]
         for m, rs in out["mm_placeholders"].items()
