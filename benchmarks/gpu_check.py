@@ -22,9 +22,16 @@ the answers, prompt tokens and time to first token per budget where the notebook
 them (``gemma_explore/course/recorded/``; :mod:`gemma_explore.course.real_answers`).
 
 ``--released [ID ...]`` then starts vLLM on each released checkpoint's shapes (config-only
-folder, ``load_format="dummy"``, a fixed KV pool) and compares its start-up line by line
-with ``plan_serving`` + ``capacity`` (all seven when no id is given; the 26B-A4B and 31B
-need a large GPU).
+folder, ``load_format="dummy"``, bf16, a fixed KV pool) and compares its start-up line by
+line with ``plan_serving`` + ``capacity``, and its weight memory ("Model loading took X
+GiB" on a GPU) with ``vllm_loaded_weights`` (all seven when no id is given; the 26B-A4B
+and 31B need a large GPU; a model that does not fit is skipped with a line saying so). On
+CUDA a second start per model with ``gpu_memory_utilization`` 0.9 prints vLLM's memory
+profile: the activation peak ("torch peak memory increase") the plan cannot compute.
+``--released-only`` skips the tiny bundles and the parity checks. The CPU dry run:
+
+    flock /work/logs/s3/engine.lock python benchmarks/gpu_check.py --device cpu \
+        --released-only --released google/gemma-3n-E2B-it --kv-gib 1 --max-model-len 2048
 """
 
 from __future__ import annotations
@@ -247,48 +254,170 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
     return lines, failures
 
 
+# The loggers whose lines gpu_check reads ("vllm" + these module names).
+_LOGGERS = (
+    "",
+    ".v1.core.kv_cache_utils",  # "KV cache size: … tokens"
+    ".v1.worker.gpu_worker",  # "Available KV cache memory", the DEBUG memory profile
+    ".v1.worker.gpu_model_runner",  # "Model loading took X GiB"
+)
+
+
+class _Lines:
+    """Keeps the messages vLLM logs (its "vllm" logger) while an in-process engine starts;
+    ``debug=True`` also lowers that logger to DEBUG, where the GPU worker prints its memory
+    profile ("torch peak memory increase: … GiB")."""
+
+    def __init__(self, debug: bool = False) -> None:
+        import logging
+
+        self.lines: list[str] = []
+        # vLLM may re-run its dictConfig at engine start, which replaces the "vllm"
+        # logger's handlers; the module loggers that log these lines keep theirs.
+        self.loggers = [logging.getLogger(f"vllm{name}") for name in _LOGGERS]
+        self.levels = [x.level for x in self.loggers]
+        self.debug = debug
+        outer = self
+
+        class _Keep(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                outer.lines.append(record.getMessage())
+
+        self.handler = _Keep(level=logging.DEBUG if debug else logging.INFO)
+
+    def __enter__(self) -> _Lines:
+        import logging
+
+        for logger in self.loggers:
+            logger.addHandler(self.handler)
+            if self.debug:
+                logger.setLevel(logging.DEBUG)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for logger, level in zip(self.loggers, self.levels, strict=True):
+            logger.removeHandler(self.handler)
+            logger.setLevel(level)
+
+    def gib(self, pattern: str) -> float | None:
+        """The first GiB figure logged after ``pattern`` (a regex), or None."""
+        import re
+
+        for line in self.lines:
+            found = re.search(pattern + r"\s*([\d.]+)\s*GiB", line)
+            if found:
+                return float(found.group(1))
+        return None
+
+
+def _released_folder(model_id: str, tmp: str) -> tuple[Path, str, bool]:
+    """A config-only folder (released shapes, the family's processor files at released
+    settings), its family and whether it has an audio tower; ``model_id`` may be a folder."""
+    import gemma_explore as ge
+    from gemma_explore.facts.released import is_released, released_config
+
+    folder = Path(model_id)
+    if is_released(model_id):
+        folder = Path(tmp)
+        released_config(model_id).save_pretrained(folder)
+        ge.load(model_id, weights=False).processor.save_pretrained(folder)
+    bundle = ge.load(str(folder), weights=False)
+    return folder, bundle.family, getattr(bundle.model.config, "audio_config", None) is not None
+
+
+def _room(device: str, need: int) -> str | None:
+    """Why ``need`` bytes do not fit on ``device`` now (None: they fit)."""
+    import torch
+
+    if device.startswith("cuda"):
+        free = torch.cuda.mem_get_info()[0]
+    else:
+        with open("/proc/meminfo") as meminfo:
+            free = next(int(x.split()[1]) * 1024 for x in meminfo if x.startswith("MemAvailable"))
+    if need > free:
+        return f"needs ~{need / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free on {device}"
+    return None
+
+
+def _held_bytes(model) -> int:
+    """Every tensor the loaded model holds (parameters, buffers, tensor attributes such
+    as the per-layer-input staging tensor), each storage once."""
+    import torch
+
+    seen: dict[int, int] = {}
+    values = [*model.parameters(), *model.buffers()]
+    values += [v for m in model.modules() for v in vars(m).values()]
+    for t in values:
+        if isinstance(t, torch.Tensor) and t.device.type != "meta":
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    return sum(seen.values())
+
+
 def released_startup(
-    device: str, ids: list[str], *, kv_gib: float = 8.0, max_model_len: int = 8192
+    device: str,
+    ids: list[str],
+    *,
+    kv_gib: float = 8.0,
+    max_model_len: int = 8192,
+    dtype: str = "bfloat16",
 ) -> tuple[list[str], int]:
     """Start vLLM on each released checkpoint's *shapes* and compare its start-up with ours.
 
     No weights are needed: a config-only folder (``released_config(id)`` + the family's
     processor files at released settings) is started with ``load_format="dummy"`` (vLLM
-    fills random weights) and a fixed ``kv_cache_memory_bytes``, so the KV pool is known
-    exactly. Then the engine's own numbers (KV cache size and maximum concurrency, the
-    encoder budget and cache, the per-item maxima) are held to ``plan_serving`` +
-    ``ServingPlan.capacity`` line by line. A 31B in bf16 needs ~62 GiB of device memory;
-    an id that does not fit is reported and skipped. ``ids`` may also name folders.
+    fills random weights), ``dtype`` (bfloat16: the CPU build needs AVX512-BF16 for it)
+    and a fixed ``kv_cache_memory_bytes``, so the KV pool is known exactly. Then:
+
+    * the weights: vLLM's "Model loading took X GiB" (GPU; the CPU runner logs none, so
+      there the bytes the loaded model holds) against ``vllm_loaded_weights`` (2 %);
+    * the engine's KV line, encoder budget and cache and per-item maxima against
+      ``plan_serving`` + ``ServingPlan.capacity``, line by line;
+    * on CUDA, the activation peak: a second start with ``gpu_memory_utilization`` (no
+      fixed KV) runs vLLM's memory profile; its "torch peak memory increase" and
+      "Available KV cache memory" are printed (:func:`_activation_peak`).
+
+    An id that does not fit (weights + KV + 2 GiB) is reported and skipped, not failed.
     """
     import tempfile
-    from pathlib import Path
 
-    import gemma_explore as ge
+    import vllm  # noqa: F401 - configures its "vllm" logger first (_Lines' handler survives)
+
     from gemma_explore.engines.vllm import start_vllm
-    from gemma_explore.facts.released import is_released, released_config
-    from tests.engine.facts import engine_startup_facts, kv_line_of
+    from gemma_explore.serving.model import serving_model
+    from gemma_explore.serving.weights import vllm_loaded_weights
 
     kv_bytes = int(kv_gib * 2**30)
-    lines, failures = [f"vLLM start-up on released shapes ({kv_gib:g} GiB KV, dummy weights):"], 0
+    lines = [f"vLLM start-up on released shapes ({kv_gib:g} GiB KV, dummy weights, {dtype}):"]
+    failures = 0
     for model_id in ids:
         with tempfile.TemporaryDirectory(prefix="gpu_check_released_") as tmp:
-            if is_released(model_id):
-                folder = Path(tmp)
-                released_config(model_id).save_pretrained(folder)
-                ge.load(model_id, weights=False).processor.save_pretrained(folder)
-            else:
-                folder = Path(model_id)
-            bundle_family = ge.load(str(folder), weights=False).family
+            folder, family, has_audio = _released_folder(model_id, tmp)
+            model = serving_model(str(folder))
+            need = vllm_loaded_weights(model, max_num_batched_tokens=8192).bytes
+            why = _room(device, need + kv_bytes + (2 << 30))
+            if why:
+                lines.append(f"  {model_id}: skipped ({why})")
+                continue
+            seen: dict = {}
+            if not device.startswith("cuda"):
+                # The CPU build logs no weight memory and then repacks the weights for
+                # oneDNN (a copy of every embedding): read them as loaded, skip the repack.
+                from benchmarks.bench_cpu_engine import watch_loading
+
+                watch_loading(seen)
             start = time.perf_counter()
             try:
-                llm = start_vllm(
-                    str(folder),
-                    family=bundle_family,
-                    in_process=True,
-                    load_format="dummy",
-                    kv_cache_memory_bytes=kv_bytes,
-                    max_model_len=max_model_len,
-                )
+                with _Lines() as log:
+                    llm = start_vllm(
+                        str(folder),
+                        family=family,
+                        has_audio=has_audio,
+                        in_process=True,
+                        load_format="dummy",
+                        dtype=dtype,
+                        kv_cache_memory_bytes=kv_bytes,
+                        max_model_len=max_model_len,
+                    )
             except Exception as exc:  # noqa: BLE001 - e.g. out of memory: report, go on
                 failures += 1
                 lines.append(
@@ -296,42 +425,120 @@ def released_startup(
                     f"{type(exc).__name__}: {str(exc)[:160]}"
                 )
                 continue
+            took = time.perf_counter() - start
             try:
-                facts = engine_startup_facts(llm)
-                vc = llm.llm_engine.vllm_config
-                plan = ge.plan_serving(
-                    model_id,
-                    max_model_len=facts.max_model_len,
-                    limit_mm_per_prompt=facts.limits,
-                    max_num_batched_tokens=facts.max_num_batched_tokens,
-                    max_num_seqs=facts.max_num_seqs,
-                    dtype=str(vc.model_config.dtype).removeprefix("torch."),  # KV bytes/value
+                rows, bad = _released_checks(
+                    llm, model, log, kv_bytes, took, seen.get("held"), label=model_id
                 )
-                ours = plan.capacity(
-                    kv_cache_memory_bytes=kv_bytes,
-                    block_size=facts.block_size,
-                    async_scheduling=vc.scheduler_config.async_scheduling,
-                    hybrid_kv_cache_manager=facts.hybrid_kv_cache_manager,
-                    device=facts.device.upper(),
-                )
-                checks = [
-                    ("KV line", ours.log_line(), kv_line_of(facts)),
-                    ("encoder cache", plan.encoder_cache_size, facts.encoder_cache_size),
-                    ("encoder budget", plan.encoder_compute_budget, facts.encoder_compute_budget),
-                    ("max tokens/item", plan.max_tokens_per_item, facts.max_tokens_per_item),
-                ]
-                took = time.perf_counter() - start
-                lines.append(f"  {model_id}: up in {took:.0f} s on {facts.device}")
-                for name, want, got in checks:
-                    ok = want == got
-                    failures += not ok
-                    lines.append(
-                        f"    {name:16s} {'ok ' if ok else 'BAD'} ours {want} | vLLM {got}"
-                    )
             finally:
                 llm.llm_engine.engine_core.shutdown()
                 del llm
+            lines += rows
+            failures += bad
+            if device.startswith("cuda"):
+                lines += _activation_peak(folder, family, has_audio, dtype, max_model_len)
+            else:
+                lines.append(
+                    "    activation peak  unknown on CPU (with a fixed KV size the CPU worker "
+                    "runs no profile); on a GPU, gpu_check reads vLLM's memory profile"
+                )
     return lines, failures
+
+
+def _released_checks(
+    llm, model, log: _Lines, kv_bytes: int, took: float, held: int | None, *, label: str
+):
+    """The started engine's numbers against the plan's: weights ("Model loading took" on a
+    GPU; on CPU ``held``, the model's tensor bytes as loaded), KV line, encoder."""
+    import gemma_explore as ge
+    from gemma_explore.serving.weights import vllm_loaded_weights
+    from tests.engine.facts import engine_startup_facts, kv_line_of, model_runner
+
+    facts = engine_startup_facts(llm)
+    vc = llm.llm_engine.vllm_config
+    dtype = str(vc.model_config.dtype).removeprefix("torch.")
+    plan = ge.plan_serving(
+        model,
+        max_model_len=facts.max_model_len,
+        limit_mm_per_prompt=facts.limits,
+        max_num_batched_tokens=facts.max_num_batched_tokens,
+        max_num_seqs=facts.max_num_seqs,
+        dtype=dtype,  # KV bytes per value
+    )
+    ours = plan.capacity(
+        kv_cache_memory_bytes=kv_bytes,
+        block_size=facts.block_size,
+        async_scheduling=vc.scheduler_config.async_scheduling,
+        hybrid_kv_cache_manager=facts.hybrid_kv_cache_manager,
+        device=facts.device.upper(),
+    )
+    weights = vllm_loaded_weights(
+        model,
+        limit_mm_per_prompt=facts.limits,
+        max_num_batched_tokens=facts.max_num_batched_tokens,
+        dtype_bytes=4 if dtype == "float32" else 2,
+    )
+    usage = getattr(model_runner(llm), "model_memory_usage", 0)
+    if facts.device == "cuda" and usage:  # what "Model loading took X GiB" prints (info_once)
+        seen, source = usage, 'model_memory_usage, "Model loading took"'
+    elif held is not None:
+        seen, source = held, "tensors the model holds as loaded"
+    else:
+        seen, source = _held_bytes(model_runner(llm).model), "tensors the loaded model holds"
+    off = (seen - weights.bytes) / weights.bytes
+    lines = [f"  {label}: up in {took:.0f} s on {facts.device}"]
+    checks = [
+        ("KV line", ours.log_line(), kv_line_of(facts)),
+        ("encoder cache", plan.encoder_cache_size, facts.encoder_cache_size),
+        ("encoder budget", plan.encoder_compute_budget, facts.encoder_compute_budget),
+        ("max tokens/item", plan.max_tokens_per_item, facts.max_tokens_per_item),
+    ]
+    failures = 0
+    for name, want, got in checks:
+        ok = want == got
+        failures += not ok
+        lines.append(f"    {name:16s} {'ok ' if ok else 'BAD'} ours {want} | vLLM {got}")
+    ok = abs(off) <= 0.02
+    failures += not ok
+    lines.append(
+        f"    {'weights':16s} {'ok ' if ok else 'BAD'} ours {weights.gib:.3f} GiB | vLLM "
+        f"{seen / 2**30:.3f} GiB ({source}; {100 * off:+.2f} %)"
+    )
+    return lines, failures
+
+
+def _activation_peak(folder, family: str, has_audio: bool, dtype: str, max_model_len: int):
+    """CUDA only: start once more with ``gpu_memory_utilization`` 0.9 and no fixed KV, so
+    vLLM profiles a forward pass at ``max_num_batched_tokens``; print its memory profile
+    (DEBUG: "torch peak memory increase", "Total non KV cache memory") and "Available KV
+    cache memory" — the activation peak the plan can only guess."""
+    from gemma_explore.engines.vllm import start_vllm
+    from tests.engine.facts import engine_core
+
+    try:
+        with _Lines(debug=True) as log:
+            llm = start_vllm(
+                str(folder),
+                family=family,
+                has_audio=has_audio,
+                in_process=True,
+                load_format="dummy",
+                dtype=dtype,
+                max_model_len=max_model_len,
+                gpu_memory_utilization=0.9,
+            )
+        worker = engine_core(llm).model_executor.driver_worker.worker
+        available = worker.available_kv_cache_memory_bytes / 2**30  # "Available KV cache memory"
+        weights = worker.model_runner.model_memory_usage / 2**30
+        llm.llm_engine.engine_core.shutdown()
+        del llm
+    except Exception as exc:  # noqa: BLE001 - report, go on
+        return [f"    activation peak  not measured: {type(exc).__name__}: {str(exc)[:160]}"]
+    return [
+        f"    activation peak  torch peak increase {log.gib(r'torch peak memory increase:')} GiB; "
+        f"non-KV {log.gib(r'Total non KV cache memory:')} GiB; weights {weights:.2f} GiB; "
+        f"available KV {available:.2f} GiB (gpu_memory_utilization 0.9)"
+    ]
 
 
 def _num(value: float | None, scale: float = 1.0) -> str:
@@ -468,6 +675,14 @@ def main() -> int:
     )
     parser.add_argument("--kv-gib", type=float, default=8.0, help="KV pool for --released")
     parser.add_argument(
+        "--max-model-len", type=int, default=8192, help="max_model_len for --released"
+    )
+    parser.add_argument(
+        "--released-only",
+        action="store_true",
+        help="skip the tiny bundles and the parity checks: only --released",
+    )
+    parser.add_argument(
         "--encoder-graphs",
         action="store_true",
         help="Gemma 4's encoder CUDA-graph replay against the plan (CUDA only)",
@@ -486,13 +701,13 @@ def main() -> int:
         print("No CUDA GPU visible; run with --device cpu for a dry run.")
         return 2
     total = 0
-    for name in ["tiny-gemma3n", "tiny-gemma4", *args.real]:
+    for name in [] if args.released_only else ["tiny-gemma3n", "tiny-gemma4", *args.real]:
         lines, failures = run(name, args.device)
         print("\n".join(lines), flush=True)
         total += failures
     from gemma_explore.engines.vllm_processor import vllm_available
 
-    if not args.no_vllm and vllm_available():
+    if not (args.no_vllm or args.released_only) and vllm_available():
         lines, failures = vllm_parity(args.device)
         print("\n".join(lines), flush=True)
         total += failures
@@ -504,7 +719,9 @@ def main() -> int:
         from gemma_explore.facts.released import RELEASED_IDS
 
         ids = args.released or list(RELEASED_IDS)
-        lines, failures = released_startup(args.device, ids, kv_gib=args.kv_gib)
+        lines, failures = released_startup(
+            args.device, ids, kv_gib=args.kv_gib, max_model_len=args.max_model_len
+        )
         print("\n".join(lines), flush=True)
         total += failures
     if args.payoff and args.real:

@@ -37,6 +37,7 @@ hold the rest (``docs/DESIGN.md`` draws them).
 """
 
 from gemma_explore.bill.walk import bill
+from gemma_explore.conformance.probe import probe
 from gemma_explore.course.exercises import answer_key, grade_exercise
 from gemma_explore.course.real_answers import real_answers
 from gemma_explore.course.widgets import explore_audio, explore_image, explore_prompt
@@ -53,6 +54,7 @@ from gemma_explore.parity.checks import check_audio_parity, check_image_parity, 
 from gemma_explore.parity.comparison import compare_families
 from gemma_explore.plans.audio import plan_audio
 from gemma_explore.plans.image import plan_image
+from gemma_explore.plans.long_audio import plan_long_audio
 from gemma_explore.plans.video import plan_video
 from gemma_explore.processing.features import audio_features
 from gemma_explore.processing.inputs import prepare_inputs
@@ -69,6 +71,7 @@ from gemma_explore.viz.flops import show_flops
 from gemma_explore.viz.layout import show_layout
 from gemma_explore.viz.patches import show_budgets, show_patch_grid
 from gemma_explore.viz.pooling import show_pooled_mask
+from gemma_explore.viz.probe import show_probe
 from gemma_explore.viz.save import save_figure
 from gemma_explore.viz.serving import show_serving
 from gemma_explore.viz.style import style
@@ -83,7 +86,7 @@ __all__ = [
     # 2 inputs
     "load_image", "load_audio", "load_video", "sample_photo", "sample_speech", "sample_video",
     # 3 plans
-    "plan_image", "plan_audio", "plan_video", "audio_features",
+    "plan_image", "plan_audio", "plan_video", "plan_long_audio", "audio_features",
     # 4 the processor and the prompt
     "prepare_inputs", "layout_prompt", "transcription_prompt",
     # 5 parity
@@ -91,11 +94,12 @@ __all__ = [
     # 6 inside the model
     "vision_pooling", "inspect_multimodal", "attention_mask",
     # 7 serving
-    "plan_serving", "engine_args", "released_config", "bill",
+    "plan_serving", "engine_args", "released_config", "bill", "probe",
     # 8 figures
     "show_patch_grid", "show_budgets", "show_pooled_mask", "show_mel", "show_video_frames",
     "show_layout", "show_embedder_grid", "show_audio_frames", "show_three_way",
-    "show_serving", "show_attention", "show_flops", "show_bill", "save_figure", "style",
+    "show_serving", "show_attention", "show_flops", "show_bill", "show_probe", "save_figure",
+    "style",
     # 9 explorers
     "explore_image", "explore_audio", "explore_prompt",
     # 10 exercises, facts, sizes and errors

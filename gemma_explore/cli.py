@@ -29,6 +29,7 @@ import typer
 from gemma_explore.engines.load import ENGINES, engine_help
 from gemma_explore.engines.serve_args import (
     fit_warnings,
+    lever_lines,
     serve_command,
     serving_advice,
     serving_plan_for,
@@ -497,9 +498,17 @@ def serve_args(
             help="Add the workshop flags: --enforce-eager and --gpu-memory-utilization 0.85.",
         ),
     ] = False,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            help="The GPU: L4, A100 40GB, A100 80GB, H100 80GB, H200, B200 (its `vllm serve` "
+            "defaults; else --gpu-memory-gib)."
+        ),
+    ] = None,
     gpu_memory_gib: Annotated[
-        float, typer.Option(min=1, help="GPU memory per device, for the production advice.")
-    ] = 80.0,
+        float | None,
+        typer.Option(min=1, help="GPU memory per device, when --gpu names none (default 80)."),
+    ] = None,
     save: Annotated[
         Path | None,
         typer.Option(
@@ -511,6 +520,10 @@ def serve_args(
 ) -> None:
     """Print the `vllm serve` command (or its arguments) for a Gemma checkpoint, with
     production advice (tensor parallelism, FP8, prefix caching, max-num-seqs)."""
+    from gemma_explore.serving.kv import GPUS
+
+    if gpu is not None and gpu not in GPUS:
+        _fail(f"--gpu {gpu}: use one of {', '.join(GPUS)}, or give --gpu-memory-gib instead.")
     model = _servable(model, save)
     _say_when_going_by_name(model)
     reasons: dict[str, str] = {}
@@ -525,15 +538,38 @@ def serve_args(
             videos=videos,
             reasons=reasons,
             workshop=workshop,
+            gpu=gpu,
+            gpu_memory_gib=gpu_memory_gib,
         )
-        plan = serving_plan_for(args)
-        advice = serving_advice(args, gpu_memory_gib=gpu_memory_gib, plan=plan)
+        plan = serving_plan_for(args, gpu=gpu, gpu_memory_gib=gpu_memory_gib)
+        advice = serving_advice(args, plan=plan)
+        levers = lever_lines(args, plan=plan)
         warnings = fit_warnings(args, plan=plan)
     except (ValueError, RuntimeError) as exc:  # bad budget, unknown family (ModelLoadError)
-        _fail(str(exc))
+        _fail(in_flags(str(exc)))
+    _print_serve_args(args, reasons, levers, advice, warnings, as_json=as_json)
+
+
+def _print_serve_args(
+    args: dict[str, Any],
+    reasons: dict[str, str],
+    levers: list[str],
+    advice: dict[str, str],
+    warnings: list[str],
+    *,
+    as_json: bool,
+) -> None:
+    """serve-args' output, always in the same order: the command, why each argument has
+    its value, the levers (the most useful first), then the other advice."""
     if as_json:
         out: dict[str, Any] = {"args": args}
-        for key, value in (("reasons", reasons), ("advice", advice), ("warnings", warnings)):
+        pairs = (
+            ("reasons", reasons),
+            ("levers", levers),
+            ("advice", advice),
+            ("warnings", warnings),
+        )
+        for key, value in pairs:
             if value:
                 out[key] = value
         typer.echo(json.dumps(out if len(out) > 1 else args, indent=2))
@@ -548,6 +584,8 @@ def serve_args(
     typer.echo(serve_command(args))
     for key, why in reasons.items():  # the workload recipe: why each argument
         typer.echo(f"# {key}: {why}")
+    for line in levers:  # the most useful lever first, before the other advice
+        typer.echo(f"# lever: {line}")
     for flag, why in advice.items():
         typer.echo(f"# consider {flag}: {why}")
 
@@ -578,6 +616,165 @@ def explain(
         typer.echo(json.dumps(out | {"cause": found.error.cause, "model": found.model}, indent=2))
         return
     typer.echo(found.text())
+
+
+@app.command(
+    epilog="Example: gemma-explore golden --out golden/ "
+    "--vocabulary ~/.cache/gemma_explore/vocabulary"
+)
+def golden(
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder to write the set to (made if missing).")
+    ],
+    vocabulary: Annotated[
+        Path | None,
+        typer.Option(
+            help="The folder `gemma-explore tokenizer fetch` fills: adds the real ids of the "
+            "text to your copy (never publish that copy)."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="A JSON summary: counts, files, versions.")
+    ] = False,
+) -> None:
+    """Write the conformance set other runtimes test against (docs/conformance.md): every
+    case's input, steps and expanded prompt, made by transformers' processors (and vLLM's,
+    where installed) and written where our plans agree."""
+    from gemma_explore.conformance.golden import golden_command_text
+
+    try:
+        typer.echo(golden_command_text(out, vocabulary=vocabulary, as_json=as_json))
+    except ValueError as e:
+        _fail(str(e))
+
+
+@app.command(
+    "probe",
+    epilog="Example: gemma-explore probe http://127.0.0.1:8000/v1 --model google/gemma-4-E4B-it "
+    "--budget 70,1120 --clips none",
+)
+def probe_server(
+    url: Annotated[str, typer.Argument(help="The server's base URL (/v1 is added when missing).")],
+    model: Annotated[str, typer.Option(help="The model id the server serves (GET /v1/models).")],
+    family: Annotated[
+        str | None,
+        typer.Option(help="gemma3n, gemma4 or gemma4_unified (default: read from --model's name)."),
+    ] = None,
+    images: Annotated[
+        str | None,
+        typer.Option(metavar="W×H,…", help="Image sizes (default 256x256,640x480,200x1000; none)."),
+    ] = None,
+    clips: Annotated[
+        str | None,
+        typer.Option(metavar="S,…", help="Clip lengths in seconds (default 5,35; none)."),
+    ] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            metavar="B,…",
+            help="Budgets sent in mm_processor_kwargs for one image (default: the family's "
+            "smallest and largest; none).",
+        ),
+    ] = None,
+    video: Annotated[
+        str | None,
+        typer.Option(
+            metavar="FRAMES@FPS", help="The video, where the family has one (default 41@1; none)."
+        ),
+    ] = None,
+    timeout: Annotated[float, typer.Option(min=1, help="Seconds each request may take.")] = 120.0,
+    as_json: Annotated[bool, typer.Option("--json", help="The cases as JSON, for CI.")] = False,
+) -> None:
+    """Measure what a running OpenAI-compatible server counts for images, clips and a video,
+    against the reference, and give each case a verdict (exit 1 on a fault or a failure)."""
+    from gemma_explore.conformance.probe import probe_command_text
+
+    try:
+        text, code = probe_command_text(
+            url,
+            model=model,
+            family=family,
+            images=images,
+            clips=clips,
+            budget=budget,
+            video=video,
+            timeout=timeout,
+            as_json=as_json,
+        )
+    except ValueError as exc:  # a bad flag, in its own words; an unknown --family
+        _fail(str(exc))
+    typer.echo(text)
+    raise typer.Exit(code)
+
+
+@app.command(
+    "processor-cache", epilog="Example: gemma-explore processor-cache google/gemma-4-E4B-it"
+)
+def processor_cache_command(
+    model: Annotated[
+        str, typer.Argument(help="A hub id, checkpoint folder, or family (gemma3n, gemma4, …).")
+    ],
+    dtype: Annotated[str | None, typer.Option(help="float32, bfloat16 or float16.")] = None,
+) -> None:
+    """What vLLM's --mm-processor-cache-gb holds per item, how many fit per GiB, and whether
+    the profiling dummy fits."""
+    from gemma_explore.facts.families import FAMILIES
+    from gemma_explore.serving.model import serving_model
+    from gemma_explore.serving.processor_cache import processor_cache_table
+
+    if dtype is not None and dtype not in ("float32", "bfloat16", "float16"):
+        _fail(f"--dtype {dtype}: use float32, bfloat16 or float16.")
+    try:
+        source = model if model in FAMILIES else serving_model(model)
+        typer.echo(processor_cache_table(source, dtype=dtype))
+    except (ValueError, RuntimeError) as exc:
+        _fail(str(exc))
+
+
+@app.command(
+    "admit",
+    epilog="Example: gemma-explore admit google/gemma-4-E4B-it requests.jsonl "
+    '--max-model-len 8192   (a line: {"images": [[768, 1024]], "max_tokens": 256})',
+)
+def admit_command(
+    model: Annotated[str, typer.Argument(help="A hub id, tiny name or checkpoint folder.")],
+    requests: Annotated[
+        Path,
+        typer.Argument(
+            help='JSON Lines, one request a line, e.g. {"images": [[768, 1024]], '
+            '"max_tokens": 256}.'
+        ),
+    ],
+    max_model_len: Annotated[
+        int | None, typer.Option(min=1, help="The engine's max_model_len (default 8192).")
+    ] = None,
+    serve: Annotated[
+        bool,
+        typer.Option(
+            "--serve/--llm", help="vllm serve's HTTP checks first (default), or LLM(...)'s."
+        ),
+    ] = True,
+    trust_request_mm_kwargs: Annotated[
+        bool,
+        typer.Option("--trust-request-mm-kwargs", help="The server was started with this flag."),
+    ] = False,
+) -> None:
+    """Which requests vLLM accepts, refuses (with its message) or changes without a word."""
+    from gemma_explore.serving.admission import admit_jsonl_text
+    from gemma_explore.serving.plan import plan_serving
+
+    if not requests.is_file():
+        _fail(f"{requests}: no such file. Give a JSON Lines file, one request a line.")
+    try:
+        plan = plan_serving(model, **({"max_model_len": max_model_len} if max_model_len else {}))
+        lines = requests.read_text(encoding="utf-8").splitlines()
+        entry = "serve" if serve else "LLM"
+        trusted = trust_request_mm_kwargs
+        typer.echo(
+            admit_jsonl_text(plan, lines, entry_point=entry, trust_request_mm_kwargs=trusted)
+        )
+    except (ValueError, RuntimeError) as exc:
+        _fail(in_flags(str(exc)))
 
 
 def _servable(model: str, save: Path | None) -> str:
@@ -657,7 +854,8 @@ def transcribe(
         Path,
         typer.Argument(
             help="A clip (any rate: resampled to 16 kHz), up to vLLM's 600 s decode limit; "
-            "the model hears its first 30 s and the command warns about the rest."
+            "past 30 s it is sent in windows the model hears whole (--no-split: whole, and "
+            "the model hears its first 30 s)."
         ),
     ],
     language: Annotated[
@@ -681,9 +879,17 @@ def transcribe(
     show_prompt: Annotated[
         bool, typer.Option("--show-prompt", help="Print the fixed prompt too.")
     ] = False,
+    split: Annotated[
+        bool,
+        typer.Option(
+            "--split/--no-split",
+            help="A clip past 30 s: send the windows the model hears whole (plan_long_audio) "
+            "and join the texts; --no-split sends it whole (the model hears its first 30 s).",
+        ),
+    ] = True,
 ) -> None:
     """Transcribe (or translate) a clip with Gemma 3n's fixed speech-to-text prompt."""
-    from gemma_explore.engines.load import engine_options, load
+    from gemma_explore.engines.load import engine_options
     from gemma_explore.models.checkpoints import guess_family
     from gemma_explore.models.tiny import TINY_NAMES
     from gemma_explore.processing.transcription import transcription_request
@@ -700,18 +906,29 @@ def transcribe(
         transcription_request(clip, language=language, task=task, to_language=translate_to, **known)
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
+    request = dict(language=language, task=task, to_language=translate_to)
+    request |= dict(max_new_tokens=max_new_tokens, split=split)
+    result = _load_and_transcribe(model, options, clip, request, base_url)
+    if show_prompt:
+        typer.echo(f"prompt: {result.prompt!r}")
+    typer.echo(result.text)
+    if result.note:
+        typer.echo(f"({result.note})")
+
+
+def _load_and_transcribe(
+    model: str, options: dict[str, Any], clip: Path, request: dict[str, Any], base_url: str | None
+) -> Any:
+    """Load ``model`` and transcribe ``clip`` with a two-step progress bar; a failure is
+    one line (no server: how to start one or where to point)."""
+    from gemma_explore.engines.load import load
+
     with _progress(total=2, desc=f"loading {model}", unit="step") as bar:
         try:
             bundle = load(model, **options)
             bar.set_description("transcribing")
             bar.update()
-            result = bundle.transcribe(
-                clip,
-                language=language,
-                task=task,
-                to_language=translate_to,
-                max_new_tokens=max_new_tokens,
-            )
+            result = bundle.transcribe(clip, **request)
             bar.update()
         except ConnectionError:
             url = base_url or "the default address (http://127.0.0.1:8000/v1)"
@@ -721,11 +938,7 @@ def transcribe(
             )
         except (ValueError, RuntimeError) as exc:
             _fail(str(exc))
-    if show_prompt:
-        typer.echo(f"prompt: {result.prompt!r}")
-    typer.echo(result.text)
-    if result.note:
-        typer.echo(f"({result.note})")
+    return result
 
 
 # --------------------------------------------------------------------------- doctor

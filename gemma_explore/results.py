@@ -12,6 +12,7 @@ type hint, has one place to look.
 
 from gemma_explore.bill.core import BillRow
 from gemma_explore.bill.totals import Bill
+from gemma_explore.conformance.probe import ProbeCase, ProbeResult
 from gemma_explore.course.grader import Verdict
 from gemma_explore.facts.families import FamilySpec
 from gemma_explore.inside.attention import AttentionMasks
@@ -36,6 +37,7 @@ __all__ = [
     "PreparedInputs", "PromptLayout", "Segment", "Placeholder", "NewlineMerge",
     "Transcription", "ParityReport", "ParityRow", "FamilyComparison",
     "PooledTokens", "EncoderReport", "ItemReport", "AttentionMasks",
-    "ServingPlan", "FlopsReport", "Bill", "BillRow", "Generation", "Verdict",
+    "ServingPlan", "FlopsReport", "Bill", "BillRow", "ProbeResult", "ProbeCase", "Generation",
+    "Verdict",
 ]
 # fmt: on

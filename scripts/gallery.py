@@ -82,11 +82,13 @@ def gallery_inputs(*, flops: bool = True) -> GalleryInputs:
 
 
 def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
+    from gemma_explore.conformance.probe import probe
     from gemma_explore.course.widgets import explore_prompt
     from gemma_explore.facts.families import GEMMA4_UNIFIED
     from gemma_explore.inside.attention import attention_mask
     from gemma_explore.inside.towers import vision_pooling
     from gemma_explore.parity.comparison import compare_families
+    from gemma_explore.plans.long_audio import plan_long_audio
     from gemma_explore.processing.layout import layout_prompt
     from gemma_explore.serving.plan import plan_serving
     from gemma_explore.viz import (
@@ -101,6 +103,7 @@ def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
         serving,
         video,
     )
+    from gemma_explore.viz import probe as probe_view
 
     photo, speech, msgs = g.photo, g.speech, g.messages
     unified = GEMMA4_UNIFIED  # the encoder-free family
@@ -112,6 +115,9 @@ def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
         "pooled_mask_gemma3n": lambda: pooling.show_pooled_mask(vision_pooling(photo, bundle=g.b3)),
         "mel_gemma4": lambda: audio.show_mel(speech, family=g.b4.family),
         "mel_gemma3n": lambda: audio.show_mel(speech, family=g.b3.family),
+        "long_audio_gemma3n": lambda: audio.show_long_audio(
+            plan_long_audio(_longer(speech), family=g.b3.family)
+        ),
         "video_frames": lambda: video.show_video_frames(g.video),
         "layout_gemma4": lambda: layout.show_layout(layout_prompt(msgs, bundle=g.b4)),
         "layout_gemma3n": lambda: layout.show_layout(layout_prompt(msgs, bundle=g.b3)),
@@ -140,10 +146,27 @@ def _drawers(g: GalleryInputs) -> dict[str, Callable[[], Any]]:
             )
         ),
         "bill_samples": lambda: bill.show_bill(g.bill),
+        # No server runs here: the probe stops at its one-line failure and draws what
+        # each case should cost (the measured column fills in against a real server).
+        "probe_expected": lambda: probe_view.show_probe(
+            probe("http://127.0.0.1:9/v1", model=RELEASED_ID, timeout=2)
+        ),
     }
     if g.flops:
         drawers["flops_released"] = lambda: flops.show_flops(list(g.flops))
     return drawers
+
+
+def _longer(speech: Any, seconds: float = 75.0) -> tuple[Any, int]:
+    """The sample speech repeated past 30 s, as (wave, rate)."""
+    import numpy as np
+
+    from gemma_explore.facts.families import AUDIO_SAMPLING_RATE
+    from gemma_explore.media.loaders import load_audio
+
+    wave, _ = load_audio(speech)  # mono float32 at 16 kHz
+    rate = AUDIO_SAMPLING_RATE
+    return np.tile(wave, int(seconds * rate // len(wave)) + 1)[: int(seconds * rate)], rate
 
 
 def figures(inputs: GalleryInputs | None = None) -> dict[str, Any]:

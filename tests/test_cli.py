@@ -246,9 +246,10 @@ def test_serve_args_prints_the_recipe():
     # Always the same order, whatever the flags: the command, why each argument, advice.
     line = lines[0]
     assert line.startswith("vllm serve")
-    why = [text for text in lines[1:] if not text.startswith("# consider")]
+    why = [text for text in lines[1:] if not text.startswith(("# consider", "# lever"))]
+    levers = [text for text in lines[1:] if text.startswith("# lever")]
     advice = [text for text in lines[1:] if text.startswith("# consider")]
-    assert lines[1:] == why + advice
+    assert lines[1:] == why + levers + advice
     # Production advice follows the reasons, one flag and its reason per line.
     assert [a.split(":")[0] for a in advice] == [
         "# consider --tensor-parallel-size",
@@ -425,9 +426,22 @@ def test_transcribe_warns_about_the_cut(tmp_path, monkeypatch):
     _, decoded = vllm_decode(long, monkeypatch)
     if decoded is not None:
         assert isinstance(decoded, np.ndarray) and len(decoded) == 16_000 * (heard + 1)
-    result = run("transcribe", long, "--max-new-tokens", "2")
+    result = run("transcribe", long, "--max-new-tokens", "2", "--no-split")
     assert result.exit_code == 0, result.output
     assert f"hears only its first {heard:g} s" in result.stdout
+
+
+def test_transcribe_splits_a_long_clip(tmp_path):
+    """Past 30 s the default sends the windows plan_long_audio draws, one request each."""
+    from gemma_explore.plans.long_audio import plan_long_audio
+
+    long = tmp_path / "long.wav"
+    sf.write(long, np.zeros(31 * 16_000, np.float32), 16_000)
+    windows = plan_long_audio(long, family="gemma3n").windows
+    result = run("transcribe", long, "--max-new-tokens", "2")
+    assert result.exit_code == 0, result.output
+    assert f"was sent as {len(windows)} windows" in result.stdout
+    assert "hears only" not in result.stdout
 
 
 # The openai engine's success path (a real vllm serve): tests/serve/test_speech.py.
@@ -536,3 +550,102 @@ def test_every_documented_flag_exists():
         opts = {o for p in getattr(cmd, "params", []) for o in p.opts + p.secondary_opts}
         missing = [f for f in flags if f not in opts and f != "--help"]
         assert not missing, f"{doc}: gemma-explore {command} has no {missing}"
+
+
+def test_golden_refuses_a_vocabulary_folder_without_the_tokenizer(tmp_path):
+    """The check runs before any generation: one line naming the flag and the fix."""
+    error = _one_line_error(run("golden", "--out", tmp_path / "set", "--vocabulary", tmp_path))
+    assert (
+        error.startswith(f"gemma-explore: error: --vocabulary {tmp_path}:")
+        and "tokenizer fetch" in error
+    )
+    assert not (tmp_path / "set").exists()
+
+
+@pytest.mark.parametrize(
+    ("fault", "code", "verdict"), [("honest", 0, "matches"), ("square", 1, "squashed to a square")]
+)
+def test_probe_prints_each_verdict_and_exits_on_a_fault(tiny4, fault, code, verdict):
+    """`gemma-explore probe` against the loopback server that counts with transformers'
+    real processor, honestly or squashing to a square."""
+    from tests.conformance.faulty_server import faulty_server
+
+    with faulty_server(tiny4, fault) as (url, _):
+        done = run(
+            "probe",
+            url,
+            "--model",
+            "served-gemma",
+            "--family",
+            "gemma4",
+            "--clips",
+            "none",
+            "--video",
+            "none",
+        )
+    assert done.exit_code == code, done.output
+    assert verdict in done.stdout
+
+
+def test_probe_names_a_bad_flag_in_its_own_words():
+    error = _one_line_error(
+        run("probe", "http://127.0.0.1:9/v1", "--model", "m", "--images", "big")
+    )
+    assert "--images" in error
+
+
+def test_processor_cache_prints_vllms_bytes_per_item():
+    """The table's bytes are cached_item's, which tests/serving/test_processor_cache.py
+    holds to vLLM's get_item_size on its own processor output."""
+    from gemma_explore.serving.processor_cache import cached_item
+
+    done = run("processor-cache", "gemma4", "--dtype", "float32")
+    assert done.exit_code == 0, done.output
+    row = next(line for line in done.stdout.splitlines() if line.startswith("image at budget 280"))
+    assert f"{cached_item('gemma4', 'image', budget=280, dtype='float32').bytes:,}" in row
+
+
+def test_processor_cache_names_a_bad_dtype():
+    error = _one_line_error(run("processor-cache", "gemma4", "--dtype", "int3"))
+    assert "--dtype int3" in error
+
+
+def test_serve_args_names_an_unknown_gpu_in_its_flag():
+    error = _one_line_error(run("serve-args", "google/gemma-4-E4B-it", "--gpu", "T4"))
+    assert error.startswith("gemma-explore: error: --gpu T4: use one of L4,")
+
+
+def test_serve_args_on_an_l4_plans_vllm_serves_l4_defaults():
+    """On an L4 `vllm serve` batches 2048 tokens (vLLM's EngineArgs defaults, which
+    tests/serving/test_plan_defaults.py holds the plan to); the printed line's concurrency
+    is capacity()'s for the same plan."""
+    from gemma_explore.engines.serve_args import serving_plan_for, serving_recipe
+
+    done = run("serve-args", "google/gemma-4-E2B-it", "--images", "1", "--gpu", "L4", "--json")
+    assert done.exit_code == 0, done.output
+    args = json.loads(done.stdout)["args"]
+    plan = serving_plan_for(serving_recipe("google/gemma-4-E2B-it", images=1, gpu="L4"), gpu="L4")
+    assert plan.max_num_batched_tokens == 2048
+    assert args.get("max_num_batched_tokens", 2048) == 2048
+
+
+def test_admit_reads_a_jsonl_workload(tmp_path):
+    """One row per request, with admit's verdict (tests/serving/test_admit.py holds admit to
+    vLLM's InputProcessor and HTTP layer)."""
+    from gemma_explore.serving.admission import Request, admit
+    from gemma_explore.serving.plan import plan_serving
+
+    lines = ['{"images": [[768, 1024]], "max_tokens": 256}', '{"max_tokens": 9000}']
+    (tmp_path / "r.jsonl").write_text("\n".join(lines))
+    done = run("admit", "google/gemma-4-E4B-it", tmp_path / "r.jsonl")
+    assert done.exit_code == 0, done.output
+    plan = plan_serving("google/gemma-4-E4B-it")
+    refused = admit(plan, Request(max_tokens=9000), entry_point="serve")
+    assert not refused.accepted and refused.message in done.stdout
+    assert "2 requests" in done.stdout or "1 of 2" in done.stdout
+
+
+def test_admit_names_a_bad_line(tmp_path):
+    (tmp_path / "r.jsonl").write_text('{"pictures": 1}\n')
+    error = _one_line_error(run("admit", "google/gemma-4-E4B-it", tmp_path / "r.jsonl"))
+    assert "requests line 1: unknown field(s) ['pictures']" in error

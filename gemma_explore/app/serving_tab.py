@@ -23,6 +23,7 @@ from typing import Any
 from gemma_explore.app.outputs import ServingResult, md
 from gemma_explore.facts.families import FamilySpec, family_from_name, get_family
 from gemma_explore.facts.released import RELEASED_IDS
+from gemma_explore.serving.kv import GPU_MEMORY_UTILIZATION
 from gemma_explore.serving.plan import ServingPlan, plan_serving
 from gemma_explore.viz.serving import show_serving
 
@@ -33,6 +34,8 @@ __all__ = [
     "SERVING_CHOICES",
     "SERVING_DEFAULT",
     "Control",
+    "ProbeView",
+    "probe_tab",
     "serving_family",
     "serving_tab",
     "verdict",
@@ -80,12 +83,15 @@ CONTROLS: tuple[Control, ...] = (
     Control("video_limit", "limit_mm_per_prompt: video", 0, 4, 1),
     Control("max_num_batched_tokens", "max_num_batched_tokens", 16, 131072, 8192, 16),
     Control("gpu_memory_gib", "GPU memory (GiB)", 1, 1024, 80, 1),
-    Control("gpu_memory_utilization", "gpu_memory_utilization", 0.05, 1.0, 0.9, 0.01),
+    Control(
+        "gpu_memory_utilization", "gpu_memory_utilization", 0.05, 1.0, GPU_MEMORY_UTILIZATION, 0.01
+    ),
 )
 _BY_KEY = {c.key: c for c in CONTROLS}
 GPU_ASSUMPTION = (
     "The memory bar assumes **one GPU of {gpu:g} GiB at gpu_memory_utilization {util:g}** "
-    "(the defaults: 80 GiB, an A100/H100, at vLLM's 0.9); change both above."
+    "(the defaults: 80 GiB, an A100/H100, at vLLM's "
+    f"{GPU_MEMORY_UTILIZATION:g}); change both above."
 )
 
 
@@ -161,7 +167,7 @@ def serving_tab(
     max_num_batched_tokens: Any = 8192,
     max_soft_tokens: Any = None,
     gpu_memory_gib: Any = 80,
-    gpu_memory_utilization: Any = 0.9,
+    gpu_memory_utilization: Any = GPU_MEMORY_UTILIZATION,
     video_frames: Any = 32,
 ) -> ServingResult:
     """Plan serving for these engine arguments on this GPU: ``figure``
@@ -176,8 +182,10 @@ def serving_tab(
         }
         gpu = _BY_KEY["gpu_memory_gib"].check(gpu_memory_gib)
         util = _BY_KEY["gpu_memory_utilization"].check(gpu_memory_utilization)
-        plan = plan_serving(
+        plan = plan_serving(  # vllm serve on this GPU: its defaults fill what the tab leaves out
             model_name,
+            gpu_memory_gib=gpu,
+            entry_point="serve",
             max_model_len=_whole("max_model_len", max_model_len),
             limit_mm_per_prompt=limits,
             max_num_batched_tokens=_whole("max_num_batched_tokens", max_num_batched_tokens),
@@ -188,7 +196,7 @@ def serving_tab(
         warnings = "\n\n".join(_warnings(plan))
         return ServingResult(
             figure=fig,
-            table=_table(plan, why),
+            table=_table(plan, why, util),
             plan=plan,
             fits=fits,
             warnings=warnings,
@@ -224,13 +232,25 @@ def _video_row(plan: ServingPlan) -> tuple[str, str] | None:
     )
 
 
-def _table(plan: ServingPlan, why: str) -> str:
-    """The verdict, the plan's own table, and the questions people ask first: how many
-    photos fit, what a video costs."""
+def _lever_rows(plan: ServingPlan, util: float) -> list[tuple[str, str]]:
+    """The settings that raise the concurrency, the most useful first, each gain computed
+    (:func:`~gemma_explore.serving.levers.levers`)."""
+    from gemma_explore.serving.levers import levers
+
+    return [
+        (f"lever: {x.flag}", f"{x.before:.2f}x → {x.after:.2f}x concurrency; {x.why}")
+        for x in levers(plan, gpu_memory_utilization=util)
+    ]
+
+
+def _table(plan: ServingPlan, why: str, util: float = GPU_MEMORY_UTILIZATION) -> str:
+    """The verdict, the levers that help, the plan's own table, and the questions people
+    ask first: how many photos fit, what a video costs."""
     table = plan.table()
     fit = plan.images_that_fit((1080, 1920))
     rows = [
         ("verdict", why),
+        *_lever_rows(plan, util),
         *table.rows,
         (
             "1920×1080 px (W×H) photos that fit",
@@ -240,4 +260,54 @@ def _table(plan: ServingPlan, why: str) -> str:
     video = _video_row(plan)
     if video is not None:
         rows.append(video)
+    rows.append(_processor_cache_row(plan))
     return dataclasses.replace(table, rows=tuple(rows)).markdown()
+
+
+def _processor_cache_row(plan: ServingPlan) -> tuple[str, str]:
+    """vLLM's multimodal processor cache at its default size: how many of this plan's
+    largest items it holds, and whether the profiling dummy fits."""
+    pc = plan.processor_cache()
+    real = [it for it in pc.items if not it.dummy] or list(pc.items)
+    worst = max(real, key=lambda it: it.bytes)
+    dummy = "the profiling dummy fits" if pc.dummy_fits else f"vLLM logs: {pc.message}"
+    return (
+        f"processor cache (--mm-processor-cache-gb {pc.mm_processor_cache_gb:g})",
+        f"{int(pc.capacity_bytes // max(worst.bytes, 1)):,} of the largest item "
+        f"({worst.what}, {worst.bytes / 2**20:.1f} MiB); {dummy}",
+    )
+
+
+@dataclass(frozen=True)
+class ProbeView:
+    """What the tab's "Probe a running server" row shows: the probe's figure and its table
+    (markdown), or a refusal in the box's words (the figure None, the table empty)."""
+
+    figure: Any  # show_probe's Figure, or None when the input was refused
+    table: str  # the verdict per case, as markdown
+    error: str | None  # the refusal, naming the box; None when the probe ran
+
+
+def probe_tab(url: Any, model: Any, timeout: float = 30.0) -> ProbeView:
+    """Probe the OpenAI-compatible server at ``url`` serving ``model`` (never raises; the
+    probe itself is bounded in requests and seconds and answers a failure in one line).
+
+    >>> probe_tab("ftp://x", "m").error
+    '✗ Server URL must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1).'
+    """
+    from gemma_explore.viz.probe import probe_view
+
+    url, model = str(url or "").strip(), str(model or "").strip()
+    if not url.startswith(("http://", "https://")):
+        return ProbeView(
+            None,
+            "",
+            "✗ Server URL must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1).",
+        )
+    if not model:
+        return ProbeView(None, "", "✗ Served model is empty: give the name GET /v1/models lists.")
+    try:
+        figure, table = probe_view(url, model=model, timeout=timeout)
+    except ValueError as exc:  # a model name whose family cannot be read
+        return ProbeView(None, "", f"✗ Served model: {exc}")
+    return ProbeView(figure, table, None)

@@ -35,17 +35,26 @@ from gemma_explore.media.loaders import load_audio, load_image
 from gemma_explore.models.bundle import Bundle
 from gemma_explore.parity.checks import check_audio_parity, check_image_parity, check_video_parity
 from gemma_explore.plans.image import recommend_budget
+from gemma_explore.plans.long_audio import LongAudioPlan, heard_seconds, plan_long_audio
 from gemma_explore.processing.analysis import analyse
 from gemma_explore.processing.features import audio_features
 from gemma_explore.processing.layout import PromptLayout, layout_prompt
 from gemma_explore.sizes import size_label
-from gemma_explore.viz.audio import show_mel
+from gemma_explore.viz.audio import show_long_audio, show_mel
 from gemma_explore.viz.layout import show_layout
 from gemma_explore.viz.patches import show_patch_grid
 from gemma_explore.viz.pooling import show_pooled_mask
 from gemma_explore.viz.video import show_video_frames
 
-__all__ = ["audio_tab", "budget_of", "image_tab", "layout_tab", "video_tab"]
+__all__ = [
+    "audio_tab",
+    "budget_of",
+    "image_tab",
+    "layout_tab",
+    "long_audio_figure",
+    "long_audio_of",
+    "video_tab",
+]
 
 
 def budget_of(bundle: Bundle, budget: Any) -> int | None:
@@ -174,7 +183,33 @@ def _audio_rows(spec: FamilySpec, plan: Any, notes: dict[str, Any]) -> list[tupl
         rows.append(("resampled", f"{notes['resampled_from']} Hz → {rate / 1000:g} kHz"))
     if plan.silent:
         rows.append(("note", "the clip is silent — it still costs tokens"))
+    long = long_audio_of(plan)
+    if long is not None:
+        spans = ", ".join(f"{w.start_s:.1f}–{w.end_s:.1f} s" for w in long.windows)
+        rows.append(
+            (
+                "windows",
+                f"{len(long.windows)} of ≤ {long.max_window_s:g} s, cut at quiet points, "
+                f"{long.overlap_s:g} s overlap ({spans}): {long.audio_tokens} tokens in all; "
+                "send each to hear the whole clip",
+            )
+        )
     return rows
+
+
+def long_audio_of(plan: Any) -> LongAudioPlan | None:
+    """The windows of a clip longer than its family hears whole (30 s), from the Audio
+    tab's plan's waveform (decoded once); None for a shorter clip or no waveform."""
+    if plan is None or plan.waveform is None or plan.duration_s <= heard_seconds(plan.spec):
+        return None
+    return plan_long_audio((plan.waveform, plan.spec.audio.sampling_rate), family=plan.spec)
+
+
+def long_audio_figure(plan: Any) -> Any:
+    """The Audio tab's windows figure (show_long_audio), or None when the clip is heard
+    whole."""
+    long = long_audio_of(plan)
+    return None if long is None else show_long_audio(long)
 
 
 def audio_tab(model_name: str, audio: Any) -> AudioResult:

@@ -344,7 +344,7 @@ def build_image_tab(ctx: Context) -> None:
 def build_audio_tab(ctx: Context) -> None:
     import gradio as gr
 
-    from gemma_explore.app.tabs import audio_tab
+    from gemma_explore.app.tabs import audio_tab, long_audio_figure
 
     with gr.Tab("Audio", id="audio") as tab:
         with gr.Row():
@@ -367,11 +367,14 @@ def build_audio_tab(ctx: Context) -> None:
                 error = _error_slot("audio_error")
                 _heading("Waveform, its frames and their tokens")
                 mel = _plot("mel_plot")
+                # Past 30 s: the windows the model hears whole (empty for a shorter clip).
+                windows = _plot("audio_windows_plot")
 
         def run(model: str, audio: Any) -> tuple[Any, ...]:
             r = AudioResult.blank() if audio is None else audio_tab(model, audio)
             counts_md, error_md = _shown(r)
-            return r.mel_figure, counts_md, r.parity, r.timings, error_md
+            figure = long_audio_figure(r.plan)
+            return r.mel_figure, counts_md, r.parity, r.timings, error_md, figure
 
         _wire(
             ctx,
@@ -379,7 +382,7 @@ def build_audio_tab(ctx: Context) -> None:
             "audio",
             run,
             [audio_in],
-            [mel, counts, parity, timings, error],
+            [mel, counts, parity, timings, error, windows],
             [audio_in.change],
             "audio",
         )
@@ -503,6 +506,34 @@ def build_serving_tab(ctx: Context) -> None:
         table = gr.Markdown(elem_id="serving_table")  # full width: its values stay whole
         outputs = [plot, table, error, warnings, assumption]
         _wire_serving(ctx, tab, checkpoint, budget, [*controls, gpu, util], outputs)
+        _probe_row()
+
+
+def _probe_row() -> None:
+    """Probe a running server: does it count like the plan above? Runs on the button
+    only (it sends requests), bounded in requests and seconds."""
+    import gradio as gr
+
+    from gemma_explore.app.serving_tab import probe_tab
+
+    _heading("Probe a running server: does it count like this?")
+    with gr.Row():
+        url = gr.Textbox(
+            label="Server URL", placeholder="http://127.0.0.1:8000/v1", elem_id="probe_url"
+        )
+        model = gr.Textbox(
+            label="Served model", placeholder="google/gemma-4-E4B-it", elem_id="probe_model"
+        )
+        button = gr.Button("Probe", elem_id="probe_button")
+    error = _error_slot("probe_error")
+    plot = _plot("probe_plot")
+    table = gr.Markdown(elem_id="probe_table")
+
+    def run(u: str, m: str) -> tuple[Any, str, str]:
+        r = probe_tab(u, m)
+        return r.figure, r.table, r.error or ""
+
+    button.click(run, [url, model], [plot, table, error], api_name="probe")
 
 
 def _wire_serving(

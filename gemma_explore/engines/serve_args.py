@@ -14,7 +14,14 @@ from typing import Any
 
 from gemma_explore.facts.families import get_family
 
-__all__ = ["fit_warnings", "serve_command", "serving_advice", "serving_plan_for", "serving_recipe"]
+__all__ = [
+    "fit_warnings",
+    "lever_lines",
+    "serve_command",
+    "serving_advice",
+    "serving_plan_for",
+    "serving_recipe",
+]
 
 
 def _family_and_audio(model: str, family: str | None) -> tuple[str, bool]:
@@ -57,6 +64,8 @@ def serving_recipe(
     videos: int | None = None,
     reasons: dict[str, str] | None = None,
     workshop: bool = False,
+    gpu: str | None = None,
+    gpu_memory_gib: float | None = None,
 ) -> dict[str, Any]:
     """The ``vllm serve`` arguments for a model, as a dict of engine arguments.
 
@@ -69,6 +78,9 @@ def serving_recipe(
     recipe (``engine_args(for_workload=Workload(…))``) proposes ``limit_mm_per_prompt``,
     ``mm_processor_kwargs``, ``max_model_len`` and ``max_num_batched_tokens``, and fills
     ``reasons`` (argument → why); without one, the engine defaults of ``engine_args``.
+    ``gpu`` / ``gpu_memory_gib`` (default 80: H100-class) pick the ``vllm serve`` defaults
+    the proposal starts from; a value you give (``max_model_len``) wins, and its reason
+    says so.
 
     >>> serving_recipe("google/gemma-4-E4B-it", budget=560)["mm_processor_kwargs"]
     {'max_soft_tokens': 560}
@@ -98,9 +110,14 @@ def serving_recipe(
     work = Workload(
         images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
     )
-    if reasons is not None:
-        recipe = engine_recipe(model, workload=work, family=fam, has_audio=has_audio)
-        reasons.update(recipe.reasons)
+    recipe = engine_recipe(
+        model,
+        workload=work,
+        family=fam,
+        has_audio=has_audio,
+        gpu=gpu,
+        gpu_memory_gib=gpu_memory_gib,
+    )
     args = engine_args(
         model,
         family=fam,
@@ -109,7 +126,24 @@ def serving_recipe(
         for_workload=work,
         **mode,
     )
+    if reasons is not None:
+        reasons.update(_take_recipe(args, recipe, max_model_len))
+    else:
+        _take_recipe(args, recipe, max_model_len)
     return {k: v for k, v in args.items() if v is not None}
+
+
+def _take_recipe(args: dict[str, Any], recipe: Any, max_model_len: int | None) -> dict[str, str]:
+    """This GPU's proposal into ``args`` (a ``max_model_len`` you gave wins, and its reason
+    says so); the reasons, argument → why."""
+    why = dict(recipe.reasons)
+    for key, value in recipe.args.items():
+        if key == "max_model_len" and max_model_len is not None:
+            if max_model_len != value:
+                why[key] = f"{max_model_len}: yours (the workload alone needs {value}: {why[key]})"
+            continue
+        args[key] = value
+    return why
 
 
 def serve_command(args: dict[str, Any]) -> str:
@@ -133,9 +167,13 @@ def serve_command(args: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def serving_plan_for(args: dict[str, Any]) -> Any:
-    """The serving plan of :func:`serving_recipe`'s arguments, or None when no config of
-    the checkpoint is on this machine."""
+def serving_plan_for(
+    args: dict[str, Any], *, gpu: str | None = None, gpu_memory_gib: float | None = None
+) -> Any:
+    """The serving plan of :func:`serving_recipe`'s arguments as ``vllm serve`` runs them on
+    this GPU (``gpu``, a name of ``kv.GPUS``, or ``gpu_memory_gib``, default 80: its
+    defaults fill what the arguments leave out), or None when no config of the checkpoint
+    is on this machine."""
     from gemma_explore.serving.plan import plan_serving
     from gemma_explore.serving.recipe import _model_for
 
@@ -147,19 +185,30 @@ def serving_plan_for(args: dict[str, Any]) -> Any:
         return None
     return plan_serving(
         model,
-        max_model_len=args.get("max_model_len") or 8192,
+        gpu=gpu,
+        gpu_memory_gib=gpu_memory_gib if gpu is not None or gpu_memory_gib else 80.0,
+        entry_point="serve",
+        max_model_len=args.get("max_model_len"),
         limit_mm_per_prompt=args.get("limit_mm_per_prompt"),
         max_soft_tokens=(args.get("mm_processor_kwargs") or {}).get("max_soft_tokens"),
         max_num_batched_tokens=args.get("max_num_batched_tokens"),
+        max_num_seqs=args.get("max_num_seqs"),
+        kv_cache_dtype=args.get("kv_cache_dtype"),
     )
 
 
 def serving_advice(
-    args: dict[str, Any], *, gpu_memory_gib: float = 80.0, plan: Any = None
+    args: dict[str, Any],
+    *,
+    gpu_memory_gib: float | None = None,
+    plan: Any = None,
+    gpu: str | None = None,
 ) -> dict[str, str]:
     """Production advice for :func:`serving_recipe`'s arguments, on a checkpoint whose
-    config is on this machine (else none): flag → why. ``plan``: their serving plan, when
-    the caller has it already.
+    config is on this machine (else none): flag → why, the levers that raise the
+    concurrency first (each gain computed), then the start-up KV line ``capacity()``
+    predicts. ``plan``: their serving plan (:func:`serving_plan_for`), when the caller has
+    it already; it knows its GPU.
 
     >>> args = serving_recipe("google/gemma-4-31B-it")             # doctest: +SKIP
     >>> "--tensor-parallel-size" in serving_advice(args, gpu_memory_gib=40)  # doctest: +SKIP
@@ -167,10 +216,12 @@ def serving_advice(
     """
     from gemma_explore.serving.recipe import production_advice
 
-    plan = plan if plan is not None else serving_plan_for(args)
+    plan = (
+        plan if plan is not None else serving_plan_for(args, gpu=gpu, gpu_memory_gib=gpu_memory_gib)
+    )
     if plan is None:
         return {}
-    util = args.get("gpu_memory_utilization") or 0.9
+    util = args.get("gpu_memory_utilization") or 0.92  # vLLM 0.32's default
     return production_advice(plan, gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=util)
 
 
@@ -193,3 +244,20 @@ def fit_warnings(args: dict[str, Any], *, plan: Any = None) -> list[str]:
         f"prompt with one. Raise --max-model-len above {need}, or set --{modality}s 0."
         for modality, need in plan.items_too_long().items()
     ]
+
+
+def lever_lines(args: dict[str, Any], *, plan: Any = None) -> list[str]:
+    """The settings that raise the maximum concurrency of :func:`serving_recipe`'s
+    arguments on the plan's GPU, the most useful first, each gain computed by re-planning
+    (:func:`~gemma_explore.serving.levers.levers`); none when the config is not here.
+
+    >>> lever_lines({"model": "google/gemma-4-31B-it", "max_model_len": 8192})[0][:28]  # doctest: +SKIP
+    '--max-num-batched-tokens 204'
+    """
+    from gemma_explore.serving.levers import levers
+
+    plan = plan if plan is not None else serving_plan_for(args)
+    if plan is None:
+        return []
+    util = args.get("gpu_memory_utilization") or 0.92  # vLLM 0.32's default
+    return [x.line() for x in levers(plan, gpu_memory_utilization=util)]

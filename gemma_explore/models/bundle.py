@@ -22,8 +22,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gemma_explore.facts.families import FamilySpec, get_family
 from gemma_explore.models.vocabulary import LABEL_CACHED, LABEL_FETCHED, NOTICE, vocabulary_of
+from gemma_explore.plans.long_audio import plan_long_audio
 from gemma_explore.processing.inputs import PreparedInputs, prepare_inputs
-from gemma_explore.processing.transcription import Transcription, transcription_request
+from gemma_explore.processing.transcription import (
+    Transcription,
+    join_window_texts,
+    transcription_request,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -206,12 +211,19 @@ class Bundle:
         to_language: str | None = None,
         max_new_tokens: int = 128,
         sampling_rate: int | None = None,
+        split: bool = True,
+        overlap_s: float = 1.0,
     ) -> Transcription:
         """Gemma 3n speech-to-text with the fixed prompt vLLM's transcription API uses.
 
         ``language`` / ``to_language`` are ISO 639-1 codes; ``task`` is ``"transcribe"`` or
         ``"translate"``. Clips are resampled to 16 kHz and taken up to 600 s (vLLM's decode
-        limit); the model hears the first 30 s, and the result's ``warnings`` say so.
+        limit). A clip longer than the model hears (30 s) is sent, with ``split``, as the
+        windows of :func:`~gemma_explore.plans.long_audio.plan_long_audio` (cut at quiet
+        points, ``overlap_s`` apart), one request each, in order, and the texts are joined
+        (:func:`~gemma_explore.processing.transcription.join_window_texts`); the result's
+        ``windows`` and ``note`` say how. With ``split=False`` it goes whole: the model hears
+        the first 30 s, and the result's ``warnings`` say so.
         transformers and vLLM engines generate from :func:`~gemma_explore.processing.transcription.transcription_prompt`;
         an OpenAI-compatible server is asked through ``/v1/audio/transcriptions`` (or
         ``/translations``), where it builds the same prompt itself.
@@ -227,23 +239,22 @@ class Bundle:
             to_language=to_language,
             sampling_rate=sampling_rate,
         )
-        served = getattr(self.engine, "transcribe", None)
-        if served is not None:  # a server: its own speech-to-text endpoints
-            text = served(
-                request.wave,
-                language=request.language,
-                task=request.task,
-                to_language=request.to_language,
-                max_new_tokens=max_new_tokens,
+        windows: tuple[tuple[float, float, str], ...] = ()
+        join_steps: tuple[str, ...] = ()
+        if split and request.duration_s > request.heard_s:
+            plan = plan_long_audio(
+                (request.wave, self.spec.audio.sampling_rate), family=self.spec, overlap_s=overlap_s
+            )
+            texts = [
+                self._transcribe_wave(request, request.wave[w.start : w.end], max_new_tokens)
+                for w in plan.windows
+            ]
+            text, join_steps = join_window_texts(texts, overlapped=overlap_s > 0)
+            windows = tuple(
+                (w.start_s, w.end_s, t) for w, t in zip(plan.windows, texts, strict=True)
             )
         else:
-            out = self.generate(
-                request.prompt,
-                audios=[(request.wave, self.spec.audio.sampling_rate)],
-                template=False,
-                max_new_tokens=max_new_tokens,
-            )
-            text = out.text
+            text = self._transcribe_wave(request, request.wave, max_new_tokens)
         return Transcription(
             text=text,
             prompt=request.prompt,
@@ -253,4 +264,26 @@ class Bundle:
             duration_s=request.duration_s,
             engine=self.engine.name,
             is_random_weights=self.is_random_weights,
+            windows=windows,
+            join_steps=join_steps,
         )
+
+    def _transcribe_wave(self, request: Any, wave: Any, max_new_tokens: int) -> str:
+        """One request for one (16 kHz) wave: the server's speech-to-text endpoint, or a
+        generation from the fixed prompt."""
+        served = getattr(self.engine, "transcribe", None)
+        if served is not None:  # a server: its own speech-to-text endpoints
+            return served(
+                wave,
+                language=request.language,
+                task=request.task,
+                to_language=request.to_language,
+                max_new_tokens=max_new_tokens,
+            )
+        out = self.generate(
+            request.prompt,
+            audios=[(wave, self.spec.audio.sampling_rate)],
+            template=False,
+            max_new_tokens=max_new_tokens,
+        )
+        return out.text

@@ -41,6 +41,7 @@ Gemma 4's seed has no speech-to-text interface: ask it in a chat turn instead.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,7 @@ __all__ = [
     "TASKS",
     "Transcription",
     "TranscriptionRequest",
+    "join_window_texts",
     "require_language",
     "speech_to_text_config",
     "transcription_prompt",
@@ -380,20 +382,78 @@ class Transcription:
     duration_s: float
     engine: str
     is_random_weights: bool  # the tiny bundles' text is noise
+    # A long clip sent in windows (plan_long_audio): each window's (start_s, end_s) and
+    # text, in order; () when the clip went whole.
+    windows: tuple[tuple[float, float, str], ...] = ()
+    join_steps: tuple[str, ...] = ()  # how the window texts were joined (join_window_texts)
 
     @property
     def warnings(self) -> tuple[str, ...]:
         """What the model did not hear (:func:`transcription_warnings` of the clip's
-        length: every engine feeds the same extractor, which keeps 30 s)."""
-        return transcription_warnings(self.duration_s)
+        length: every engine feeds the same extractor, which keeps 30 s); nothing when
+        the clip was sent in windows it hears whole."""
+        return () if self.windows else transcription_warnings(self.duration_s)
 
     @property
     def note(self) -> str:
         """The warnings to show with the text, or ``""``."""
         notes = list(self.warnings)
+        if self.windows:
+            notes.append(
+                f"The {self.duration_s:.1f} s clip was sent as {len(self.windows)} windows the "
+                "model hears whole (plan_long_audio); " + " ".join(self.join_steps)
+            )
         if self.is_random_weights:
             notes.append("Random weights: this text is noise, not a transcription.")
         return " ".join(notes)
 
     def __str__(self) -> str:
         return f"{self.text}\n({self.note})" if self.note else self.text
+
+
+def _words(text: str) -> list[str]:
+    """Words compared across an overlap: lower-cased, punctuation stripped."""
+    return [re.sub(r"[^\w']+", "", w.lower()) for w in text.split()]
+
+
+def join_window_texts(
+    texts: list[str] | tuple[str, ...], *, overlapped: bool = True, max_words: int = 20
+) -> tuple[str, tuple[str, ...]]:
+    """Join the texts of consecutive windows into one, and say how.
+
+    With ``overlapped`` windows (each repeats the end of the previous one), the longest
+    run of words (at most ``max_words``) that ends one text and starts the next, compared
+    without case or punctuation, is heard twice: it is kept once. Without overlap nothing
+    was heard twice, and the texts are joined with a space as they are.
+
+    >>> join_window_texts(["the cat sat on", "sat on the mat."])
+    ('the cat sat on the mat.', ('window 1: 2 words repeated in the overlap dropped (sat on).',))
+    >>> join_window_texts(["a b", "c d"], overlapped=False)[0]
+    'a b c d'
+    """
+    out: list[str] = []
+    steps: list[str] = []
+    for i, text in enumerate(texts):
+        words = text.split()
+        if i and overlapped:
+            tail, head = _words(" ".join(out[-max_words:])), _words(text)
+            k = next(
+                (
+                    k
+                    for k in range(min(len(tail), len(head), max_words), 0, -1)
+                    if tail[-k:] == head[:k] and any(head[:k])
+                ),
+                0,
+            )
+            if k:
+                steps.append(
+                    f"window {i}: {k} words repeated in the overlap dropped "
+                    f"({' '.join(words[:k])})."
+                )
+            else:
+                steps.append(f"window {i}: no words repeated across the overlap; joined whole.")
+            words = words[k:]
+        out.extend(words)
+    if not overlapped and len(texts) > 1:
+        steps.append("No overlap: the texts are joined as they are.")
+    return " ".join(out), tuple(steps)

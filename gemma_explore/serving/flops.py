@@ -170,6 +170,30 @@ def _grid(budget: int) -> tuple[int, int]:
     return 3 * k, 3 * (budget // k)
 
 
+def _config_of(source: Any) -> Any:
+    """A config as given, or read from a hub id / local folder (no network: a released
+    id's local Hugging Face cache copy, else the built-in facts)."""
+    import os
+
+    if not isinstance(source, str | os.PathLike):
+        return source
+    if os.path.isdir(source):
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(os.fspath(source))
+    from gemma_explore.facts.released import is_released
+
+    if not is_released(str(source)):
+        raise ValueError(
+            f"encoder_flops: {source!r} is neither a released checkpoint id nor a local "
+            "folder; pass a transformers config, a released id (e.g. google/gemma-4-E4B-it) "
+            "or a checkpoint folder."
+        )
+    from gemma_explore.models.checkpoints import config_for
+
+    return config_for(str(source))[0]
+
+
 def encoder_flops(
     config: Any,
     item: str,
@@ -179,7 +203,8 @@ def encoder_flops(
     device: str = "meta",
 ) -> tuple[int, int]:
     """(soft tokens, FLOPs) of one item through ``config``'s tower (or embedder) and its
-    projection into the language model, counted by ``FlopCounterMode``.
+    projection into the language model, counted by ``FlopCounterMode``. ``config``: a
+    transformers config, a released hub id or a local checkpoint folder.
 
     ``item`` is "image", "video frame" (Gemma 4: ``max_soft_tokens``, default the
     family's image / video budget) or "audio clip" (``seconds``). One pass per path:
@@ -194,6 +219,7 @@ def encoder_flops(
     """
     import torch
 
+    config = _config_of(config)
     spec = get_family(config.model_type)
     key = _key(config)
     with torch.no_grad():

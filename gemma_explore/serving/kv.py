@@ -29,8 +29,8 @@ follows it step by step, with no vLLM import:
    the memory minus the null block, vLLM refuses to start and names the longest
    ``max_model_len`` that would fit.
 
-:func:`admit` answers the other question: does vLLM accept this request
-(``v1/engine/input_processor.py``)? :func:`start_settings` applies what vLLM decides
+:func:`gemma_explore.serving.admission.admit` answers the other question: does vLLM
+accept this request? :func:`start_settings` applies what vLLM decides
 before all this: the ``max_num_batched_tokens`` default of each entry point and GPU, and
 the ``disable_chunked_mm_input`` CUDA forces on Gemma 4's bidirectional-vision
 checkpoints. :func:`kv_memory_estimate` guesses the KV memory from a GPU's size.
@@ -47,20 +47,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gemma_explore.facts.families import get_family
-from gemma_explore.plans.rules import Rule, require_budget
-from gemma_explore.plans.vllm import vllm_audio_tokens, vllm_image_tokens, vllm_video_tokens
+from gemma_explore.plans.rules import Rule
+from gemma_explore.plans.vllm import vllm_video_tokens
 from gemma_explore.serving.vllm_errors import error_named
-from gemma_explore.sizes import size_label
 
 __all__ = [
-    "AdmitResult",
     "KVCapacity",
     "KVGroup",
+    "GPU",
+    "GPUS",
+    "GPU_MEMORY_UTILIZATION",
     "KVMemoryEstimate",
-    "Request",
     "StartSettings",
-    "admit",
+    "batch_settings",
     "capacity",
+    "gpu_named",
     "kv_memory_estimate",
     "start_settings",
 ]
@@ -69,6 +70,9 @@ GIB = 1 << 30  # vLLM's GiB_bytes
 GPU_BLOCK_SIZE = (
     16  # CacheConfig.DEFAULT_BLOCK_SIZE (CUDA backends keep it; vLLM's CPU build uses 128)
 )
+# vLLM 0.32's default share of the GPU (CacheConfig.gpu_memory_utilization, config/cache.py;
+# 0.9 in earlier releases).
+GPU_MEMORY_UTILIZATION = 0.92
 ENTRY_POINTS = ("serve", "LLM")  # UsageContext.OPENAI_API_SERVER, UsageContext.LLM_CLASS
 # A guess for what vLLM's profiling run finds besides weights and the encoder outputs
 # (activation peak, CUDA graphs, NCCL and allocator overhead): measure yours, vLLM logs
@@ -491,7 +495,7 @@ def capacity(
     kv_cache_memory_bytes: int,
     tensor_parallel_size: int = 1,
     hybrid_kv_cache_manager: bool = True,
-    async_scheduling: bool = True,
+    async_scheduling: bool | None = None,
     max_num_batched_tokens: int | None = None,
     block_size: int | None = None,
     max_model_len: int | None = None,
@@ -505,12 +509,15 @@ def capacity(
     keeps the manager on but turns async scheduling off and uses 128-token blocks
     (``async_scheduling=False, block_size=128, device="CPU"``).
     ``hybrid_kv_cache_manager=False`` is ``--disable-hybrid-kv-cache-manager``.
-    ``max_num_batched_tokens``, ``block_size`` and ``max_model_len`` default to the plan's.
+    ``max_num_batched_tokens``, ``block_size``, ``max_model_len`` and ``async_scheduling``
+    default to the plan's.
 
     >>> plan = plan_serving("tiny-gemma4", max_model_len=4096)          # doctest: +SKIP
     >>> capacity(plan, kv_cache_memory_bytes=256 * 2**20).log_line()    # doctest: +SKIP
     """
     mml = int(max_model_len or plan.max_model_len)
+    if async_scheduling is None:
+        async_scheduling = bool(getattr(plan, "async_scheduling", True))
     mnbt = int(max_num_batched_tokens or plan.max_num_batched_tokens)
     bs = int(block_size or plan.block_size)
     tp = int(tensor_parallel_size)
@@ -583,7 +590,7 @@ def kv_memory_estimate(
     plan: Any,
     *,
     gpu_memory_bytes: int,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
     tensor_parallel_size: int = 1,
     activation_bytes: int = ACTIVATION_ALLOWANCE_BYTES,
 ) -> KVMemoryEstimate:
@@ -710,6 +717,167 @@ def _whole_items_rule(largest: int, mnbt: int) -> list[str]:
     return steps
 
 
+@dataclass(frozen=True)
+class GPU:
+    """A GPU as vLLM sees it: ``get_device_name()`` and ``get_device_total_memory()``
+    (what ``EngineArgs.get_batch_defaults`` reads), and its compute capability."""
+
+    device_name: str  # torch.cuda.get_device_name, as vLLM's CudaPlatform returns it
+    memory_mib: int  # total memory as nvidia-smi lists it (torch's total_memory / 2**20)
+    capability: tuple[int, int]  # (major, minor)
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.memory_mib << 20
+
+
+# The GPUs a plan can name (``plan_serving(..., gpu="H100 80GB")``). Memory: nvidia-smi's
+# total for the SXM parts; pass ``gpu_memory_gib=`` for another card.
+GPUS: dict[str, GPU] = {
+    "L4": GPU("NVIDIA L4", 23034, (8, 9)),
+    "A100 40GB": GPU("NVIDIA A100-SXM4-40GB", 40960, (8, 0)),
+    "A100 80GB": GPU("NVIDIA A100-SXM4-80GB", 81920, (8, 0)),
+    "H100 80GB": GPU("NVIDIA H100 80GB HBM3", 81559, (9, 0)),
+    "H200": GPU("NVIDIA H200", 143771, (9, 0)),
+    "B200": GPU("NVIDIA B200", 183359, (10, 0)),
+}
+
+
+def cuda_block_size(plan: Any, gpu: GPU | None, kv_dtype_bytes: int) -> Rule[int]:
+    """The KV block vLLM 0.32 picks on CUDA when none is given, with the reason.
+
+    ``CacheConfig`` starts at 16 and the chosen attention backend may raise it
+    (``Platform.update_block_size_for_backend`` → ``get_preferred_block_size``):
+
+    - Hopper (9.x) with FP8 KV and 512-wide heads (Gemma 4's full layers):
+      FlashAttention 4's FP8-KV kernel pages 64 tokens
+      (``FlashAttentionBackend._get_sm90_fa4_fp8_kv_block_size``);
+    - Blackwell (10.x) with ``use_bidirectional_attention="vision"`` (the 26B-A4B, 31B
+      and 12B): the ``TRITON_FLASHINFER`` composite backend has one kernel block, 64;
+    - otherwise 16 (FlashAttention, FlashInfer and Triton all take a multiple of 16).
+
+    Both 64s assume vLLM's CUDA wheel with FlashAttention 4 and FlashInfer; without them
+    vLLM falls back to Triton at 16. ``plan`` needs ``layers`` and
+    ``use_bidirectional_attention`` (a ServingModel or a plan's model).
+
+    >>> from types import SimpleNamespace as N
+    >>> m = N(layers=[N(head_dim=512)], use_bidirectional_attention="vision")
+    >>> cuda_block_size(m, GPUS["H100 80GB"], 1).value, cuda_block_size(m, GPUS["L4"], 1).value
+    (64, 16)
+    """
+    widest = max((la.head_dim for la in plan.layers), default=0)
+    major = None if gpu is None else gpu.capability[0]
+    if major == 9 and kv_dtype_bytes == 1 and widest == 512:
+        return Rule(
+            64,
+            "block_size 64: on Hopper with FP8 KV, FlashAttention 4's kernel for the 512-wide "
+            "heads pages 64 tokens (vLLM logs 'Setting kv cache block size to 64')",
+        )
+    if major == 10 and plan.use_bidirectional_attention == "vision":
+        return Rule(
+            64,
+            "block_size 64: on Blackwell a checkpoint with bidirectional vision attention "
+            "runs the TRITON_FLASHINFER backend, whose only kernel block is 64",
+        )
+    where = "this GPU" if gpu is not None else "an unnamed GPU (the rule needs its name)"
+    return Rule(
+        GPU_BLOCK_SIZE,
+        f"block_size {GPU_BLOCK_SIZE} (CacheConfig.DEFAULT_BLOCK_SIZE, which the "
+        f"attention backend vLLM picks on {where} keeps; vLLM logs 'Setting kv cache "
+        "block size to N' when it differs: then pass block_size=N)",
+    )
+
+
+def gpu_named(name: str) -> GPU:
+    """A GPU of :data:`GPUS` by its short name (case and spaces ignored).
+
+    >>> gpu_named("h100 80gb").device_name
+    'NVIDIA H100 80GB HBM3'
+    """
+    key = name.replace(" ", "").lower()
+    for short, gpu in GPUS.items():
+        if short.replace(" ", "").lower() == key:
+            return gpu
+    raise ValueError(
+        f"Unknown gpu {name!r}: use one of {list(GPUS)}, or give gpu_memory_gib= instead."
+    )
+
+
+def batch_settings(
+    *,
+    entry_point: str,
+    gpu_memory_bytes: int,
+    gpu_name: str = "",
+    platform: str = "cuda",
+    tensor_parallel_size: int = 1,
+    max_model_len: int,
+    prefix_lm: bool = False,
+    item_tokens: dict[str, int] | None = None,
+    largest_item: int = 0,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    enable_chunked_prefill: bool = True,
+) -> StartSettings:
+    """``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` for one entry point
+    and GPU, and on CUDA the forced ``disable_chunked_mm_input`` of a prefix-LM model
+    (``prefix_lm``: images attend both ways). ``item_tokens``: the worst case per item of
+    every modality the model supports (vLLM raises the batch to the largest);
+    ``largest_item``: the largest of the modalities whose limit is above 0. The one source
+    of the start-up defaults: :func:`start_settings` and ``plan_serving`` call it.
+
+    >>> batch_settings(entry_point="serve", gpu_memory_bytes=24 << 30, max_model_len=8192
+    ...               ).max_num_batched_tokens
+    2048
+    """
+    if entry_point not in ENTRY_POINTS:
+        raise ValueError(f"entry_point must be one of {list(ENTRY_POINTS)}, got {entry_point!r}.")
+    if platform not in ("cuda", "cpu"):
+        raise ValueError(f"platform must be 'cuda' or 'cpu', got {platform!r}.")
+    items = dict(item_tokens or {})
+    largest_any = max(items.values(), default=0)
+    world = int(tensor_parallel_size)
+    defaults, seqs_defaults, why = _batch_defaults(gpu_memory_bytes, gpu_name, platform, world)
+    name = "vllm serve" if entry_point == "serve" else "LLM(...)"
+    steps: list[str] = []
+    prefix_lm = prefix_lm and bool(items)
+    mnbt, seqs = max_num_batched_tokens, max_num_seqs
+    if mnbt is None:
+        mnbt = defaults[entry_point]
+        steps.append(f"max_num_batched_tokens: {name} defaults to {mnbt} on {why}")
+        if not enable_chunked_prefill:
+            mnbt = max(max_model_len, mnbt)
+            steps.append(f"chunked prefill off: raised to max_model_len → {mnbt}")
+        if prefix_lm and largest_any > mnbt:
+            top = max(items, key=items.__getitem__)
+            steps.append(
+                f"raised to {largest_any}: images attend both ways (use_bidirectional_attention="
+                f"'vision'), so one {top} item must fit one batch (vLLM counts every modality "
+                "the model supports, even one limited to 0)"
+            )
+            mnbt = largest_any
+        seq_default = max_num_seqs if max_num_seqs is not None else seqs_defaults[entry_point]
+        if seq_default * max_model_len < mnbt:
+            steps.append(f"capped at max_num_seqs × max_model_len = {seq_default * max_model_len}")
+        mnbt = min(seq_default * max_model_len, mnbt)
+    else:
+        steps.append(f"max_num_batched_tokens={mnbt}: yours (no default applied)")
+    if seqs is None:
+        seqs = min(seqs_defaults[entry_point], mnbt)
+        steps.append(
+            f"max_num_seqs: {name} defaults to {seqs_defaults[entry_point]} ({why})"
+            + (
+                f", capped at max_num_batched_tokens → {seqs}"
+                if seqs < seqs_defaults[entry_point]
+                else ""
+            )
+        )
+    else:
+        steps.append(f"max_num_seqs={seqs}: yours (no default applied)")
+    forced = platform == "cuda" and prefix_lm
+    steps += _whole_items_rule(largest_item, mnbt) if forced else []
+    return StartSettings(entry_point, int(mnbt), int(seqs), forced, largest_item, tuple(steps))
+
+
 def start_settings(
     plan: Any,
     *,
@@ -727,250 +895,23 @@ def start_settings(
     on CUDA, ``disable_chunked_mm_input`` for checkpoints whose images attend both ways
     (``platforms/cuda.py``). With it forced, an explicit ``max_num_batched_tokens`` below
     the largest item stops the engine at start-up (raised here with vLLM's words).
+    ``plan_serving(..., gpu=…, entry_point=…)`` applies the same (:func:`batch_settings`).
 
     >>> start_settings(plan, entry_point="serve", gpu_memory_bytes=80 * 2**30)  # doctest: +SKIP
     """
-    if entry_point not in ENTRY_POINTS:
-        raise ValueError(f"entry_point must be one of {list(ENTRY_POINTS)}, got {entry_point!r}.")
-    if platform not in ("cuda", "cpu"):
-        raise ValueError(f"platform must be 'cuda' or 'cpu', got {platform!r}.")
-    model = plan.model
     items = _supported_item_tokens(plan)
-    largest_any = max(items.values(), default=0)
     active = [t for m, t in plan.max_tokens_per_item.items() if plan.limits.get(m, 0) > 0]
-    largest = max(active, default=0)
-    world = int(tensor_parallel_size)
-    defaults, seqs_defaults, why = _batch_defaults(gpu_memory_bytes, gpu_name, platform, world)
-    name = "vllm serve" if entry_point == "serve" else "LLM(...)"
-    steps: list[str] = []
-    prefix_lm = model.use_bidirectional_attention == "vision" and bool(items)
-    mnbt, seqs = max_num_batched_tokens, max_num_seqs
-    if mnbt is None:
-        mnbt = defaults[entry_point]
-        steps.append(f"max_num_batched_tokens: {name} defaults to {mnbt} on {why}")
-        if not enable_chunked_prefill:
-            mnbt = max(plan.max_model_len, mnbt)
-            steps.append(f"chunked prefill off: raised to max_model_len → {mnbt}")
-        if prefix_lm and largest_any > mnbt:
-            top = max(items, key=items.__getitem__)
-            steps.append(
-                f"raised to {largest_any}: images attend both ways (use_bidirectional_attention="
-                f"'vision'), so one {top} item must fit one batch (vLLM counts every modality "
-                "the model supports, even one limited to 0)"
-            )
-            mnbt = largest_any
-        seq_default = max_num_seqs if max_num_seqs is not None else seqs_defaults[entry_point]
-        if seq_default * plan.max_model_len < mnbt:
-            steps.append(
-                f"capped at max_num_seqs × max_model_len = {seq_default * plan.max_model_len}"
-            )
-        mnbt = min(seq_default * plan.max_model_len, mnbt)
-    else:
-        steps.append(f"max_num_batched_tokens={mnbt}: yours (no default applied)")
-    if seqs is None:
-        seqs = min(seqs_defaults[entry_point], mnbt)
-        steps.append(
-            f"max_num_seqs: {name} defaults to {seqs_defaults[entry_point]} ({why})"
-            + (
-                f", capped at max_num_batched_tokens → {seqs}"
-                if seqs < seqs_defaults[entry_point]
-                else ""
-            )
-        )
-    forced = platform == "cuda" and prefix_lm
-    steps += _whole_items_rule(largest, mnbt) if forced else []
-    return StartSettings(entry_point, int(mnbt), int(seqs), forced, largest, tuple(steps))
-
-
-# ----------------------------------------------------------------------- admission
-
-
-@dataclass(frozen=True)
-class Request:
-    """One request as admission sees it. ``images`` are (height, width) sizes, ``audio_seconds``
-    clip lengths; ``text_tokens`` are the prompt's other tokens (chat template, text, BOS);
-    ``max_soft_tokens`` is this request's ``mm_processor_kwargs`` image budget (vLLM takes
-    it per request: every image of the request gets it). Items are counted as separated by
-    text: two Gemma 3n items side by side share one merged ``"\\n\\n\\n\\n"`` token, one
-    fewer than counted here."""
-
-    images: tuple[tuple[int, int], ...] = ()
-    audio_seconds: tuple[float, ...] = ()
-    text_tokens: int = 32
-    max_soft_tokens: int | None = None
-
-
-@dataclass(frozen=True)
-class AdmitResult:
-    """vLLM's verdict on one request."""
-
-    accepted: bool
-    message: str | None  # vLLM's exact error when refused
-    reason: (
-        str | None
-    )  # "limit_mm_per_prompt", "max_model_len", "encoder_cache_size", "budget", "audio"
-    prompt_tokens: int  # text + every item's placeholders and markers
-    item_tokens: tuple[tuple[str, int], ...]  # (modality, embeddings) per item, in order
-    encoder_cache_size: int
-    max_model_len: int
-    steps: tuple[str, ...] = field(default=(), compare=False)
-
-
-_Refusal = tuple[str, str] | None  # (vLLM's message, reason) or None: the check passes
-
-
-def _budget_check(req: Request, plan: Any, spec: Any) -> Rule[tuple[int | None, _Refusal]]:
-    """(the images' budget, a refusal): a per-request ``max_soft_tokens`` must be one the
-    processor knows; a family without budgets takes none (our error, before vLLM)."""
-    if req.images and spec.image.budgets:
-        budget = req.max_soft_tokens or plan.max_soft_tokens or plan.model.default_budget
-        if req.max_soft_tokens is not None and req.max_soft_tokens not in spec.image.budgets:
-            msg = (
-                f"Unsupported max_soft_tokens value: {req.max_soft_tokens}. Valid values are "
-                f"{tuple(spec.image.budgets)}."
-            )
-            return Rule((budget, (msg, "budget")), "")
-        return Rule((budget, None), "")
-    if req.max_soft_tokens is not None and not spec.image.budgets:
-        require_budget(req.max_soft_tokens, family=spec)  # raises: this family has no budget
-    return Rule((None, None), "")
-
-
-def _count_check(req: Request, plan: Any, spec: Any) -> tuple[_Refusal, list[str]]:
-    """Items per modality against ``limit_mm_per_prompt`` (audio on a checkpoint with no
-    audio tower fails earlier, while vLLM parses the clip)."""
-    steps = []
-    for modality, n in (("image", len(req.images)), ("audio", len(req.audio_seconds))):
-        if not n:
-            continue
-        if modality == "audio" and "audio" not in plan.model.modalities and spec.image.budgets:
-            # Gemma 4's processing info builds its audio parser with no sampling rate when
-            # there is no audio tower, so a clip that comes with its rate (as every served
-            # request's does) fails while it is parsed, before the count check.
-            steps.append(
-                "audio on a Gemma 4 checkpoint without an audio tower: vLLM's parser has no "
-                "target rate and cannot resample the clip (a bare array with no rate gets "
-                "'… does not have an audio tower' instead)"
-            )
-            msg = error_named("audio-no-target-rate").template
-            return (msg, "audio"), steps
-        limit = plan.limits.get(modality, 0)
-        if n > limit:
-            msg = error_named("too-many-items").format(limit=limit, modality=modality)
-            return (msg, "limit_mm_per_prompt"), steps
-        steps.append(f"{n} {modality}(s) ≤ limit_mm_per_prompt {limit}")
-    return None, steps
-
-
-def _item_tokens(
-    req: Request, plan: Any, spec: Any, budget: int | None
-) -> tuple[list[tuple[str, int]], int, list[str]]:
-    """(modality, embeddings) per item as vLLM counts them, the prompt length, and why."""
-    per: list[tuple[str, int]] = []
-    steps = []
-    prompt = req.text_tokens
-    for h, w in req.images:
-        if spec.image.fixed_soft_tokens is not None:
-            n = plan.model.image_seq_length
-            steps.append(f"image {size_label((h, w))}: {n} (fixed)")
-        else:
-            n = vllm_image_tokens(h, w, max_soft_tokens=budget, family=spec)
-            steps.append(f"image {size_label((h, w))} at budget {budget}: {n} embeddings")
-        per.append(("image", n))
-        prompt += n + spec.markers_per_item
-    for s in req.audio_seconds:
-        n = vllm_audio_tokens(int(round(s * spec.audio.sampling_rate)), family=spec)
-        steps.append(f"audio {s:g} s: {n} embeddings")
-        per.append(("audio", n))
-        prompt += n + spec.markers_per_item
-    steps.append(
-        f"prompt: {req.text_tokens} text + items with {spec.markers_per_item} markers "
-        f"each = {prompt} tokens (max_model_len {plan.max_model_len})"
+    return batch_settings(
+        entry_point=entry_point,
+        gpu_memory_bytes=gpu_memory_bytes,
+        gpu_name=gpu_name,
+        platform=platform,
+        tensor_parallel_size=tensor_parallel_size,
+        max_model_len=plan.max_model_len,
+        prefix_lm=plan.model.use_bidirectional_attention == "vision",
+        item_tokens=items,
+        largest_item=max(active, default=0),
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
+        enable_chunked_prefill=enable_chunked_prefill,
     )
-    return per, prompt, steps
-
-
-def _length_check(prompt: int, mml: int) -> _Refusal:
-    """The prompt must leave room for one output token (``_validate_model_input``)."""
-    if prompt == 0:
-        return error_named("empty-prompt").format(prompt_type="decoder"), "max_model_len"
-    if prompt > mml:
-        return (
-            error_named("prompt-too-long").format(
-                prompt_type="decoder",
-                prompt_len=prompt,
-                max_model_len=mml,
-                suggestion="Make sure that `max_model_len` is no smaller than the number of "
-                "text tokens plus multimodal tokens. For image inputs, the number of image "
-                "tokens depends on the number of images, and possibly their aspect ratios as "
-                "well.",
-            ),
-            "max_model_len",
-        )
-    if prompt == mml:
-        return (
-            error_named("prompt-fills-context").format(
-                prompt_type="decoder",
-                prompt_len=prompt,
-                max_model_len=mml,
-                suggestion="Make sure that `max_model_len` is no smaller than the number of "
-                "text tokens (prompt + requested output tokens).",
-            ),
-            "max_model_len",
-        )
-    return None
-
-
-def _cache_check(per: list[tuple[str, int]], cache: int) -> _Refusal:
-    """Each item's embeddings must fit the encoder cache."""
-    for modality, n in per:
-        if n > cache:
-            return (
-                error_named("encoder-cache").format(
-                    prompt_type="decoder", modality=modality, num_embeds=n, cache=cache
-                ),
-                "encoder_cache_size",
-            )
-    return None
-
-
-def admit(plan: Any, request: Request | None = None, **items: Any) -> AdmitResult:
-    """Whether vLLM's ``InputProcessor`` accepts a request on an engine started with this
-    plan, and if not its message. vLLM checks, in order: the counts per modality
-    (``limit_mm_per_prompt``), the prompt length (``max_model_len``, leaving room for one
-    output token), then each item's embeddings against the encoder cache. A per-request
-    ``max_soft_tokens`` above the start-up budget is honoured when the item fits the cache.
-
-    >>> admit(plan, images=[(1080, 1920)], max_soft_tokens=1120).accepted    # doctest: +SKIP
-    """
-    req = (
-        request
-        if request is not None
-        else Request(
-            **{
-                k: tuple(tuple(v) if k == "images" else v for v in val)
-                if k in ("images", "audio_seconds")
-                else val
-                for k, val in items.items()
-            }
-        )
-    )
-    spec = get_family(plan.model.family)
-    mml, cache = plan.max_model_len, plan.encoder_cache_size
-    common = dict(encoder_cache_size=cache, max_model_len=mml)
-    budget, refusal = _budget_check(req, plan, spec).value
-    steps: list[str] = []
-    per: list[tuple[str, int]] = []
-    prompt = 0
-    if refusal is None:
-        refusal, steps = _count_check(req, plan, spec)
-    if refusal is None:
-        per, prompt, counted = _item_tokens(req, plan, spec, budget)
-        steps += counted
-        refusal = _length_check(prompt, mml) or _cache_check(per, cache)
-    if refusal is not None:
-        msg, reason = refusal
-        steps.append(f"refused ({reason}): {msg}")
-        return AdmitResult(False, msg, reason, prompt, tuple(per), steps=tuple(steps), **common)
-    steps.append(f"every item ≤ encoder_cache_size {cache}: accepted")
-    return AdmitResult(True, None, None, prompt, tuple(per), steps=tuple(steps), **common)

@@ -46,6 +46,7 @@ from gemma_explore.plans.vllm import (
 )
 from gemma_explore.serving.caches import SERVING_MODELS
 from gemma_explore.serving.dummy_inputs import DummyInputs, vllm_dummy_inputs
+from gemma_explore.serving.kv import GPU_MEMORY_UTILIZATION
 from gemma_explore.serving.model import KVLayer, ServingModel, kv_layers, serving_model
 from gemma_explore.serving.vllm_errors import error_named
 from gemma_explore.sizes import size_label
@@ -53,7 +54,9 @@ from gemma_explore.tables import Table
 
 if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
-    from gemma_explore.serving.kv import AdmitResult, KVCapacity, Request
+    from gemma_explore.serving.admission import AdmitResult, Request
+    from gemma_explore.serving.kv import KVCapacity
+    from gemma_explore.serving.processor_cache import ProcessorCache
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -73,6 +76,8 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = (
     8192  # vLLM's LLM(...) default on GPUs under 70 GiB (16384 on H100)
 )
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default on GPUs under 70 GiB (1024 on H100/H200)
+# The --kv-cache-dtype values of vLLM's CacheDType this plan can size ("auto": the model's).
+KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")
 _DTYPE_BYTES = {
     "float32": 4,
     "fp32": 4,
@@ -116,7 +121,7 @@ class MemoryFit:
     """
 
     gpu_memory_gib: float  # the GPU's memory: the question the page asks of the user
-    gpu_memory_utilization: float  # vLLM's share of it (its default 0.9)
+    gpu_memory_utilization: float  # vLLM's share of it (its default 0.92, CacheConfig)
     weights_bytes: int  # loaded once per engine
     kv_bytes: int  # one max_model_len request: vLLM refuses to start without room for it
     encoder_cache_bytes: int  # the multimodal embeddings' cache, reserved at start-up
@@ -183,6 +188,14 @@ class ServingPlan:
     kv_bytes_per_token_full: int  # all full-attention layers that store KV
     kv_bytes_per_token_sliding: int  # all sliding layers that store KV (until the window fills)
     weights_bytes: int
+    # The GPU and entry point the defaults came from (None: none given, no vLLM default
+    # applied; see the steps).
+    gpu: str | None = None  # vLLM's device name (get_device_name), "" for a bare memory size
+    gpu_memory_bytes: int | None = None  # get_device_total_memory
+    entry_point: str | None = None  # "serve" (vllm serve) or "LLM" (LLM(...))
+    async_scheduling: bool = True  # two batches in flight (VllmConfig's default on CUDA)
+    disable_chunked_mm_input: bool = False  # forced on CUDA for prefix-LM (Gemma 4) models
+    enable_chunked_prefill: bool = True
     steps: tuple[str, ...] = field(default=(), compare=False)
 
     # -- KV --------------------------------------------------------------------------
@@ -213,11 +226,12 @@ class ServingPlan:
         GPU: full layers ``cdiv(max_model_len, block)`` pages; sliding layers
         ``cdiv(min(window − 1 + in_flight, max_model_len), block) + 1``
         (``kv_cache_interface.py``, ``max_memory_usage_bytes``), where ``in_flight`` is
-        vLLM's ``max_in_flight_tokens``: 2 × ``max_num_batched_tokens``, since async
-        scheduling (on by default on CUDA) keeps two batches in flight. vLLM's CPU engine
-        schedules synchronously (one batch); ``capacity(..., async_scheduling=False)``
-        models that, with the hybrid manager's page unification on top."""
-        in_flight = 2 * self.max_num_batched_tokens  # config/vllm.py max_in_flight_tokens
+        vLLM's ``max_in_flight_tokens``: 2 × ``max_num_batched_tokens`` with async
+        scheduling (on by default on CUDA: two batches in flight), 1 × without. vLLM's CPU
+        engine schedules synchronously; :meth:`capacity` adds the hybrid manager's page
+        unification on top."""
+        batches = 2 if self.async_scheduling else 1  # config/vllm.py max_in_flight_tokens
+        in_flight = batches * self.max_num_batched_tokens
         total = 0
         for layer in self.layers:
             if not layer.stores_kv:
@@ -237,14 +251,19 @@ class ServingPlan:
         return self.encoder_cache_size * self.model.hidden_size * self.dtype_bytes
 
     def memory_fit(
-        self, gpu_memory_gib: float = 80.0, gpu_memory_utilization: float = 0.9
+        self,
+        gpu_memory_gib: float | None = None,
+        gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
     ) -> MemoryFit:
         """This engine's start-up memory against a GPU (the serving chart and the demo's
-        verdict read this one value).
+        verdict read this one value). ``gpu_memory_gib`` defaults to the plan's GPU (80
+        when the plan names none).
 
         >>> plan.memory_fit(24, 0.9).fits                  # doctest: +SKIP
         True
         """
+        if gpu_memory_gib is None:
+            gpu_memory_gib = (self.gpu_memory_bytes or 80 * _GIB) / _GIB
         return MemoryFit(
             float(gpu_memory_gib),
             float(gpu_memory_utilization),
@@ -286,13 +305,25 @@ class ServingPlan:
 
         return capacity(self, kv_cache_memory_bytes=kv_cache_memory_bytes, **kwargs)
 
+    def processor_cache(self, mm_processor_cache_gb: float = 4.0) -> ProcessorCache:
+        """What vLLM's ``--mm-processor-cache-gb`` (default 4) holds for this plan's items,
+        and whether the profiling dummy fits
+        (:func:`gemma_explore.serving.processor_cache.processor_cache`).
+
+        >>> plan.processor_cache().dummy_fits                               # doctest: +SKIP
+        True
+        """
+        from gemma_explore.serving.processor_cache import processor_cache
+
+        return processor_cache(self, mm_processor_cache_gb=mm_processor_cache_gb)
+
     def admit(self, request: Request | None = None, **items: Any) -> AdmitResult:
         """Whether vLLM accepts one request on this engine, with vLLM's message if not
-        (:func:`gemma_explore.serving.kv.admit`).
+        (:func:`gemma_explore.serving.admission.admit`).
 
         >>> plan.admit(images=[(1080, 1920)], max_soft_tokens=1120).accepted  # doctest: +SKIP
         """
-        from gemma_explore.serving.kv import admit
+        from gemma_explore.serving.admission import admit
 
         return admit(self, request, **items)
 
@@ -379,10 +410,20 @@ class ServingPlan:
 
     # -- display ---------------------------------------------------------------------
     def table(self) -> Table:
+        where = "no GPU named (fixed defaults)"
+        if self.entry_point is not None:
+            gpu = self.gpu or f"{(self.gpu_memory_bytes or 0) / _GIB:.2f} GiB GPU"
+            where = f"{'vllm serve' if self.entry_point == 'serve' else 'LLM(...)'} on {gpu}"
         rows: list[tuple[str, Any]] = [
             ("model", self.model.name),
+            ("defaults of", where),
             ("max_model_len", self.max_model_len),
             ("max_num_batched_tokens", self.max_num_batched_tokens),
+            ("max_num_seqs", self.max_num_seqs),
+            (
+                "async scheduling / block_size / disable_chunked_mm_input",
+                f"{self.async_scheduling} / {self.block_size} / {self.disable_chunked_mm_input}",
+            ),
             ("limit_mm_per_prompt", self.limits),
         ]
         for key in ("max_tokens_per_item", "max_items_per_prompt", "max_items_per_batch"):
@@ -439,6 +480,11 @@ def _limits(
     return counts, frames
 
 
+def _kv_dtype(kv_cache_dtype: str | None, dtype: str) -> str:
+    """The KV cache's dtype: ``kv_cache_dtype``, or the model's when unset or "auto"."""
+    return str(dtype if kv_cache_dtype in (None, "auto") else kv_cache_dtype)
+
+
 def _require_engine_args(
     spec: Any, max_model_len: int, max_soft_tokens: int | None, dtypes: Sequence[str]
 ) -> None:
@@ -448,9 +494,15 @@ def _require_engine_args(
         raise ValueError(f"max_model_len must be positive, got {max_model_len}.")
     if max_soft_tokens is not None and spec.image.budgets:
         require_budget(max_soft_tokens, family=spec)
-    for name in dtypes:
+    for name in (n for n in dtypes if n is not None and n != "auto"):
         if str(name) not in _DTYPE_BYTES:
             raise ValueError(f"Unknown dtype {name!r}; use one of {sorted(_DTYPE_BYTES)}.")
+    kv = dtypes[1] if len(dtypes) > 1 else None
+    if kv is not None and str(kv) not in KV_CACHE_DTYPES:
+        raise ValueError(
+            f"kv_cache_dtype={kv!r}: vLLM's --kv-cache-dtype takes {', '.join(KV_CACHE_DTYPES)} "
+            "here (CacheDType); leave it unset for the model's dtype."
+        )
 
 
 def _active_rule(model: ServingModel, counts: dict[str, int]) -> Rule[dict[str, int]]:
@@ -667,9 +719,12 @@ def _kv_rule(model: ServingModel, kv_bytes: int) -> Rule[tuple[int, int]]:
     )
 
 
-def _weights_rule(model: ServingModel, w_bytes: int) -> Rule[int]:
-    """The weights in bytes: every part built on the meta device, the routed experts and
-    the per-layer embeddings apart."""
+def _weights_rule(
+    model: ServingModel, w_bytes: int, limits: dict[str, int] | None = None, mnbt: int | None = None
+) -> Rule[int]:
+    """The weights in bytes as vLLM allocates them (:func:`~gemma_explore.serving.weights.
+    vllm_loaded_weights`: towers skipped at limit 0, the k_eq_v value shards, FP8's bf16
+    parts, its buffers); the checkpoint's own count when its config cannot be re-read."""
     parts = ", ".join(f"{k} {v:,}" for k, v in model.num_parameters_by_part.items())
     text = (
         f"weights: {model.num_parameters:,} parameters × {w_bytes} B (from the config's "
@@ -687,87 +742,285 @@ def _weights_rule(model: ServingModel, w_bytes: int) -> Rule[int]:
             f"; {ple:,} of them are the per-layer embedding table (a lookup; "
             f"{model.num_parameters - ple:,} without it)"
         )
-    return Rule(model.num_parameters * w_bytes, text)
+    if limits is None or not model.num_parameters:
+        return Rule(model.num_parameters * w_bytes, text)
+    from gemma_explore.serving.weights import vllm_loaded_weights
+
+    try:
+        loaded = vllm_loaded_weights(
+            model,
+            limit_mm_per_prompt=limits,
+            quantization="fp8" if w_bytes == 1 else None,
+            dtype_bytes=max(w_bytes, 2),
+            max_num_batched_tokens=mnbt,
+        )
+    except (ValueError, OSError, ImportError) as exc:
+        return Rule(model.num_parameters * w_bytes, f"{text}; not vLLM's loaded count ({exc})")
+    return Rule(loaded.bytes, f"{text}; as vLLM loads them: " + "; ".join(loaded.steps))
+
+
+@dataclass(frozen=True)
+class _Device:
+    """The GPU and entry point a plan takes vLLM's defaults from (None: none given)."""
+
+    name: str | None  # vLLM's device name; "" for a bare memory size
+    memory_bytes: int | None
+    entry_point: str | None
+
+
+def _device_rule(
+    gpu: str | None, gpu_memory_gib: float | None, entry_point: str | None
+) -> Rule[_Device]:
+    """The GPU the defaults are vLLM's for: a named GPU (``GPUS``), a memory size, or
+    none (this package's fixed defaults, as before: the plan says so)."""
+    from gemma_explore.serving.kv import ENTRY_POINTS, GIB, gpu_named
+
+    if gpu is None and gpu_memory_gib is None and entry_point is None:
+        return Rule(
+            _Device(None, None, None),
+            "no gpu= or entry_point=: vLLM's per-GPU defaults are not applied (max_model_len "
+            f"8192, max_num_batched_tokens {DEFAULT_MAX_NUM_BATCHED_TOKENS}, max_num_seqs "
+            f"{DEFAULT_MAX_NUM_SEQS}, LLM(...)'s on a GPU under 70 GiB); pass gpu='H100 80GB' "
+            "(or gpu_memory_gib=) and entry_point='serve' or 'LLM' for what vLLM will do",
+        )
+    entry = entry_point or "serve"
+    if entry not in ENTRY_POINTS:
+        raise ValueError(f"entry_point must be one of {list(ENTRY_POINTS)}, got {entry!r}.")
+    if gpu_memory_gib is not None and gpu_memory_gib <= 0:
+        raise ValueError(f"gpu_memory_gib must be positive, got {gpu_memory_gib}.")
+    named = gpu_named(gpu) if gpu is not None else None
+    memory = (
+        int(gpu_memory_gib * GIB)
+        if gpu_memory_gib is not None
+        else (named.memory_bytes if named else 80 * GIB)
+    )
+    name = named.device_name if named else ""
+    what = f"{name} ({memory / GIB:.2f} GiB)" if name else f"a GPU of {memory / GIB:.2f} GiB"
+    return Rule(
+        _Device(name, memory, entry),
+        f"defaults of {'vllm serve' if entry == 'serve' else 'LLM(...)'} on {what}"
+        + ("" if gpu is not None or gpu_memory_gib is not None else " (no gpu= given)"),
+    )
+
+
+def _length_rule(model: ServingModel, max_model_len: int | None, device: _Device) -> Rule[int]:
+    """``max_model_len``: yours; else, as vLLM does, the model's maximum (8192 when no GPU
+    or entry point is named)."""
+    if max_model_len is not None:
+        return Rule(int(max_model_len), "")
+    derived = model.max_position_embeddings
+    if device.entry_point is None or derived is None:
+        return Rule(8192, "")
+    return Rule(
+        int(derived),
+        f"max_model_len: none given, so vLLM uses the model's maximum, "
+        f"max_position_embeddings = {derived:,} (ModelConfig; pass max_model_len= to reserve "
+        "less KV per request)",
+    )
+
+
+def _settings_rule(
+    model: ServingModel,
+    device: _Device,
+    max_model_len: int,
+    tokens: dict[str, int],
+    budget_frames: tuple[int | None, int | None],
+    asked: tuple[int | None, int | None, bool | None, bool],
+) -> Rule[tuple[int, int, bool]]:
+    """(max_num_batched_tokens, max_num_seqs, disable_chunked_mm_input): vLLM's defaults
+    for the device and entry point (``kv.batch_settings``), yours where given. ``tokens``:
+    the worst case per item of the modalities on; vLLM's prefix-LM raise counts every
+    modality the model supports (``budget_frames``: the image budget and video frames)."""
+    from gemma_explore.serving.kv import batch_settings
+
+    mnbt, seqs, whole, chunked = asked
+    for name, value in (("max_num_batched_tokens", mnbt), ("max_num_seqs", seqs)):
+        if value is not None and int(value) < 1:  # SchedulerConfig's Field(ge=1)
+            raise ValueError(
+                f"{name}={value}: vLLM's SchedulerConfig refuses it ('Input should be greater "
+                f"than or equal to 1'); leave it unset for vLLM's default, or give 1 or more."
+            )
+    item_tokens = _per_item_rule(model, list(model.modalities), *budget_frames).value
+    largest = max(tokens.values(), default=0)
+    if device.entry_point is None:
+        # vLLM's rules on every platform (EngineArgs._set_default_max_num_seqs_and_batched_
+        # tokens_args): with chunked prefill off an unset batch grows to max_model_len, and
+        # an unset max_num_seqs never exceeds the batch.
+        b = mnbt or DEFAULT_MAX_NUM_BATCHED_TOKENS
+        b = max(b, max_model_len) if mnbt is None and not chunked else b
+        return Rule((b, seqs or min(DEFAULT_MAX_NUM_SEQS, b), bool(whole)), "")
+    st = batch_settings(
+        entry_point=device.entry_point,
+        gpu_memory_bytes=int(device.memory_bytes or 0),
+        gpu_name=device.name or "",
+        max_model_len=max_model_len,
+        prefix_lm=model.use_bidirectional_attention == "vision",
+        item_tokens=item_tokens,
+        largest_item=largest,
+        max_num_batched_tokens=mnbt,
+        max_num_seqs=seqs,
+        enable_chunked_prefill=chunked,
+    )
+    forced = st.disable_chunked_mm_input or bool(whole)
+    return Rule((st.max_num_batched_tokens, st.max_num_seqs, forced), "; ".join(st.steps))
+
+
+def _engine_rule(
+    async_scheduling: bool | None,
+    block_size: int | None,
+    device: _Device,
+    model: ServingModel,
+    kv_bytes: int,
+) -> Rule[tuple[bool, int]]:
+    """(async scheduling, KV block size): yours, else CUDA's defaults on this GPU."""
+    from gemma_explore.serving.kv import GPU_BLOCK_SIZE, GPUS, cuda_block_size
+
+    sync = True if async_scheduling is None else bool(async_scheduling)
+    bs = int(block_size) if block_size is not None else GPU_BLOCK_SIZE
+    if bs < 1 or bs % 16:  # CacheConfig's gt=0; every CUDA backend's MultipleOf(16)
+        raise ValueError(
+            f"block_size={bs}: vLLM's attention backends take a multiple of 16 (they answer "
+            "'block_size not supported'); leave it unset, or pass 16, 32, 64 or 128."
+        )
+    if device.entry_point is None:
+        return Rule((sync, bs), "")
+    why = []
+    if async_scheduling is None:
+        why.append(
+            "async scheduling on (VllmConfig turns it on on CUDA unless pooling, an "
+            "unsupported speculative method or pipeline parallelism forbid it): two batches "
+            "in flight"
+        )
+    if block_size is None:
+        gpu = next((g for g in GPUS.values() if g.device_name == device.name), None)
+        chosen = cuda_block_size(model, gpu, kv_bytes)
+        bs = chosen.value
+        why.append(chosen.step)
+    return Rule((sync, bs), "; ".join(why))
+
+
+def _all_items(
+    tokens: dict[str, int],
+    limits: dict[str, int],
+    mml: int,
+    compute: int,
+    seqs: int,
+    mnbt: int,
+    chunked: bool,
+) -> dict[str, Rule[tuple[int, int]]]:
+    """``_items_rule`` per modality with items (none when there is no encoder budget)."""
+    return {
+        m: _items_rule(
+            m,
+            t,
+            limit=limits[m],
+            max_model_len=mml,
+            compute=compute,
+            max_num_seqs=seqs,
+            mnbt=mnbt,
+            enable_chunked_prefill=chunked,
+        )
+        for m, t in (tokens.items() if compute else ())
+    }
+
+
+def _items_fields(items: dict[str, Rule[tuple[int, int]]]) -> dict[str, Any]:
+    """max_items_per_prompt and max_items_per_batch from the per-modality rules."""
+    return dict(
+        max_items_per_prompt={m: r.value[0] for m, r in items.items()},
+        max_items_per_batch={m: r.value[1] for m, r in items.items()},
+    )
+
+
+def _device_fields(device: _Device, engine: tuple[bool, int]) -> dict[str, Any]:
+    """The plan's fields that say where its defaults came from."""
+    return dict(
+        gpu=device.name,
+        gpu_memory_bytes=device.memory_bytes,
+        entry_point=device.entry_point,
+        async_scheduling=engine[0],
+        block_size=engine[1],
+    )
 
 
 def plan_serving(
     model_or_bundle: Bundle | ServingModel | str | os.PathLike | Any,
     *,
-    max_model_len: int = 8192,
+    gpu: str | None = None,
+    gpu_memory_gib: float | None = None,
+    entry_point: str | None = None,
+    max_model_len: int | None = None,
     limit_mm_per_prompt: Mapping[str, Any] | None = None,
     max_num_batched_tokens: int | None = None,
     max_soft_tokens: int | None = None,
     num_frames: int | None = None,
-    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    max_num_seqs: int | None = None,
     enable_chunked_prefill: bool = True,
-    disable_chunked_mm_input: bool = False,
+    disable_chunked_mm_input: bool | None = None,
+    async_scheduling: bool | None = None,
     dtype: str = "bfloat16",
     kv_cache_dtype: str | None = None,
-    block_size: int = 16,
+    block_size: int | None = None,
 ) -> ServingPlan:
     """What vLLM reserves at start-up for these engine arguments, and why.
 
-    ``limit_mm_per_prompt`` maps modality → count, or a dict with ``count`` (and, for
-    video, ``num_frames``); a modality left out counts as 999, as in vLLM.
-    ``max_num_batched_tokens`` defaults to 8192 (vLLM's ``LLM`` default below 70 GiB of
-    GPU memory; 16384 on an H100). ``dtype`` sizes the weights, ``kv_cache_dtype`` the KV
-    cache (default: ``dtype``).
+    ``gpu`` (a name of ``kv.GPUS``: "H100 80GB", "A100 40GB", "L4", …) or ``gpu_memory_gib``
+    and ``entry_point`` ("serve", the default once a GPU is named, or "LLM") apply vLLM's
+    defaults there first (``max_model_len``: the model's maximum; ``max_num_batched_tokens``,
+    ``max_num_seqs``, async scheduling, the forced ``disable_chunked_mm_input``, the block
+    size), each a step with its reason; values you give win. With none of the three: fixed
+    defaults (8192, 8192, 256), said in the steps. ``limit_mm_per_prompt``: modality →
+    count, or a dict with ``count`` (and video's ``num_frames``); one left out counts 999.
+    ``dtype`` sizes the weights, ``kv_cache_dtype`` the KV cache (default: ``dtype``).
 
-    >>> plan = plan_serving("tiny-gemma3n", max_model_len=2048)   # doctest: +SKIP
-    >>> plan.max_tokens_per_item                                  # doctest: +SKIP
-    {'image': 256, 'audio': 188}
+    >>> plan = plan_serving("tiny-gemma4", gpu="L4")
+    >>> plan.max_num_batched_tokens, plan.max_num_seqs
+    (2048, 256)
     """
-    model = (
-        model_or_bundle if isinstance(model_or_bundle, ServingModel) else _cached(model_or_bundle)
-    )
-    spec = model.spec
-    _require_engine_args(spec, max_model_len, max_soft_tokens, (dtype, kv_cache_dtype or dtype))
-    mnbt = max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS
-    scheduler = _scheduler_rule(model, mnbt, max_num_seqs, max_model_len, enable_chunked_prefill)
+    model = model_or_bundle if isinstance(model_or_bundle, ServingModel) else None
+    model = model or _cached(model_or_bundle)
+    device = _device_rule(gpu, gpu_memory_gib, entry_point)
+    length = _length_rule(model, max_model_len, device.value)
+    mml = int(length.value)
+    _require_engine_args(model.spec, mml, max_soft_tokens, (dtype, kv_cache_dtype))
     counts, frames = _limits(limit_mm_per_prompt, num_frames)
     limits = _active_rule(model, counts)
     active = [m for m in model.modalities if limits.value[m] > 0]
     tokens = _per_item_rule(model, active, max_soft_tokens, frames)
+    asked = (max_num_batched_tokens, max_num_seqs, disable_chunked_mm_input, enable_chunked_prefill)
+    bf = (max_soft_tokens, frames)
+    settings = _settings_rule(model, device.value, mml, tokens.value, bf, asked)
+    mnbt, seqs, whole = settings.value
+    w_bytes, kv_bytes = _DTYPE_BYTES[str(dtype)], _DTYPE_BYTES[_kv_dtype(kv_cache_dtype, dtype)]
+    engine = _engine_rule(async_scheduling, block_size, device.value, model, kv_bytes)
+    scheduler = _scheduler_rule(model, mnbt, seqs, mml, enable_chunked_prefill)
     dummy = _dummy_inputs_rule(model, active)
-    compute = _encoder_budget_rule(tokens.value, mnbt, disable_chunked_mm_input)
-    items = {
-        m: _items_rule(
-            m,
-            t,
-            limit=limits.value[m],
-            max_model_len=max_model_len,
-            compute=compute.value,
-            max_num_seqs=max_num_seqs,
-            mnbt=mnbt,
-            enable_chunked_prefill=enable_chunked_prefill,
-        )
-        for m, t in (tokens.value.items() if compute.value else ())
-    }
-    w_bytes = _DTYPE_BYTES[str(dtype)]
-    kv_bytes = _DTYPE_BYTES[str(kv_cache_dtype or dtype)]
-    kv = _kv_rule(model, kv_bytes)
-    weights = _weights_rule(model, w_bytes)
-    rules = [scheduler, limits, tokens, dummy, compute, *items.values(), kv, weights]
+    compute = _encoder_budget_rule(tokens.value, mnbt, whole)
+    items = _all_items(tokens.value, limits.value, mml, compute.value, seqs, mnbt, asked[3])
+    kv, weights = _kv_rule(model, kv_bytes), _weights_rule(model, w_bytes, limits.value, mnbt)
+    rules = [device, length, settings, engine, scheduler, limits, tokens, dummy]
+    rules += [compute, *items.values(), kv, weights]
     return ServingPlan(
         model=model,
-        max_model_len=max_model_len,
+        max_model_len=mml,
         max_num_batched_tokens=mnbt,
-        max_num_seqs=max_num_seqs,
+        max_num_seqs=seqs,
         limits=limits.value,
-        max_soft_tokens=max_soft_tokens if spec.image.budgets else None,
+        max_soft_tokens=max_soft_tokens if model.spec.image.budgets else None,
         num_frames=frames if "video" in model.modalities else None,
         max_tokens_per_item=tokens.value,
-        max_items_per_prompt={m: r.value[0] for m, r in items.items()},
-        max_items_per_batch={m: r.value[1] for m, r in items.items()},
+        **_items_fields(items),
         encoder_compute_budget=compute.value,
         encoder_cache_size=compute.value,
         dummy_inputs=dummy.value,
         dtype_bytes=w_bytes,
         kv_dtype_bytes=kv_bytes,
-        block_size=block_size,
         kv_bytes_per_token_full=kv.value[0],
         kv_bytes_per_token_sliding=kv.value[1],
         weights_bytes=weights.value,
+        **_device_fields(device.value, engine.value),
+        disable_chunked_mm_input=whole,
+        enable_chunked_prefill=enable_chunked_prefill,
         steps=(f"config: {model.config_source or 'as given'}", *(r.step for r in rules if r.step)),
     )
 

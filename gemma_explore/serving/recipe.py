@@ -21,7 +21,6 @@ from typing import Any
 from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
 from gemma_explore.plans.vllm import vllm_video_tokens
 from gemma_explore.serving.plan import (
-    DEFAULT_MAX_NUM_BATCHED_TOKENS,
     ServingModel,
     ServingPlan,
     plan_serving,
@@ -81,11 +80,16 @@ def engine_recipe(
     workload: Workload,
     family: str | FamilySpec = DEFAULT_FAMILY,
     has_audio: bool = True,
+    gpu: str | None = None,
+    gpu_memory_gib: float | None = None,
+    entry_point: str = "serve",
 ) -> EngineRecipe:
     """Propose start-up arguments for ``workload`` and explain each from the serving plan.
 
     The checkpoint's config decides the family and modalities when it is on this machine;
-    otherwise ``family`` (and ``has_audio``) stand in for it.
+    otherwise ``family`` (and ``has_audio``) stand in for it. ``gpu`` (a name of
+    ``kv.GPUS``) or ``gpu_memory_gib`` (default 80: an H100-class GPU) and ``entry_point``
+    decide vLLM's ``max_num_batched_tokens`` default the proposal starts from.
 
     >>> engine_recipe("someone/unknown", workload=Workload(images=1)).args["max_model_len"]
     1280
@@ -118,13 +122,17 @@ def engine_recipe(
     args["max_model_len"], reasons["max_model_len"] = _model_len_arg(
         spec, workload, wanted, per_item
     )
+    default = _default_batch(gpu, gpu_memory_gib, entry_point)
     args["max_num_batched_tokens"], reasons["max_num_batched_tokens"] = _batched_tokens_arg(
-        per_item
+        per_item, default
     )
     plan = None
     if sm is not None:
         plan = plan_serving(
             sm,
+            gpu=gpu,
+            gpu_memory_gib=gpu_memory_gib if gpu is not None or gpu_memory_gib else 80.0,
+            entry_point=entry_point,
             max_model_len=args["max_model_len"],
             limit_mm_per_prompt=limits,
             max_num_batched_tokens=args["max_num_batched_tokens"],
@@ -216,16 +224,34 @@ def _model_len_arg(
     )
 
 
-def _batched_tokens_arg(per_item: dict[str, int]) -> tuple[int, str]:
+def _default_batch(
+    gpu: str | None, gpu_memory_gib: float | None, entry_point: str
+) -> tuple[int, str]:
+    """(vLLM's max_num_batched_tokens default, in words) for this GPU and entry point
+    (``kv.batch_settings``' table, ``EngineArgs.get_batch_defaults``)."""
+    from gemma_explore.serving.kv import GIB, _batch_defaults, gpu_named
+
+    named = gpu_named(gpu) if gpu is not None else None
+    memory = (
+        int(gpu_memory_gib * GIB) if gpu_memory_gib else (named.memory_bytes if named else 80 * GIB)
+    )
+    name = named.device_name if named else ""
+    defaults, _, why = _batch_defaults(memory, name, "cuda", 1)
+    who = "vllm serve" if entry_point == "serve" else "LLM(...)"
+    where = named.device_name if named else f"{memory / GIB:g} GiB"
+    return defaults[entry_point], f"{who}'s default on {where} ({why})"
+
+
+def _batched_tokens_arg(per_item: dict[str, int], default: tuple[int, str]) -> tuple[int, str]:
     """``max_num_batched_tokens``: at least the largest item, so the encoder cache is not
     raised to it."""
     biggest = max(per_item.values(), default=0)
-    value = max(DEFAULT_MAX_NUM_BATCHED_TOKENS, _round_up(biggest))
+    base, where = default
+    value = max(base, _round_up(biggest))
     return value, (
         f"at least the largest item ({biggest} tokens) so the encoder budget and cache stay "
         f"at this value instead of being raised to the item (encoder_cache_size = max("
-        f"max_num_batched_tokens, largest item)); vLLM's default "
-        f"{DEFAULT_MAX_NUM_BATCHED_TOKENS} otherwise"
+        f"max_num_batched_tokens, largest item)); otherwise {base}, {where}"
     )
 
 
@@ -244,58 +270,125 @@ def _facts_per_item(
     return out
 
 
+def _kv_now(plan: ServingPlan, gib: float, util: float) -> tuple[Any, Any]:
+    """(the memory estimate, ``capacity()``) of the plan on one GPU of ``gib`` GiB."""
+    from gemma_explore.serving.kv import GIB, capacity, kv_memory_estimate
+
+    est = kv_memory_estimate(plan, gpu_memory_bytes=int(gib * GIB), gpu_memory_utilization=util)
+    return est, capacity(plan, kv_cache_memory_bytes=est.kv_cache_memory_bytes)
+
+
+def _seqs_default(plan: ServingPlan) -> str:
+    """Where the plan's max_num_seqs came from, in words."""
+    if plan.entry_point is None:
+        return f"this plan's {plan.max_num_seqs}"
+    from gemma_explore.serving.kv import _batch_defaults
+
+    who = "vllm serve" if plan.entry_point == "serve" else "LLM(...)"
+    default = _batch_defaults(plan.gpu_memory_bytes or 0, plan.gpu or "", "cuda", 1)[1][
+        plan.entry_point
+    ]
+    where = plan.gpu or f"{(plan.gpu_memory_bytes or 0) / 2**30:.0f} GiB"
+    return f"{who}'s default on {where} is {default}; this plan's {plan.max_num_seqs}"
+
+
+def _gain(lever: Any) -> str:
+    """A lever's computed gain as the end of an advice line ("" when it has none)."""
+    if lever is None:
+        return ""
+    return (
+        f"; with it the maximum concurrency goes {lever.before:.2f}x → {lever.after:.2f}x "
+        "(re-planned, levers())"
+    )
+
+
+def _fp8_advice(plan: ServingPlan) -> str:
+    """``--quantization fp8``: the weights vLLM allocates in bf16 against under FP8
+    (:func:`~gemma_explore.serving.weights.vllm_loaded_weights`, held to vLLM's meta model)."""
+    from gemma_explore.serving.weights import vllm_loaded_weights
+
+    gib = 2**30
+    fp8 = vllm_loaded_weights(
+        plan.model,
+        limit_mm_per_prompt=plan.limits,
+        quantization="fp8",
+        dtype_bytes=plan.dtype_bytes,
+        max_num_batched_tokens=plan.max_num_batched_tokens,
+    ).bytes
+    return (
+        f"FP8 weights (1 B per parameter of the Linear and MoE layers; vLLM's FP8 needs "
+        f"compute capability 7.5+: native on Ada (L4) and Hopper, a weight-only Marlin kernel "
+        f"on an A100): {plan.weights_bytes / gib:.1f} → {fp8 / gib:.1f} GiB as vLLM allocates "
+        "them (embeddings, per-layer embeddings and the towers it does not quantize stay "
+        "bf16), the difference goes to the KV pool; check answer quality on your own prompts"
+    )
+
+
 def production_advice(
-    plan: ServingPlan, *, gpu_memory_gib: float = 80.0, gpu_memory_utilization: float = 0.9
+    plan: ServingPlan,
+    *,
+    gpu_memory_gib: float | None = None,
+    gpu_memory_utilization: float = 0.92,  # vLLM 0.32's default (kv.GPU_MEMORY_UTILIZATION)
 ) -> dict[str, str]:
     """Flags worth weighing for a production ``vllm serve`` of this plan, each with why:
-    tensor parallelism, FP8 weights, FP8 KV cache, prefix caching and ``max_num_seqs``.
+    tensor parallelism, FP8 weights, FP8 KV cache (with their concurrency gains from
+    :func:`~gemma_explore.serving.levers.levers`), prefix caching and ``max_num_seqs``
+    with the start-up KV line ``capacity()`` predicts. The full lever list, the most useful
+    first, is :func:`~gemma_explore.serving.levers.levers`.
 
-    The KV room is an estimate (GPU × utilisation − weights): vLLM profiles the activation
-    peak on the device and takes it off too.
+    ``gpu_memory_gib`` defaults to the plan's GPU. The KV memory is an estimate
+    (:func:`~gemma_explore.serving.kv.kv_memory_estimate`: vLLM profiles the activation peak
+    on the device).
 
-    >>> advice = production_advice(plan_serving("google/gemma-4-31B-it"))   # doctest: +SKIP
+    >>> advice = production_advice(plan_serving("google/gemma-4-31B-it", gpu="H100 80GB"))  # doctest: +SKIP
     >>> "--tensor-parallel-size" in advice                                    # doctest: +SKIP
     """
+    from gemma_explore.serving.levers import levers
+
     gib = 2**30
-    budget = gpu_memory_gib * gpu_memory_utilization * gib
+    gpu = (
+        gpu_memory_gib if gpu_memory_gib is not None else (plan.gpu_memory_bytes or 80 * gib) / gib
+    )
+    budget = gpu * gpu_memory_utilization * gib
     weights = plan.weights_bytes
     per_request = plan.vllm_kv_bytes_per_request
+    est, cap = _kv_now(plan, gpu, gpu_memory_utilization)
+    found = {
+        x.flag: x
+        for x in levers(plan, gpu_memory_gib=gpu, gpu_memory_utilization=gpu_memory_utilization)
+    }
     tp = 1
     while (weights + per_request) / tp > budget and tp < 8:  # TP splits both
         tp *= 2
-    advice: dict[str, str] = {}
     kv_heads = min((la.kv_heads for la in plan.layers if la.stores_kv), default=1)
     room = budget * tp - weights
+    advice: dict[str, str] = {}
     advice["--tensor-parallel-size"] = (
         f"{tp}: the weights are {weights / gib:.1f} GiB at {plan.dtype_bytes} B each; "
-        f"{gpu_memory_gib:g} GiB × {gpu_memory_utilization:g} = {budget / gib:.1f} GiB per GPU "
-        f"leaves ~{room / gib:.1f} GiB for KV across {tp} GPU(s) (an estimate: vLLM also takes "
-        f"off the profiled activation peak). With tensor parallelism each rank keeps "
-        f"1/N of the weights and of the KV heads (the fewest on any layer: {kv_heads}, so up "
-        f"to N = {kv_heads} splits them evenly), and the KV pool grows with the GPUs"
+        f"{gpu:.1f} GiB × {gpu_memory_utilization:g} = {budget / gib:.1f} GiB per GPU "
+        f"leaves ~{room / gib:.1f} GiB for KV and activations across {tp} GPU(s). With "
+        f"tensor parallelism each rank keeps 1/N of the weights and of the KV heads (the "
+        f"fewest on any layer: {kv_heads}, so up to N = {kv_heads} splits them evenly)"
+        + _gain(found.get("--tensor-parallel-size 2"))
     )
-    advice["--quantization fp8"] = (
-        f"FP8 weights (1 B per parameter) on Hopper or newer: {weights / gib:.1f} → "
-        f"{plan.model.num_parameters / gib:.1f} GiB, the difference goes to the KV pool; "
-        "check answer quality on your own prompts"
-    )
-    advice["--kv-cache-dtype fp8"] = (
-        f"halves K and V per token ({plan.kv_bytes_per_token:,} → "
-        f"{plan.kv_bytes_per_token * 1 // plan.kv_dtype_bytes:,} B while the windows grow; "
-        f"{per_request / 2**20:,.0f} → ~{per_request / plan.kv_dtype_bytes / 2**20:,.0f} MiB "
-        "for a max_model_len request), so about twice the requests fit"
-    )
+    advice["--quantization fp8"] = _fp8_advice(plan)
+    if plan.kv_dtype_bytes > 1:
+        advice["--kv-cache-dtype fp8"] = (
+            f"halves K and V per token ({plan.kv_bytes_per_token:,} → "
+            f"{plan.kv_bytes_per_token // plan.kv_dtype_bytes:,} B while the windows grow)"
+            + _gain(found.get("--kv-cache-dtype fp8"))
+        )
     advice["--enable-prefix-caching"] = (
         "on by default in vLLM's V1 engine; keep it: a shared system prompt, and an image "
         "sent again in a later turn (vLLM hashes each item into its block hashes), reuse "
         "their KV pages instead of running the prefill (and the encoder) again"
     )
-    fit = int(room // per_request) if per_request else 0
     advice["--max-num-seqs"] = (
-        f"caps the requests scheduled at once (vLLM's default {plan.max_num_seqs}); about "
-        f"{fit} requests of max_model_len {plan.max_model_len} fit the estimated KV room, "
-        "more only when requests are shorter (pages are allocated on demand); set it to the "
-        "concurrency you need, since more waiting sequences only add queueing and a larger "
-        "profiling batch"
+        f"caps the requests scheduled at once ({_seqs_default(plan)}). capacity(): "
+        f"'{cap.log_line() if cap.fits else cap.refusal}' with ~{est.kv_cache_memory_bytes / gib:.2f}"
+        f" GiB of KV memory (estimated; read vLLM's 'Available KV cache memory'): "
+        f"{cap.max_concurrency:.2f} requests of max_model_len {plan.max_model_len} at once, more "
+        "only when requests are shorter (pages are allocated on demand); set it to the "
+        "concurrency you need"
     )
     return advice

@@ -495,6 +495,26 @@ VLLM_ERRORS: tuple[VllmError, ...] = (
         ),
     ),
     VllmError(
+        name="processor-cache-item-too-large",
+        template=(
+            "Skipping multi-modal processor cache insert for an item of %s GiB because it "
+            "exceeds --mm-processor-cache-gb=%s. The item will be processed uncached; "
+            "increase --mm-processor-cache-gb to cache items of this size."
+        ),
+        source="multimodal/cache/base.py",
+        stage="log",
+        cause="One processed item (its tensors, at the model's dtype) is larger than the "
+        "whole multimodal processor cache. vLLM 0.32 serves it uncached; before "
+        'vllm-project/vllm#53016 the same case raised ValueError("value too large") and, for '
+        "the profiling dummy, stopped the engine at start-up (vllm-project/vllm#52835).",
+        setting="--mm-processor-cache-gb",
+        command="ge.processor_cache(plan_serving(MODEL), mm_processor_cache_gb=GB)",
+        answer=lambda f, plan: (
+            f"Set --mm-processor-cache-gb above {f['arg1']} (GiB) to cache such items, or "
+            "leave it: the item still runs, only its repeats are processed again."
+        ),
+    ),
+    VllmError(
         name="unsupported-language",
         template=("Unsupported language: {language!r}.  Must be one of {supported}."),
         source="model_executor/models/interfaces.py",
@@ -505,6 +525,60 @@ VLLM_ERRORS: tuple[VllmError, ...] = (
         answer=lambda f, plan: (
             "Send an ISO 639-1 code from the list in the message (e.g. "
             "'en'), or leave language out."
+        ),
+    ),
+    VllmError(
+        name="max-tokens-above-context",
+        template=(
+            "{max_output_tokens_param}={max_output_tokens} cannot be greater than "
+            "{max_total_tokens_param}={max_total_tokens}. Please request fewer output tokens."
+        ),
+        source="renderers/params.py",
+        stage="request",
+        cause="`vllm serve` refuses a request whose max_tokens (or max_completion_tokens) alone "
+        "exceeds max_model_len, before it tokenizes anything. When only max_tokens + prompt "
+        "exceeds it, vLLM lowers max_tokens to what is left and answers 200, without a word.",
+        setting="the request's max_tokens, --max-model-len",
+        command="plan.admit(request, entry_point='serve')",
+        answer=lambda f, plan: (
+            f"Send max_tokens {_int(f['max_total_tokens'])} or less (minus the prompt's "
+            f"tokens), or start with --max-model-len {_int(f['max_output_tokens'])} plus the "
+            "prompt's tokens."
+        ),
+    ),
+    VllmError(
+        name="request-mm-kwargs-untrusted",
+        template=(
+            "Per-request mm_processor_kwargs are disabled by default because they can change "
+            "multimodal preprocessing resource usage. Start the server with "
+            "--trust-request-mm-kwargs only when clients are trusted."
+        ),
+        source="entrypoints/generate/base/protocol.py",
+        stage="request",
+        cause="A request sent mm_processor_kwargs (e.g. a per-request max_soft_tokens) to a "
+        "server started without --trust-request-mm-kwargs. On Gemma 3n the budget is ignored "
+        "even when trusted (its processor takes none).",
+        setting="--trust-request-mm-kwargs",
+        command="gemma-explore serve-args MODEL --budget B",
+        answer=lambda f, plan: (
+            "Start vllm serve with --trust-request-mm-kwargs (trusted clients only), or drop "
+            "mm_processor_kwargs and set the budget at start-up with --mm-processor-kwargs."
+        ),
+    ),
+    VllmError(
+        name="input-above-context",
+        template=(
+            "Input length ({input_length}) exceeds model's maximum context length "
+            "({max_model_len})."
+        ),
+        source="entrypoints/serve/utils/api_utils.py",
+        stage="request",
+        cause="`vllm serve` computes the output room from the rendered prompt; a prompt longer "
+        "than max_model_len leaves none.",
+        setting="--max-model-len",
+        command="plan.admit(request, entry_point='serve')",
+        answer=lambda f, plan: (
+            f"Set --max-model-len {_int(f['input_length']) + 1} or more, or send a shorter prompt."
         ),
     ),
 )

@@ -35,6 +35,24 @@ vLLM does not load a Gemma checkpoint name for name. Its model class says how
 :func:`loading_plan` runs these from vLLM's own class (so vLLM must be installed) on a
 bundle's weight names, and lays them out as a table.
 
+:func:`vllm_loaded_weights` counts what vLLM 0.32 *allocates* (pure arithmetic on the
+config's meta-device build, no vLLM needed; tests/serving/test_weights.py holds it to
+vLLM's own model classes built on the meta device for every released checkpoint):
+
+* a tower whose modalities all have limit 0 is not allocated (``_mark_tower_model`` in
+  gemma4_mm.py / gemma3n_mm.py builds it as a ``StageMissingLayer`` on the meta device):
+  31B text-only 1.07 GiB, E4B without audio 0.58 GiB, 3n-E2B without audio 1.28 GiB;
+  Unified's class marks no tower, so its limits skip nothing;
+* ``attention_k_eq_v`` full layers get a V shard in ``qkv_proj`` that the checkpoint
+  lacks (gemma4.py loads K into both): +110.1 M (31B), +14.4 M (26B-A4B), +15.7 M (12B);
+* under ``--quantization fp8`` (online from bf16; vLLM 0.32 reads it as
+  ``fp8_per_tensor``) only Linear and MoE weights take 1 byte: the embeddings, the
+  per-layer embeddings, norms, the MoE router (a ``GateLinear``) and the towers vLLM
+  hands no quantization config (26B/31B, all of Gemma 3n's) stay in bf16: E2B 7.33 GiB,
+  E4B 10.66, 3n-E2B 8.34, 31B 31.08 (not 1 B × every parameter);
+* RoPE ``cos_sin_cache`` buffers and the per-layer-input staging tensor, which vLLM
+  allocates at load time too.
+
 >>> plan = loading_plan(ge.load("tiny-gemma4"), quant_method="fp8")   # doctest: +SKIP
 >>> plan.row("model.language_model.layers.0.self_attn.q_proj.weight").vllm  # doctest: +SKIP
 'language_model.model.layers.0.self_attn.qkv_proj.weight'
@@ -45,21 +63,29 @@ from __future__ import annotations
 import importlib
 import threading
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gemma_explore.facts.families import FamilySpec, get_family
+from gemma_explore.serving.caches import Memo
 from gemma_explore.tables import Table
 
 if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
+    from gemma_explore.serving.model import ServingModel
 
 __all__ = [
+    "FP8_METHODS",
+    "TOWER_MODALITIES",
+    "LoadedWeights",
     "LoadingPlan",
     "WeightRow",
     "loading_plan",
     "seed_tower_quantized",
     "vllm_model_class",
     "vllm_quantized_modules",
+    "vllm_loaded_weights",
     "vllm_tower_quantized",
 ]
 
@@ -417,3 +443,289 @@ def _loading_steps(
         f"{', '.join(kept) or 'none'} unquantized ({sizes}); "
         f"{sum(r.quantized for r in rows)} Linear weights quantized.",
     )
+
+
+# ---------------------------------------------------------------------------------------
+# What vLLM allocates: skipped towers, the extra value projections, FP8's bf16 leftovers.
+# ---------------------------------------------------------------------------------------
+
+# Online FP8 (weights quantized at load time from a bf16 checkpoint): vLLM 0.32 reads
+# ``--quantization fp8`` on an unquantized checkpoint as the deprecated alias of
+# ``fp8_per_tensor`` (config/quantization.py; layers/quantization/online/fp8.py). Each
+# quantized weight takes 1 byte per value (float8_e4m3fn) plus a few float32 scales.
+FP8_METHODS = ("fp8", "fp8_per_tensor", "fp8_per_block", "fp8_ptpc")
+# The modules a modality limit of 0 skips, per vLLM class (``_mark_tower_model`` in
+# gemma4_mm.py / gemma3n_mm.py: a tower is built on the meta device as a
+# StageMissingLayer, not registered, so none of its weights is allocated or loaded, when
+# every modality it serves has limit 0). Gemma 4 Unified's class marks no tower.
+TOWER_MODALITIES: dict[str, dict[str, tuple[str, ...]]] = {  # keyed by the model class
+    "Gemma4ForConditionalGeneration": {
+        "vision_tower": ("image", "video"),
+        "embed_vision": ("image", "video"),
+        "audio_tower": ("audio",),
+        "embed_audio": ("audio",),
+    },
+    "Gemma3nForConditionalGeneration": {
+        "vision_tower": ("image",),
+        "embed_vision": ("image",),
+        "audio_tower": ("audio",),
+        "embed_audio": ("audio",),
+    },
+    "Gemma4UnifiedForConditionalGeneration": {},
+}
+_WEIGHT_KINDS = Memo("vLLM-loaded weight kinds per config")
+_CONFIGS = Memo("configs vllm_loaded_weights re-read, per ServingModel name")
+
+
+@dataclass(frozen=True)
+class LoadedWeights:
+    """What vLLM allocates for one checkpoint's weights under these limits and this
+    quantization (one GPU, tensor parallel size 1)."""
+
+    spec: FamilySpec
+    model: str
+    quantization: str | None  # the --quantization method assumed (None: none)
+    dtype_bytes: int  # bytes per unquantized value (2: bf16 / fp16)
+    parameters: int  # parameters vLLM allocates (skipped towers left out, extra V in)
+    parameters_by_part: dict[str, int]  # per top-level module of the checkpoint
+    quantized_parameters: int  # in quantized Linear / MoE layers (1 B each under FP8)
+    kept_parameters: int  # embeddings, per-layer embeddings, norms, unquantized towers
+    skipped: dict[str, int]  # tower or embedder a limit of 0 skips → its parameters
+    extra_value_parameters: int  # V projections vLLM allocates in attention_k_eq_v layers
+    buffer_bytes: int  # RoPE cos/sin caches and the per-layer-embedding staging buffer
+    bytes_by_part: dict[str, int]  # weights per part (buffers apart, in buffer_bytes)
+    bytes: int  # weights + buffers: what vLLM's "Model loading took" counts on a GPU
+    steps: tuple[str, ...]
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / 2**30
+
+    def __repr__(self) -> str:
+        return "\n".join(self.steps)
+
+
+def _weight_kinds(config: Any) -> dict[str, dict[str, int]]:
+    """Parameters of the transformers model on the meta device, per top-level part and
+    kind: ``linear`` (an ``nn.Linear`` weight), ``experts`` (MoE expert tensors),
+    ``embedding`` (an ``nn.Embedding``), ``float32`` (Gemma 3n's AltUp
+    ``correct_output_scale``, which vLLM allocates in float32), ``other`` (norms, biases,
+    scalars, convs).
+    Unified's ``embed_vision`` is split as vLLM splits it: the patch embedder
+    (``vision_embedder``) apart from its ``multimodal_embedder`` (vLLM's ``embed_vision``)."""
+    import torch
+    from torch import nn
+    from transformers import AutoModelForImageTextToText
+
+    from gemma_explore.models.tiny import register_tiny_mobilenet
+
+    register_tiny_mobilenet()
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(config)
+    unified = hasattr(getattr(model.model, "embed_vision", None), "multimodal_embedder")
+    kinds: dict[str, dict[str, int]] = {}
+    seen: set[int] = set()
+    for module_name, module in model.named_modules():
+        for name, p in module.named_parameters(recurse=False):
+            if id(p) in seen:  # tied weights count once
+                continue
+            seen.add(id(p))
+            full = f"{module_name}.{name}"
+            bits = full.split(".")
+            part = bits[1] if bits[0] == "model" and len(bits) > 1 else bits[0]
+            part = "language_model" if part == "lm_head" else part
+            if unified and part == "embed_vision" and ".multimodal_embedder." not in full:
+                part = "vision_embedder"  # vLLM's Gemma4UnifiedVisionEmbedder
+            if ".experts." in full:
+                kind = "experts"
+            elif name == "correct_output_scale":  # vLLM's gemma3n.py keeps it in float32
+                kind = "float32"
+            elif ".router." in f"{full}" and isinstance(module, nn.Linear):
+                kind = "other"  # vLLM's Gemma4Router.proj is a GateLinear, never quantized
+            elif isinstance(module, nn.Linear) and name == "weight":
+                kind = "linear"
+            elif isinstance(module, nn.Embedding):
+                kind = "embedding"
+            else:
+                kind = "other"
+            by_kind = kinds.setdefault(part, {})
+            by_kind[kind] = by_kind.get(kind, 0) + p.numel()
+    return kinds
+
+
+def _limit(limits: Mapping[str, Any], modality: str) -> int:
+    value = limits.get(modality, 999)  # vLLM's count for a modality left out
+    return int(value.get("count", 999)) if isinstance(value, Mapping) else int(value)
+
+
+def _tower_gets_quant(model_class: str, part: str, config: Any, quantization: str) -> bool:
+    """Whether vLLM 0.32's class hands a tower or embedder the quantization config:
+    Gemma 4's vision tower by its own rule, Unified's vision embedder always, Gemma 3n's
+    towers never."""
+    if model_class == "Gemma4ForConditionalGeneration":
+        return vllm_tower_quantized(quantization, config.vision_config)
+    return model_class == "Gemma4UnifiedForConditionalGeneration" and part == "vision_embedder"
+
+
+def _extra_value_parameters(model: ServingModel, text: Any) -> int:
+    """vLLM's ``QKVParallelLinear`` allocates a V shard in every KV-storing full layer of
+    an ``attention_k_eq_v`` model (gemma4.py: K is loaded into both shards), where the
+    checkpoint and transformers have no ``v_proj``: hidden × KV heads × head dim each."""
+    if not getattr(text, "attention_k_eq_v", False):
+        return 0
+    return sum(
+        model.hidden_size * layer.kv_heads * layer.head_dim
+        for layer in model.layers
+        if layer.kind == "full_attention" and layer.stores_kv
+    )
+
+
+def _buffer_bytes(
+    model: ServingModel, text: Any, dtype_bytes: int, max_num_batched_tokens: int | None
+) -> tuple[int, str]:
+    """RoPE caches (one ``cos_sin_cache`` of max_position_embeddings × head dim per
+    attention kind, rotary_embedding/base.py) and, on models with per-layer inputs, the
+    ``per_layer_embeddings`` staging tensor (max_num_batched_tokens × layers × width,
+    gemma4_mm.py / gemma3n_mm.py ``__init__``)."""
+    head = {layer.kind: layer.head_dim for layer in model.layers}
+    positions = int(model.max_position_embeddings or 0)
+    rope = sum(positions * d * dtype_bytes for d in head.values())
+    text_out = f"RoPE caches {positions:,} positions × {sorted(head.values())} dims"
+    ple = int(getattr(text, "hidden_size_per_layer_input", 0) or 0)
+    staging = 0
+    if ple and max_num_batched_tokens:
+        staging = max_num_batched_tokens * len(model.layers) * ple * dtype_bytes
+        text_out += (
+            f" + per-layer-input staging {max_num_batched_tokens:,} tokens × "
+            f"{len(model.layers)} layers × {ple}"
+        )
+    elif ple:
+        text_out += " (per-layer-input staging not counted: no max_num_batched_tokens)"
+    return rope + staging, text_out
+
+
+def _config_of_model(model: ServingModel) -> Any:
+    from gemma_explore.serving.model import _config_of
+
+    try:
+        return _config_of(model.name)[2]
+    except (ValueError, TypeError, OSError) as exc:
+        raise ValueError(
+            f"vllm_loaded_weights re-reads the config of {model.name!r} and could not "
+            f"({exc}). Pass a ServingModel read from a folder, a tiny name or a released id."
+        ) from exc
+
+
+def vllm_loaded_weights(
+    model: ServingModel,
+    *,
+    limit_mm_per_prompt: Mapping[str, Any] | None = None,
+    quantization: str | None = None,
+    dtype_bytes: int = 2,
+    max_num_batched_tokens: int | None = None,
+) -> LoadedWeights:
+    """The weights vLLM 0.32 allocates for ``model`` (tensor parallel size 1).
+
+    Against the checkpoint's own count: a tower whose modalities all have limit 0 is not
+    allocated (``_mark_tower_model``); ``attention_k_eq_v`` full layers get a V shard
+    vLLM allocates and fills with K; under FP8 (``--quantization fp8``, online from a
+    bf16 checkpoint) only Linear and MoE weights take 1 byte, while the embeddings, the
+    per-layer embeddings, norms and the towers vLLM keeps unquantized stay in
+    ``dtype_bytes``. ``max_num_batched_tokens`` sizes the per-layer-input staging buffer.
+
+    >>> w = vllm_loaded_weights(serving_model("google/gemma-4-E4B-it"),   # doctest: +SKIP
+    ...                         limit_mm_per_prompt={"audio": 0})
+    >>> w.skipped                                                          # doctest: +SKIP
+    {'audio_tower': 304824608, 'embed_audio': 3932160}
+    """
+    if quantization is not None and quantization not in FP8_METHODS:
+        raise ValueError(
+            f"quantization={quantization!r}: the loaded-weights count knows vLLM's online "
+            f"FP8 ({', '.join(FP8_METHODS)}) or None; a pre-quantized checkpoint's "
+            "weights are its safetensors' size."
+        )
+    config = _CONFIGS.get_or_make(model.name, lambda: _config_of_model(model))
+    text = config.get_text_config()
+    kinds = _WEIGHT_KINDS.get_or_make(
+        config.to_json_string(use_diff=False), lambda: _weight_kinds(config)
+    )
+    limits = limit_mm_per_prompt or {}
+    towers = TOWER_MODALITIES.get(model_class := get_family(model.family).classes.model, {})
+    skipped = {
+        part: sum(kinds[part].values())
+        for part, modalities in towers.items()
+        if part in kinds and all(_limit(limits, m) == 0 for m in modalities)
+    }
+    extra = _extra_value_parameters(model, text)
+    by_part: dict[str, int] = {}
+    bytes_by_part: dict[str, int] = {}
+    quantized = 0
+    for part, by_kind in kinds.items():
+        if part in skipped:
+            continue
+        count = sum(by_kind.values()) + (extra if part == "language_model" else 0)
+        q = 0
+        if quantization is not None:
+            if part == "language_model":
+                q = by_kind.get("linear", 0) + by_kind.get("experts", 0) + extra
+            elif _tower_gets_quant(model_class, part, config, quantization):
+                q = by_kind.get("linear", 0)
+        by_part[part] = count
+        wide = by_kind.get("float32", 0)
+        bytes_by_part[part] = q + (count - q - wide) * dtype_bytes + wide * 4
+        quantized += q
+    total = sum(by_part.values())
+    buffers, buffer_text = _buffer_bytes(model, text, dtype_bytes, max_num_batched_tokens)
+    result_bytes = sum(bytes_by_part.values()) + buffers
+    steps = _weights_steps(model, skipped, extra, quantization, quantized, total, dtype_bytes)
+    steps += (f"buffers: {buffers / 2**30:.2f} GiB ({buffer_text})",)
+    steps += (f"vLLM allocates {result_bytes / 2**30:.2f} GiB for the weights and buffers",)
+    return LoadedWeights(
+        spec=model.spec,
+        model=model.name,
+        quantization=quantization,
+        dtype_bytes=dtype_bytes,
+        parameters=total,
+        parameters_by_part=by_part,
+        quantized_parameters=quantized,
+        kept_parameters=total - quantized,
+        skipped=skipped,
+        extra_value_parameters=extra,
+        buffer_bytes=buffers,
+        bytes_by_part=bytes_by_part,
+        bytes=result_bytes,
+        steps=steps,
+    )
+
+
+def _weights_steps(
+    model: ServingModel,
+    skipped: dict[str, int],
+    extra: int,
+    quantization: str | None,
+    quantized: int,
+    total: int,
+    dtype_bytes: int,
+) -> tuple[str, ...]:
+    steps = [f"checkpoint: {model.num_parameters:,} parameters ({model.config_source})"]
+    if skipped:
+        gone = ", ".join(f"{k} {v:,}" for k, v in skipped.items())
+        steps.append(
+            f"skipped (limit 0 for every modality they serve; vLLM's _mark_tower_model "
+            f"builds them as StageMissingLayer on the meta device): {gone} — "
+            f"{sum(skipped.values()) * dtype_bytes / 2**30:.2f} GiB not allocated"
+        )
+    if extra:
+        steps.append(
+            f"attention_k_eq_v: vLLM allocates a V shard in each full layer's qkv_proj "
+            f"(loaded with K): +{extra:,} parameters"
+        )
+    if quantization is None:
+        steps.append(f"weights: {total:,} parameters × {dtype_bytes} B")
+    else:
+        steps.append(
+            f"{quantization}: {quantized:,} parameters in Linear/MoE layers at 1 B; "
+            f"{total - quantized:,} kept at {dtype_bytes} B (embeddings, per-layer "
+            "embeddings, norms, towers vLLM hands no quantization config)"
+        )
+    return tuple(steps)

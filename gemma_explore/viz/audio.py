@@ -1,5 +1,9 @@
 """Mel spectrograms: waveform → log-mel frames → frame mask → audio tokens.
 
+:func:`show_long_audio` draws a long clip's windows (``plan_long_audio``) over its waveform:
+gids ``"window"`` (one band per window), ``"window_overlap"`` (the spans heard twice) and
+``"window_cut"`` (each cut; solid at a quiet point, dashed elsewhere).
+
 Gids: ``"token_boundaries"`` (one line per audio token), ``"cut_30s"`` (the cut at the
 family's longest clip), ``"slots_real"`` / ``"slots_padding"`` (a fixed run of
 placeholder slots, Gemma 3n's 188), ``"frame_mask"`` / ``"frame_mask_padding"`` (the valid
@@ -18,7 +22,7 @@ from gemma_explore.viz.style import current_style
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["show_mel"]
+__all__ = ["show_long_audio", "show_mel"]
 
 _TOKEN_TICKS = "#0072B2"
 
@@ -214,5 +218,85 @@ def show_mel(
     fig.suptitle(
         f"{spec.display_name} audio: {plan.num_soft_tokens} placeholders",
         fontsize=current_style().title,
+    )
+    return fig
+
+
+_WINDOW_COLOURS = ("#0072B2", "#E69F00")  # alternate, so neighbouring windows differ
+
+
+def show_long_audio(plan: Any, *, ax: Any = None) -> Figure:
+    """A :class:`~gemma_explore.plans.long_audio.LongAudioPlan`'s windows over the clip:
+    one band per window with its tokens, the overlaps hatched, each cut a line (solid
+    where the cut found a quiet point).
+
+    >>> from gemma_explore.plans.long_audio import plan_long_audio
+    >>> fig = show_long_audio(plan_long_audio(95 * 16_000, family="gemma3n"))
+    >>> len([p for p in fig.axes[0].patches if p.get_gid() == "window"])
+    4
+    """
+    from matplotlib.figure import Figure
+
+    st = current_style()
+    if ax is None:
+        fig = Figure(figsize=(11, 2.8), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    rate = plan.spec.audio.sampling_rate
+    if plan.waveform is not None:
+        peak = float(abs(plan.waveform).max()) or 1.0
+        waveshow(ax, plan.waveform / peak, rate)
+    ws = plan.windows
+    for w in ws:
+        band = rect(
+            w.start_s,
+            1.1 + 0.35 * (w.index % 2),
+            w.duration_s,
+            0.3,
+            color=_WINDOW_COLOURS[w.index % 2],
+            alpha=0.85,
+            gid="window",
+        )
+        ax.add_patch(band)
+        ax.text(
+            w.start_s + w.duration_s / 2,
+            1.25 + 0.35 * (w.index % 2),
+            f"{w.index}: {w.audio_tokens} tok",
+            ha="center",
+            va="center",
+            color="white",
+            fontsize=st.small,
+        )
+    for a, b in zip(ws, ws[1:], strict=False):
+        if b.start < a.end:
+            ax.add_patch(
+                rect(
+                    b.start_s,
+                    -1.05,
+                    a.end_s - b.start_s,
+                    2.1,
+                    facecolor="none",
+                    hatch="///",
+                    edgecolor=PADDING,
+                    lw=0,
+                    gid="window_overlap",
+                )
+            )
+        ax.axvline(
+            a.end_s,
+            color="#D55E00",
+            lw=st.lw(1.2),
+            gid="window_cut",
+            linestyle="-" if a.cut == "quiet" else "--",
+        )
+    ax.set_xlim(0, max(plan.duration_s, 1e-3))
+    ax.set_ylim(-1.1, 1.9)
+    ax.set_yticks([])
+    ax.set_xlabel("seconds")
+    ax.set_title(
+        f"{plan.spec.display_name}: {len(ws)} windows of ≤ {plan.max_window_s:g} s, "
+        f"{plan.overlap_s:g} s overlap ({plan.audio_tokens} audio tokens)",
+        fontsize=st.title,
     )
     return fig

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gemma_explore.colors import KIND_COLORS, OKABE_ITO
+from gemma_explore.serving.kv import GPU_MEMORY_UTILIZATION
 from gemma_explore.serving.plan import ServingPlan
 from gemma_explore.viz.palette import panels
 from gemma_explore.viz.style import current_style
@@ -173,7 +174,7 @@ def show_serving(
     *,
     released: ServingPlan | None = None,
     gpu_memory_gib: float | None = None,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
     ax: Any = None,
 ) -> Figure:
     """Left: a stacked bar of the memory one engine holds: weights, KV for one request of

@@ -91,6 +91,25 @@ def test_audio_tab(model):
     assert f"| placeholders | {r.plan.num_soft_tokens} |" in r.counts
 
 
+def test_audio_tab_shows_the_windows_of_a_long_clip():
+    """Past 30 s the counts name plan_long_audio's windows and the tab draws them over
+    the clip (one band per window); a clip heard whole gets neither."""
+    from gemma_explore.app.tabs import long_audio_figure
+    from gemma_explore.plans.long_audio import plan_long_audio
+
+    wave = (0.3 * np.random.default_rng(0).standard_normal(70 * 16_000)).astype(np.float32)
+    wave[27 * 16_000 : 28 * 16_000] *= 0.001
+    r = h.audio_tab("tiny-gemma3n", (wave, 16_000))
+    plan = plan_long_audio((wave, 16_000), family="gemma3n")
+    assert r.error is None and f"| windows | {len(plan.windows)} of ≤ 30 s" in r.counts
+    assert f"{plan.windows[0].end_s:.1f} s" in r.counts
+    fig = long_audio_figure(r.plan)
+    bands = [p for p in fig.axes[0].patches if p.get_gid() == "window"]
+    assert len(bands) == len(plan.windows)
+    short = h.audio_tab("tiny-gemma3n", SPEECH)
+    assert long_audio_figure(short.plan) is None and "| windows |" not in short.counts
+
+
 def test_audio_tab_stereo_44k(tmp_path):
     t = np.arange(44_100) / 44_100
     path = tmp_path / "stereo.wav"

@@ -47,14 +47,18 @@ def test_a_bad_value_is_refused_in_one_place_naming_its_control(changed, control
 
 
 def test_the_gpu_is_a_control_and_the_verdict_is_in_the_table():
-    """Today's assumption (80 GiB at 0.9) is the default and is said on the page; the
-    31B in bf16 (about 58 GiB of weights) fits 80 GiB, not 24 GiB."""
+    """The assumption (80 GiB at vLLM's own default share, CacheConfig's field) is the
+    default and is said on the page; the 31B in bf16 (about 58 GiB of weights) fits 80 GiB,
+    not 24 GiB."""
+    arg_utils = pytest.importorskip("vllm.engine.arg_utils")
+    util = arg_utils.EngineArgs.gpu_memory_utilization  # the field's default
     out = serving_tab("google/gemma-4-31B-it", 8192, 1, 0, 0, 8192)
-    assert out.fits and "80 GiB at gpu_memory_utilization 0.9" in out.assumption
-    assert "| verdict | ✓ fits:" in out.table and "of 80 GiB × 0.9 = 72.00 GiB" in out.table
+    assert out.fits and f"80 GiB at gpu_memory_utilization {util:g}" in out.assumption
+    assert "| verdict | ✓ fits:" in out.table
+    assert f"of 80 GiB × {util:g} = {80 * util:.2f} GiB" in out.table
     small = serving_tab("google/gemma-4-31B-it", 8192, 1, 0, 0, 8192, gpu_memory_gib=24)
     assert small.fits is False and "| verdict | ✗ does not fit:" in small.table
-    assert "24 GiB at gpu_memory_utilization 0.9" in small.assumption
+    assert f"24 GiB at gpu_memory_utilization {util:g}" in small.assumption
     assert "--tensor-parallel-size" in small.table
 
 
@@ -102,3 +106,46 @@ def test_demo_has_a_serving_endpoint(tmp_path):
     assert SERVING_DEFAULT in released
     assert f"{plan.model.num_parameters:,} parameters" in released  # the released shapes
     assert f"{plan.model.num_parameters:,} parameters" not in table  # not the tiny model's
+
+
+def test_the_probe_row_draws_a_servers_verdicts(tiny4):
+    """The tab's probe against the loopback server that counts with transformers' real
+    processor: an honest server's cases all match; a squashing one is named."""
+    from gemma_explore.app.serving_tab import probe_tab
+    from tests.conformance.faulty_server import faulty_server
+
+    for fault, words in (("honest", None), ("square", "squashed to a square")):
+        with faulty_server(tiny4, fault, model="google/gemma-4-E4B-it") as (url, _):
+            out = probe_tab(url, "google/gemma-4-E4B-it")
+        assert out.error is None and out.figure is not None
+        rows = [r for r in out.table.splitlines() if r.startswith("|") and "image" in r]
+        assert rows and (words is None) == all("matches" in r for r in rows)
+        assert words is None or words in out.table
+
+
+def test_the_probe_row_refuses_a_bad_url_in_the_boxs_words():
+    from gemma_explore.app.serving_tab import probe_tab
+
+    out = probe_tab("127.0.0.1:8000", "m")
+    assert out.figure is None and out.error.startswith("✗ Server URL must start with http")
+    assert probe_tab("http://127.0.0.1:9/v1", " ").error.startswith("✗ Served model is empty")
+    unreachable = probe_tab("http://127.0.0.1:9/v1", "google/gemma-4-E4B-it", timeout=2)
+    assert unreachable.error is None and "unreachable" in unreachable.table
+
+
+def test_demo_has_a_probe_endpoint():
+    from gemma_explore.app.ui import build_app
+
+    demo = build_app("tiny-gemma4")
+    assert [f for f in demo.fns.values() if f.api_name == "probe"]
+
+
+def test_the_table_says_what_the_processor_cache_holds():
+    """The row reads the plan's processor_cache (its bytes are held to vLLM's
+    get_item_size in tests/serving/test_processor_cache.py)."""
+    out = serving_tab("google/gemma-4-E4B-it")
+    pc = out.plan.processor_cache()
+    worst = max((it for it in pc.items if not it.dummy), key=lambda it: it.bytes)
+    row = next(r for r in out.table.splitlines() if "processor cache" in r)
+    assert f"{pc.capacity_bytes // worst.bytes:,} of the largest item ({worst.what}" in row
+    assert "the profiling dummy fits" in row

@@ -167,3 +167,53 @@ def test_suppressed_ids_are_never_generated(no_audio_engine, engine4, tiny4):
     assert not set(held.outputs[0].token_ids) & set(soft)
     report = suppressed_tokens(ge.load(no_audio_engine.name))  # transformers, same folder
     assert report.suppressed == tuple(soft) and all(report.blocked_in_vllm.values())
+
+
+def test_accepted_requests_always_fit_the_pool(engine4):
+    """vllm-project/vllm#39734 ("accepted but never scheduled") cannot happen in vLLM 0.32:
+    the engine refuses to start unless one max_model_len request fits the pool less its
+    null block (check_enough_kv_cache_memory), and a shorter request takes no more blocks.
+    admit() sets the longest admitted request's blocks against the running engine's pool,
+    and with one block too little of memory says what vLLM's own start-up check says."""
+    from vllm.v1.core.kv_cache_utils import check_enough_kv_cache_memory
+
+    from gemma_explore.serving.admission import admit
+
+    from .facts import engine_core, model_runner
+    from .test_startup import _plan
+
+    facts = engine4.facts()
+    plan = _plan(engine4, facts)
+    vc = engine4.llm.llm_engine.vllm_config
+    cpu = dict(
+        async_scheduling=vc.scheduler_config.async_scheduling,
+        block_size=facts.block_size,
+        device="CPU",
+        hybrid_kv_cache_manager=facts.hybrid_kv_cache_manager,
+    )
+    memory = facts.kv_cache_memory_bytes
+    longest = admit(
+        plan,
+        text_tokens=MAX_MODEL_LEN - 1,
+        max_tokens=1,
+        kv_cache_memory_bytes=memory,
+        capacity_options=cpu,
+    )
+    pool = engine_core(engine4.llm).scheduler.kv_cache_manager.block_pool
+    assert longest.verdict == "accepted" and longest.schedulable
+    assert longest.blocks_in_pool == pool.get_num_free_blocks()  # the idle pool, null block out
+    assert longest.blocks_needed <= longest.blocks_in_pool
+    # One block's memory short of one max_model_len request: vLLM's check refuses to start.
+    cap = plan.capacity(kv_cache_memory_bytes=memory, **cpu)
+    short = (cap.blocks_per_request + 1) * cap.bytes_per_block - 1
+    specs = model_runner(engine4.llm).get_kv_cache_spec()
+    with pytest.raises(ValueError) as theirs:
+        check_enough_kv_cache_memory(vc, specs, short)
+    ours = admit(
+        plan, text_tokens=10, max_tokens=1, kv_cache_memory_bytes=short, capacity_options=cpu
+    )
+    assert ours.verdict == "engine refuses to start" and ours.message == str(theirs.value)
+    check_enough_kv_cache_memory(vc, specs, short + 1)  # one byte more: vLLM starts
+    assert admit(
+        plan, text_tokens=10, kv_cache_memory_bytes=short + 1, capacity_options=cpu
+    ).schedulable

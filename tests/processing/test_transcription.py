@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 
 from gemma_explore.errors import MediaError
+from gemma_explore.plans.long_audio import plan_long_audio
 from gemma_explore.processing.transcription import (
     HEARD_S,
     LANGUAGES,
     MAX_DECODE_S,
+    join_window_texts,
     require_language,
     speech_to_text_config,
     transcription_prompt,
@@ -265,10 +267,50 @@ def test_any_rate_is_resampled_to_16_khz():
 
 def test_a_long_clips_warning_reaches_the_result(tiny3n):
     long = np.zeros(31 * 16_000, np.float32)
-    result = tiny3n.transcribe((long, 16_000), max_new_tokens=2)
+    result = tiny3n.transcribe((long, 16_000), max_new_tokens=2, split=False)
     (warning,) = result.warnings
     assert "last 1.0 s are never transcribed" in warning
     assert warning in result.note and "noise" in result.note and result.note in str(result)
+    assert result.windows == ()
+
+
+def test_a_long_clip_is_sent_in_windows_and_joined(tiny3n):
+    """By default a clip past 30 s goes as plan_long_audio's windows, one generation
+    each, in order; nothing is cut, so no warning, and the note says how it was sent."""
+    long = np.zeros(31 * 16_000, np.float32)
+    result = tiny3n.transcribe((long, 16_000), max_new_tokens=2)
+    plan = plan_long_audio((long, 16_000), family="gemma3n")
+    # Silence everywhere: vLLM's rule cuts at the first of equally quiet frames (28 s).
+    assert [(s, e) for s, e, _ in result.windows] == [(0.0, 28.0), (27.0, 31.0)]
+    assert [(s, e) for s, e, _ in result.windows] == [(w.start_s, w.end_s) for w in plan.windows]
+    assert result.warnings == () and "2 windows" in result.note and "noise" in result.note
+    assert result.text == join_window_texts([t for *_, t in result.windows])[0]
+
+
+@pytest.mark.parametrize(
+    "texts, overlapped, joined, dropped",
+    [
+        (
+            ["Hello there, my friend", "My friend! How are you?"],
+            True,
+            "Hello there, my friend How are you?",
+            [2],
+        ),
+        (["one two", "three four", "four five"], True, "one two three four five", [0, 1]),
+        (["one two", "two three"], False, "one two two three", []),
+        (["same same", "same same"], True, "same same", [2]),
+        (["", "a b"], True, "a b", [0]),
+    ],
+)
+def test_the_join_keeps_an_overlap_once(texts, overlapped, joined, dropped):
+    text, steps = join_window_texts(texts, overlapped=overlapped)
+    assert text == joined
+    found = [
+        int(s.split(": ")[1].split()[0]) if "dropped" in s else 0
+        for s in steps
+        if s.startswith("window")
+    ]
+    assert found == dropped
 
 
 def test_tiny_gemma3n_transcribes_noise(tiny3n, tone):

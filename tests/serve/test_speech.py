@@ -98,3 +98,47 @@ def test_cli_transcribe_on_the_openai_engine(gemma3n_server, tmp_path):
     lines = result.stdout.strip().splitlines()
     assert lines[0] == f"prompt: {transcription_prompt(language='fr')!r}"
     assert lines[1]  # the server's (noise) text
+
+
+def _requests_total(server) -> float:
+    """vLLM's /metrics count of finished requests (every finish reason together)."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=30) as a:
+        text = a.read().decode()
+    found = re.findall(r"^vllm:request_success_total\{[^}]*\} (\S+)$", text, re.MULTILINE)
+    assert found, "vLLM's /metrics has no vllm:request_success_total"
+    return sum(float(x) for x in found)
+
+
+def test_a_95_s_clip_is_transcribed_in_windows(gemma3n_server, stt, tiny3n, monkeypatch):
+    """bundle.transcribe sends plan_long_audio's windows to the real server, one request
+    each, in order, and returns one text joined from theirs."""
+    from gemma_explore.plans.long_audio import plan_long_audio
+    from gemma_explore.processing.transcription import join_window_texts
+
+    rng = np.random.default_rng(0)
+    wave = (0.3 * rng.standard_normal(95 * 16_000)).astype(np.float32)
+    wave[int(27.6 * 16_000) : int(28.3 * 16_000)] *= 0.001  # a pause to cut at
+    sent: list[np.ndarray] = []
+    served = stt.engine.transcribe
+
+    def spy(w, **kwargs):
+        sent.append(np.asarray(w))
+        return served(w, **kwargs)
+
+    monkeypatch.setattr(stt.engine, "transcribe", spy)
+    requests, tokens = _requests_total(gemma3n_server), gemma3n_server.prompt_tokens_total()
+    out = stt.transcribe((wave, 16_000), max_new_tokens=2)
+    plan = plan_long_audio((wave, 16_000), family="gemma3n")
+    assert len(plan.windows) == 4
+    assert _requests_total(gemma3n_server) - requests == 4
+    for w, got in zip(plan.windows, sent, strict=True):  # the windows, in order
+        np.testing.assert_array_equal(got, wave[w.start : w.end])
+    # Each request is our prompt with one window (188 placeholders whatever its length).
+    per = _prompt_count(transcription_prompt(), tiny3n, wave[:16_000])
+    assert gemma3n_server.prompt_tokens_total() - tokens == 4 * per
+    assert [(s, e) for s, e, _ in out.windows] == [(w.start_s, w.end_s) for w in plan.windows]
+    assert out.text == join_window_texts([t for *_, t in out.windows])[0]
+    assert out.warnings == () and "4 windows" in out.note  # nothing cut, and it says how

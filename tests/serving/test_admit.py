@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from gemma_explore.engines.vllm_processor import vllm_available
-from gemma_explore.serving.kv import Request, admit, start_settings
+from gemma_explore.serving.admission import HTTP_MESSAGES, Request, admit, admit_many
+from gemma_explore.serving.kv import start_settings
 from gemma_explore.serving.plan import plan_serving
 
 from .test_kv import config_only_folder, released_text_config, text_plan
@@ -82,6 +83,13 @@ def _vllm_verdict(processor, request: Request, *, filler: int, placeholder: str)
         data["audio"] = [
             (np.zeros(int(s * 16000), np.float32), 16000) for s in request.audio_seconds
         ]
+    if request.videos:
+        marks += [tok.convert_tokens_to_ids(placeholder["video"])] * len(request.videos)
+        rng = np.random.default_rng(1)
+        data["video"] = [
+            (rng.integers(0, 255, (n, h, w, 3), dtype=np.uint8), {"fps": 1.0})
+            for n, h, w in request.videos
+        ]
     # One ordinary token between items (part of text_tokens): Gemma 3n's "\n\n" wrappers of
     # two adjacent items would merge into one token.
     ids = word * (filler - max(len(marks) - 1, 0))
@@ -112,11 +120,13 @@ def _compare(processor, plan, request: Request, placeholder):
     assert ours.message == theirs, request
     assert ours.accepted == (theirs is None)
     if theirs is None:
-        assert ours.prompt_tokens == length and list(ours.item_tokens) == embeds, request
+        assert list(ours.item_tokens) == embeds, request
+        if not request.videos:  # a video's timestamps are estimated (6 tokens a frame)
+            assert ours.prompt_tokens == length, request
     return ours
 
 
-G4 = {"image": "<|image|>", "audio": "<|audio|>"}
+G4 = {"image": "<|image|>", "audio": "<|audio|>", "video": "<|video|>"}
 G3N = {"image": "<image_soft_token>", "audio": "<audio_soft_token>"}
 
 
@@ -180,6 +190,88 @@ def test_gemma3n_requests(folders):
         ip, plan, Request(images=((64, 64),), audio_seconds=(1.0,), text_tokens=600), G3N
     )
     assert long.reason == "max_model_len"
+
+
+def test_videos_and_a_workload_table(folders):
+    """Video requests (Gemma 4: every frame at the video budget) and the batch form, each
+    row held to vLLM's InputProcessor verdict."""
+    ip, plan = _engine(
+        folders["31B"], max_model_len=4096, mnbt=8192, limits={"image": 2, "video": 1}
+    )
+    workload = [
+        Request(videos=((4, 480, 640),), text_tokens=20),
+        Request(videos=((2, 64, 64),) * 2),
+        Request(images=((600, 800),), videos=((3, 300, 300),), text_tokens=10),
+        Request(text_tokens=5000),
+    ]
+    table = admit_many(plan, workload)
+    for request, ours in zip(workload, table.results, strict=True):
+        theirs, _, embeds = _vllm_verdict(ip, request, filler=request.text_tokens, placeholder=G4)
+        assert ours.message == theirs, request
+        if theirs is None:
+            assert list(ours.item_tokens) == embeds, request
+    assert [r.verdict for r in table.results] == ["accepted", "refused", "accepted", "refused"]
+    assert table.results[1].reason == "limit_mm_per_prompt"
+    assert len(table.table().rows) == 4 and table.accepted == 2
+
+
+def test_gemma3n_ignores_a_request_budget_and_the_audio_past_30_s(folders, caplog):
+    """vLLM passes mm_processor_kwargs on to Gemma3nProcessor, which logs and drops
+    max_soft_tokens: accepted, 256 per image, with a warning. A 45 s clip: transformers'
+    extractor keeps the first 30 s (the features equal those of the 30 s prefix)."""
+    import logging
+
+    from transformers import AutoFeatureExtractor
+
+    caplog.set_level(logging.WARNING)
+    ip, plan = _engine(folders["3n"], max_model_len=1024, mnbt=256, limits={"image": 1, "audio": 1})
+    for budget in (70, 280, 333):
+        ours = _compare(ip, plan, Request(images=((300, 500),), max_soft_tokens=budget), G3N)
+        assert ours.accepted and ours.item_tokens == (("image", 256),)
+        assert any("max_soft_tokens" in w and "ignored" in w for w in ours.warnings)
+    said = HTTP_MESSAGES["kwarg-ignored"].format(key="max_soft_tokens")
+    assert said in [r.getMessage() for r in caplog.records]  # transformers' own words
+    clip = _compare(ip, plan, Request(audio_seconds=(45.0,), text_tokens=12), G3N)
+    assert clip.accepted and any("first 30 s" in w for w in clip.warnings)
+    assert not _compare(ip, plan, Request(audio_seconds=(20.0,)), G3N).warnings
+    fe = AutoFeatureExtractor.from_pretrained(str(folders["3n"]))
+    wav = np.random.default_rng(2).standard_normal(45 * 16000).astype(np.float32)
+    whole, head = fe(wav, sampling_rate=16000), fe(wav[: 30 * 16000], sampling_rate=16000)
+    assert np.array_equal(np.asarray(whole["input_features"]), np.asarray(head["input_features"]))
+
+
+def test_serve_http_layer_is_vllms():
+    """What a `vllm serve` chat client meets before the engine, with vLLM's own functions:
+    max_tokens above max_model_len (TokenizeParams), per-request mm_processor_kwargs
+    without --trust-request-mm-kwargs, and the silent clamp of max_tokens (get_max_tokens)."""
+    from vllm.entrypoints.generate.base.protocol import validate_request_mm_kwargs
+    from vllm.entrypoints.serve.utils.api_utils import get_max_tokens
+    from vllm.exceptions import VLLMValidationError
+    from vllm.renderers.params import TokenizeParams
+
+    plan = plan_serving("tiny-gemma4", max_model_len=2048)
+    ours = admit(plan, Request(text_tokens=20, max_tokens=4096), entry_point="serve")
+    with pytest.raises(VLLMValidationError) as theirs:
+        TokenizeParams(
+            max_total_tokens=2048,
+            max_output_tokens=4096,
+            max_total_tokens_param="max_model_len",
+            max_output_tokens_param="max_tokens",
+        )
+    assert (ours.reason, ours.status, ours.message) == ("max_tokens", 400, theirs.value.args[0])
+    budget = Request(images=((64, 64),), max_soft_tokens=560)
+    with pytest.raises(VLLMValidationError) as theirs:
+        validate_request_mm_kwargs(
+            mm_processor_kwargs={"max_soft_tokens": 560},
+            media_io_kwargs=None,
+            trust_request_mm_kwargs=False,
+        )
+    assert admit(plan, budget, entry_point="serve").message == theirs.value.args[0]
+    assert admit(plan, budget, entry_point="serve", trust_request_mm_kwargs=True).accepted
+    assert admit(plan, budget).accepted  # LLM(...) takes it
+    clamped = admit(plan, Request(text_tokens=1500, max_tokens=1000), entry_point="serve")
+    assert clamped.status == 200 and clamped.warnings
+    assert clamped.max_tokens == get_max_tokens(2048, 1000, clamped.prompt_tokens, {})
 
 
 # ----------------------------------------------------------------------- start-up settings

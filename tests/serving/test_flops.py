@@ -113,6 +113,10 @@ def test_image_flops_scale_to_the_released_31b_as_written_out(budget):
 def test_e2b_tower_is_the_small_one():
     _, ours = encoder_flops(released_config("google/gemma-4-E2B-it"), "video frame")
     assert ours == _vit(9 * 70, 70, 768, 3072, 16, 1536)
+    # A hub id is read the same way (local cache copy, else the built-in facts).
+    assert encoder_flops("google/gemma-4-E2B-it", "video frame") == (70, ours)
+    with pytest.raises(ValueError, match="neither a released checkpoint id"):
+        encoder_flops("someone/unknown", "image")
 
 
 @pytest.mark.slow

@@ -238,3 +238,38 @@ def test_explain_reads_vllms_decode_limit(tmp_path):
     found = explain(refused)
     assert found.error.name == "audio-decode-too-long-file"
     assert f"above {limit}" in found.answer
+
+
+@needs_vllm
+def test_explain_reads_vllms_processor_cache_warning():
+    """vLLM's own cache_if_fits, given an item larger than its LRU, logs the message
+    explain reads; the sizes it prints are ours (processor_cache)."""
+    import logging
+
+    from vllm.multimodal.cache.base import (
+        BaseMultiModalCache,
+        MultiModalCache,
+        MultiModalProcessorCacheItemMetadata,
+    )
+
+    from gemma_explore.serving.processor_cache import processor_cache
+
+    small = processor_cache("gemma4", mm_processor_cache_gb=0.01)  # the video is 0.03 GiB
+    video = small.item("video", dummy=True)
+    meta = object.__new__(MultiModalProcessorCacheItemMetadata)
+    meta.item_size, meta.prompt_updates = video.bytes, []
+    lru = MultiModalCache.get_lru_cache(0.01, MultiModalProcessorCacheItemMetadata)
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda r: records.append(r.getMessage())
+    log = logging.getLogger("vllm.multimodal.cache.base")
+    log.addHandler(handler)
+    try:
+        assert BaseMultiModalCache.cache_if_fits(None, lru, "video", meta) is False
+    finally:
+        log.removeHandler(handler)
+    (line,) = [r for r in records if "Skipping" in r]
+    assert not video.fits and line == small.message
+    found = explain(line)
+    assert found.error.name == "processor-cache-item-too-large"
+    assert "--mm-processor-cache-gb above 0.03" in found.answer

@@ -155,3 +155,160 @@ def test_the_table_renders(tiny4):
     plan = loading_plan(tiny4)
     text = plan.table().text()
     assert "qkv_proj" in text and "released name" in text
+
+
+# --- The weights vLLM loads (issue 37, item 2): held to vLLM's own model on the meta device.
+
+ALL_ZERO = {"image": 0, "audio": 0, "video": 0}
+# (quantization, limits) per released checkpoint: bf16 as served, bf16 text-only, and FP8
+# (online, from the bf16 checkpoint) without audio.
+CASES = ((None, None), (None, ALL_ZERO), ("fp8", {"audio": 0}))
+
+
+@pytest.fixture(scope="module")
+def vllm_meta(tmp_path_factory):
+    """``build(id, quantization, limits)`` → what vLLM's own model class allocates, built on
+    the meta device under a CPU VllmConfig (one per case, cached): parameters per top-level
+    module, parameters of the layers its quant config quantizes, and the buffers."""
+    import torch
+    import vllm.model_executor.layers.activation as activation
+    from vllm.config import (
+        DeviceConfig,
+        LoadConfig,
+        ModelConfig,
+        VllmConfig,
+        set_current_vllm_config,
+    )
+    from vllm.distributed import parallel_state
+    from vllm.model_executor.model_loader.utils import initialize_model
+    from vllm.utils.torch_utils import set_default_torch_dtype
+
+    from gemma_explore.models.checkpoints import family_from_config
+    from gemma_explore.models.tiny import build_tiny_processor
+
+    # Gemma 3n's GeluAndMulSparse computes a scalar with .item() in __init__ (it holds no
+    # weights): let that one run on the CPU.
+    sparse_init = activation.GeluAndMulSparse.__init__
+
+    def on_cpu(self, *args, **kwargs):
+        with torch.device("cpu"):
+            sparse_init(self, *args, **kwargs)
+
+    activation.GeluAndMulSparse.__init__ = on_cpu
+    built: dict = {}
+    started = []
+
+    def build(rid, quantization, limits):
+        key = (rid, quantization, str(limits))
+        if key in built:
+            return built[key]
+        folder = tmp_path_factory.getbasetemp() / rid.replace("/", "_")
+        if not folder.exists():
+            config = released_config(rid)
+            config.save_pretrained(folder)
+            build_tiny_processor(family_from_config(config, rid)).save_pretrained(folder)
+        mc = ModelConfig(
+            model=str(folder),
+            tokenizer=str(folder),
+            dtype="bfloat16",
+            max_model_len=2048,
+            quantization=quantization,
+            limit_mm_per_prompt=limits,
+        )
+        vc = VllmConfig(
+            model_config=mc,
+            device_config=DeviceConfig(device="cpu"),
+            load_config=LoadConfig(load_format="dummy"),
+        )
+        with set_current_vllm_config(vc):
+            if not started:
+                parallel_state.init_distributed_environment(
+                    world_size=1,
+                    rank=0,
+                    local_rank=0,
+                    distributed_init_method=f"file://{tmp_path_factory.mktemp('dist')}/init",
+                    backend="gloo",
+                )
+                parallel_state.ensure_model_parallel_initialized(1, 1)
+                started.append(True)
+            with set_default_torch_dtype(torch.bfloat16), torch.device("meta"):
+                model = initialize_model(vllm_config=vc)
+        built[key] = _summary(model, vc)
+        return built[key]
+
+    yield build
+    activation.GeluAndMulSparse.__init__ = sparse_init
+    if started:
+        parallel_state.destroy_model_parallel()
+        parallel_state.destroy_distributed_environment()
+
+
+def _summary(model, vc) -> dict:
+    """Parameters per top-level module; quantized: the weights of every layer whose quant
+    method is a quantizing one (vLLM's get_quant_method decided); bytes: those at 1 B
+    (float8_e4m3fn), the rest at their dtype; buffers: RoPE caches and tensor attributes."""
+    import torch
+
+    parts: dict[str, int] = {}
+    for name, p in model.named_parameters():
+        parts[name.split(".")[0]] = parts.get(name.split(".")[0], 0) + p.numel()
+    quantized, quantized_bytes_saved = 0, 0
+    for _name, module in model.named_modules():
+        method = type(getattr(module, "quant_method", None)).__name__
+        if method == "NoneType" or "Unquantized" in method or "KVCache" in method:
+            continue
+        for pname, p in module.named_parameters(recurse=False):
+            if "weight" in pname and "scale" not in pname:
+                quantized += p.numel()
+                quantized_bytes_saved += p.numel() * (p.element_size() - 1)
+    total_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    rope = sum(
+        b.numel() * b.element_size()
+        for n, b in model.named_buffers()
+        if n.endswith("cos_sin_cache")
+    )
+    attrs = sum(
+        v.numel() * v.element_size() for v in vars(model).values() if isinstance(v, torch.Tensor)
+    )
+    return {
+        "parts": parts,
+        "quantized": quantized,
+        "bytes": total_bytes - quantized_bytes_saved,
+        "buffers": rope + attrs,
+        "mnbt": vc.scheduler_config.max_num_batched_tokens,
+    }
+
+
+@pytest.mark.parametrize("rid", RELEASED_IDS)
+def test_loaded_weights_equal_vllms_meta_device_model(rid, vllm_meta):
+    """bf16 as served, bf16 with every limit 0, FP8 without audio: parameters per part,
+    skipped towers, the extra V projections, quantized parameters, bytes and buffers."""
+    from gemma_explore.serving.model import serving_model
+    from gemma_explore.serving.weights import vllm_loaded_weights
+
+    model = serving_model(rid)
+    for quantization, limits in CASES:
+        theirs = vllm_meta(rid, quantization, limits)
+        ours = vllm_loaded_weights(
+            model,
+            limit_mm_per_prompt=limits,
+            quantization=quantization,
+            max_num_batched_tokens=theirs["mnbt"],
+        )
+        case = (rid, quantization, limits)
+        assert ours.parameters == sum(theirs["parts"].values()), case
+        assert ours.parameters_by_part == theirs["parts"], case
+        assert ours.quantized_parameters == theirs["quantized"], case
+        assert ours.bytes - ours.buffer_bytes == theirs["bytes"], case
+        assert ours.buffer_bytes == theirs["buffers"], case
+        assert ours.parameters + sum(ours.skipped.values()) == (
+            model.num_parameters + ours.extra_value_parameters
+        ), case
+
+
+def test_loaded_weights_refuse_a_method_they_cannot_count():
+    from gemma_explore.serving.model import serving_model
+    from gemma_explore.serving.weights import vllm_loaded_weights
+
+    with pytest.raises(ValueError, match="quantization='awq'"):
+        vllm_loaded_weights(serving_model("tiny-gemma4"), quantization="awq")

@@ -104,6 +104,8 @@ NAMES = [
     "attention_gemma4_vision",
     "bill_samples",
     "flops_released",
+    "long_audio_gemma3n",
+    "probe_expected",
 ]
 
 

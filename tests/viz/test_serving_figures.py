@@ -25,7 +25,7 @@ def _gid(fig, gid):
 
 def test_serving_figure_stacks_the_plans_bytes():
     plan = plan_serving("tiny-gemma4", max_model_len=2048, limit_mm_per_prompt={"video": 0})
-    fig = show_serving(plan, gpu_memory_gib=1.0)
+    fig = show_serving(plan, gpu_memory_gib=1.0, gpu_memory_utilization=0.9)
     (w,) = _gid(fig, "mem_weights")
     (kv,) = _gid(fig, "mem_kv")
     (enc,) = _gid(fig, "mem_encoder_cache")

@@ -1,0 +1,54 @@
+"""``serve-args`` and ``capacity()`` give one answer: the advice quotes the start-up KV line
+of the same plan (the GPU's ``vllm serve`` defaults), and that line is vLLM's own."""
+
+from __future__ import annotations
+
+import pytest
+
+from gemma_explore.engines.serve_args import serving_advice, serving_plan_for, serving_recipe
+from gemma_explore.engines.vllm_processor import vllm_available
+from gemma_explore.serving.kv import capacity, kv_memory_estimate
+from tests.serving.test_kv import (  # noqa: F401 (the fixture)
+    released_text_config,
+    vllm_capacity,
+    vllm_config,
+    vllm_specs,
+)
+
+pytestmark = pytest.mark.skipif(not vllm_available(), reason="needs vLLM")
+
+
+@pytest.mark.parametrize(
+    "model,gpu,workload",
+    [
+        ("google/gemma-4-31B-it", "H100 80GB", {}),
+        ("google/gemma-4-E2B-it", "L4", {"images": 1, "max_model_len": 8192}),
+    ],
+)
+def test_serve_args_quotes_capacity_and_vllm_agrees(vllm_config, model, gpu, workload):  # noqa: F811
+    reasons: dict[str, str] = {}
+    args = serving_recipe(model, reasons=reasons, gpu=gpu, **workload)
+    plan = serving_plan_for(args, gpu=gpu)
+    assert plan.max_model_len == args["max_model_len"]
+    assert plan.max_num_batched_tokens == args.get(
+        "max_num_batched_tokens", plan.max_num_batched_tokens
+    )
+    memory = kv_memory_estimate(plan, gpu_memory_bytes=plan.gpu_memory_bytes).kv_cache_memory_bytes
+    ours = capacity(plan, kv_cache_memory_bytes=memory)
+    advice = serving_advice(args, plan=plan)
+    assert ours.log_line() in advice["--max-num-seqs"]
+    assert f"{ours.max_concurrency:.2f} requests" in advice["--max-num-seqs"]
+    _, conc, _, _ = vllm_capacity(
+        vllm_config,
+        vllm_specs(released_text_config(model), tp=1, block_size=16),
+        memory=memory,
+        tp=1,
+        max_model_len=plan.max_model_len,
+        mnbt=plan.max_num_batched_tokens,
+        hybrid=True,
+        async_sched=True,
+        layout="LBNHC",
+    )
+    assert ours.max_concurrency == conc
+    if "max_model_len" in workload:  # a value you give wins, and its reason says so
+        assert reasons["max_model_len"].startswith(f"{workload['max_model_len']}: yours")

@@ -1,0 +1,142 @@
+"""The processor-cache figures equal vLLM 0.32's own: its processor run on CPU
+(``vllm_apply``, ``get_dummy_mm_inputs``), its size function
+(``MultiModalCache.get_item_size``) and its LRU (``get_lru_cache``, ``put_if_fits``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_apply, vllm_available
+from gemma_explore.serving.processor_cache import GIB, cached_item, processor_cache
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(not vllm_available(), reason="vllm is not installed"),
+]
+
+# A 5 s clip, a length off the 128-sample grid, and 95 s (past what the models hear).
+CLIPS = (16_000 * 5, 16_000 * 7 + 77, 16_000 * 95 + 77)
+
+
+def _vllm_sizes(out) -> dict[str, list[int]]:
+    from vllm.multimodal.cache.base import MultiModalCache
+
+    return {
+        m: [MultiModalCache.get_item_size(it) for it in items]
+        for m, items in out["mm_kwargs"].items()
+    }
+
+
+def _prompt(spec, token: str) -> str:
+    return token if spec.wraps_in_newlines else "\t" + token
+
+
+@pytest.fixture(scope="module", params=["tiny3n", "tiny4", "tinyu"])
+def bundle(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_every_budgets_image_is_vllms_size(bundle):
+    spec = bundle.spec
+    odd = Image.new("RGB", (3000, 200))  # the size does not matter: padded to the budget
+    for budget in spec.image.budgets or (None,):
+        kwargs = {"max_soft_tokens": budget} if budget else {}
+        out = vllm_apply(bundle, _prompt(spec, spec.image_token), {"image": [odd]}, kwargs)
+        ours = cached_item(spec, "image", budget=budget, dtype="float32")
+        assert _vllm_sizes(out) == {"image": [ours.bytes]}, budget
+
+
+def test_clips_are_vllms_size(bundle):
+    spec = bundle.spec
+    for n in CLIPS:
+        wave = (0.1 * np.random.default_rng(n).standard_normal(n)).astype(np.float32)
+        out = vllm_apply(bundle, spec.audio_token, {"audio": [wave]})
+        ours = cached_item(spec, "audio", samples=n, dtype="float32")
+        assert _vllm_sizes(out) == {"audio": [ours.bytes]}, n
+
+
+def test_the_profiling_dummy_is_vllms_size(bundle):
+    """vLLM's own dummy (what start-up warms the cache with), one item per modality."""
+    proc = VLLM_PROCESSORS.get(bundle)
+    mods = ("image", "audio", "video") if bundle.spec.has_video else ("image", "audio")
+    sizes = _vllm_sizes(proc.get_dummy_mm_inputs(dict.fromkeys(mods, 1)))
+    ours = processor_cache(bundle, dtype="float32")
+    assert sizes == {m: [ours.item(m, dummy=True).bytes] for m in mods}
+
+
+def test_bfloat16_halves_the_floating_tensors(tiny4):
+    """vLLM casts floating tensors to the model dtype: a bfloat16 engine's items."""
+    from vllm.config import ModelConfig
+    from vllm.multimodal import MULTIMODAL_REGISTRY
+    from vllm.multimodal.processing.context import TimingContext
+    from vllm.multimodal.processing.inputs import ProcessorInputs
+
+    folder = VLLM_PROCESSORS.folder_of(tiny4)
+    config = ModelConfig(model=folder, tokenizer=folder, dtype="bfloat16")
+    proc = MULTIMODAL_REGISTRY.create_processor(config)
+    sizes = _vllm_sizes(proc.get_dummy_mm_inputs({"image": 1, "audio": 1, "video": 1}))
+    wave = np.zeros(16_000 * 30, np.float32)
+    ids = proc.info.ctx.tokenizer.encode(tiny4.spec.audio_token, add_special_tokens=False)
+    out = proc.apply(
+        ProcessorInputs(ids, proc.info.parse_mm_data({"audio": [wave]})),
+        TimingContext(enabled=False),
+    )
+    ours = processor_cache(tiny4)  # bfloat16 by default
+    assert sizes == {m: [ours.item(m, dummy=True).bytes] for m in ("image", "audio", "video")}
+    assert _vllm_sizes(out) == {"audio": [ours.item("audio").bytes]}
+
+
+@pytest.mark.parametrize("family", ["gemma3n", "gemma4", "gemma4_unified"])
+def test_items_per_gib_and_fits_are_vllms_lru(family):
+    """vLLM's own LRU of 1 GiB keeps exactly items_per_gib copies of an item, and
+    put_if_fits refuses one exactly when ours says it does not fit."""
+    from vllm.multimodal.cache.base import (
+        MultiModalCache,
+        MultiModalProcessorCacheItemMetadata,
+    )
+
+    for item in processor_cache(family).items:
+        assert item.items_per_gib == GIB // item.bytes
+
+    def sized(n: int) -> MultiModalProcessorCacheItemMetadata:
+        # What the LRU sender (P0) stores: get_leaf_size reads its item_size.
+        meta = object.__new__(MultiModalProcessorCacheItemMetadata)
+        meta.item_size, meta.prompt_updates = n, []
+        return meta
+
+    video = max(processor_cache(family).items, key=lambda it: it.bytes)  # the largest
+    lru = MultiModalCache.get_lru_cache(1.0, MultiModalProcessorCacheItemMetadata)
+    for i in range(video.items_per_gib + 5):
+        lru.put_if_fits(str(i), sized(video.bytes))
+    assert len(lru) == video.items_per_gib
+    small = processor_cache(family, mm_processor_cache_gb=video.bytes / GIB * 0.99)
+    tiny_lru = MultiModalCache.get_lru_cache(
+        small.mm_processor_cache_gb, MultiModalProcessorCacheItemMetadata
+    )
+    for item in small.items:
+        assert tiny_lru.put_if_fits(item.what + str(item.dummy), sized(item.bytes)) == item.fits
+        tiny_lru.clear()
+
+
+def test_a_serving_plans_dummy_is_at_its_start_up_budget(tiny4):
+    """From a serving plan: the dummy image is profiled at the plan's
+    --mm-processor-kwargs budget, as vLLM's own dummy at that budget."""
+    from vllm.config import ModelConfig
+    from vllm.multimodal import MULTIMODAL_REGISTRY
+
+    from gemma_explore.serving.plan import plan_serving
+
+    folder = VLLM_PROCESSORS.folder_of(tiny4)
+    config = ModelConfig(
+        model=folder,
+        tokenizer=folder,
+        dtype="float32",
+        mm_processor_kwargs={"max_soft_tokens": 1120},
+    )
+    proc = MULTIMODAL_REGISTRY.create_processor(config)
+    sizes = _vllm_sizes(proc.get_dummy_mm_inputs({"image": 1}))
+    ours = processor_cache(plan_serving(tiny4, max_soft_tokens=1120), dtype="float32")
+    assert sizes == {"image": [ours.item("image", dummy=True).bytes]}
+    assert ours.item("image", dummy=True).what == "image at budget 1120"
