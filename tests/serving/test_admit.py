@@ -15,6 +15,7 @@ from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.serving.admission import HTTP_MESSAGES, Request, admit, admit_many
 from gemma_explore.serving.kv import start_settings
 from gemma_explore.serving.plan import plan_serving
+from tests.serving.fake_gpu import FakeGpu
 
 from .test_kv import config_only_folder, released_text_config, text_plan
 
@@ -277,26 +278,6 @@ def test_serve_http_layer_is_vllms():
 # ----------------------------------------------------------------------- start-up settings
 
 
-class _Gpu:
-    """What vLLM's platform reports about a GPU (the CUDA platform does not import on a
-    CPU-only machine, so get_batch_defaults reads these through this stand-in)."""
-
-    def __init__(self, memory: int, name: str) -> None:
-        self.memory, self.name = memory, name
-
-    def get_device_total_memory(self) -> int:
-        return self.memory
-
-    def get_device_name(self) -> str:
-        return self.name
-
-    def is_tpu(self) -> bool:
-        return False
-
-    def is_cpu(self) -> bool:
-        return False
-
-
 @pytest.mark.parametrize(
     "memory,name",
     [
@@ -315,7 +296,7 @@ def test_entry_point_defaults_equal_vllms(monkeypatch, folders, memory, name):
     from vllm.engine.arg_utils import EngineArgs
     from vllm.usage.usage_lib import UsageContext
 
-    monkeypatch.setattr(arg_utils, "current_platform", _Gpu(memory, name))
+    monkeypatch.setattr(arg_utils, "current_platform", FakeGpu(memory, name))
     mc = ModelConfig(model=str(folders["31B"]), tokenizer=str(folders["31B"]), max_model_len=32768)
     assert mc.is_mm_prefix_lm  # vLLM's reason for forcing disable_chunked_mm_input on CUDA
     plan = plan_serving(str(folders["31B"]), max_model_len=32768)

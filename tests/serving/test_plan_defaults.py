@@ -12,32 +12,13 @@ from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.facts.released import RELEASED_IDS
 from gemma_explore.serving.kv import GPUS, capacity, kv_memory_estimate
 from gemma_explore.serving.plan import plan_serving
+from tests.serving.fake_gpu import FakeGpu
 
 from .test_kv import config_only_folder, vllm_config  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.skipif(not vllm_available(), reason="needs vLLM")
 
 GPU_NAMES = ("H100 80GB", "A100 40GB", "L4")
-
-
-class _Gpu:
-    """What vLLM's platform reports about a GPU (the CUDA platform does not import on a
-    CPU-only machine, so get_batch_defaults reads these through this stand-in)."""
-
-    def __init__(self, memory: int, name: str) -> None:
-        self.memory, self.name = memory, name
-
-    def get_device_total_memory(self) -> int:
-        return self.memory
-
-    def get_device_name(self) -> str:
-        return self.name
-
-    def is_tpu(self) -> bool:
-        return False
-
-    def is_cpu(self) -> bool:
-        return False
 
 
 def _folder(root: Path, model_id: str) -> Path:
@@ -71,7 +52,7 @@ def test_plan_defaults_equal_vllms_engine_args(monkeypatch, tmp_path, model_id):
     usage = {"serve": UsageContext.OPENAI_API_SERVER, "LLM": UsageContext.LLM_CLASS}
     for gpu in GPU_NAMES:
         g = GPUS[gpu]
-        monkeypatch.setattr(arg_utils, "current_platform", _Gpu(g.memory_bytes, g.device_name))
+        monkeypatch.setattr(arg_utils, "current_platform", FakeGpu(g.memory_bytes, g.device_name))
         for entry, context in usage.items():
             args = EngineArgs(model=str(folder))
             args._set_default_chunked_prefill_and_prefix_caching_args(mc)
