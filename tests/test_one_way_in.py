@@ -79,6 +79,7 @@ MEDIA = {
     "plan_image": {"image": lambda x: ge.plan_image(x, family="gemma4")},
     "plan_audio": {"audio": lambda x: ge.plan_audio(x, family="gemma3n")},
     "plan_video": {"video": ge.plan_video},
+    "plan_long_audio": {"audio": lambda x: ge.plan_long_audio(x, family="gemma3n")},
     "audio_features": {"audio": lambda x: ge.audio_features(x, family="gemma4")},
     "show_patch_grid": {"image": lambda x: ge.show_patch_grid(x, family="gemma4")},
     "show_budgets": {"image": ge.show_budgets},
@@ -143,6 +144,8 @@ NOT_MEDIA = {
     "sample_speech": "takes nothing: the bundled speech clip",
     "sample_video": "takes nothing: the bundled video",
     "show_flops": "takes FlopsReports",
+    "probe": "takes a server's URL: it sends its own images, clips and video",
+    "show_probe": "takes a ProbeResult",
 }
 
 

@@ -75,23 +75,28 @@ def show_probe(result: ProbeResult, *, ax: Any = None) -> Figure:
                 markeredgecolor="black",
                 markeredgewidth=st.lw(0.5),
             )
-        ax.annotate(
-            st.fill(f"{_cell(c.measured)} / {c.expected}: {c.words}", 3.4, size=st.small),
-            (1.01, y),
-            xycoords=("axes fraction", "data"),
-            va="center",
-            fontsize=st.small,
-            gid="probe_verdict",
-        )
     ax.set_xscale("log")
     ax.set_yticks(rows, [st.fill(c.name, 2.6, size=st.small) for c in cases], fontsize=st.small)
+    # The verdicts as the right-hand labels of the same rows ("measured / expected: words");
+    # a case the probe never sent says so in two words: the failure is the title.
+    right = ax.twinx()
+    right.set_ylim(ax.get_ylim())
+    verdicts = [
+        f"{_cell(c.measured)} / {c.expected}: "
+        + ("not sent" if c.measured is None and result.failure else c.words)
+        for c in cases
+    ]
+    right.set_yticks(rows, [st.fill(v, 3.4, size=st.small) for v in verdicts], fontsize=st.small)
+    right.tick_params(length=0)
+    right.set_gid("probe_verdict")
     ax.set_xlabel("prompt tokens the item adds (log scale)")
     title = result.failure or f"{result.model}: {result.spec.display_name}, probed"
-    ax.set_title(st.fill(title, 9.0), loc="left")
+    ax.set_title(st.fill(title, 5.5), loc="left")  # within the bars' width
     ax.plot([], [], "D", color=OKABE_ITO["green"], label="measured: matches")
     ax.plot([], [], "X", color=OKABE_ITO["vermillion"], label="measured: differs")
     ax.legend(loc="upper left", bbox_to_anchor=(0, -0.14), ncol=4, fontsize=st.small)
     ax.margins(y=0.02)
+    right.set_ylim(ax.get_ylim())
     return fig
 
 
