@@ -1,10 +1,12 @@
 """One vLLM engine per family, shared by every engine test (each takes ~30–50 s to start
-on two cores). The engines run in this process (``start_vllm``'s CPU default), on the
+on two cores) and shut down when this folder's tests are done: three in-process engines
+hold gigabytes that the rest of the suite, two ``vllm serve`` processes among it, needs. The engines run in this process (``start_vllm``'s CPU default), on the
 tiny bundles saved once in float32 (``saved_dirs``), so transformers (the ``tiny*``
 fixtures) and vLLM read the same weights."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +46,7 @@ class Engine:
         return engine_startup_facts(self.llm, kv_line=self.kv_line)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def engines(saved_dirs):
     """``engines(family)`` → the session's :class:`Engine` for that family (started on
     first use)."""
@@ -76,19 +78,20 @@ def engines(saved_dirs):
     for engine in started.values():
         engine.bundle.engine.llm.llm_engine.engine_core.shutdown()
     started.clear()
+    gc.collect()  # the engines' KV caches and weights go back now, not at some later sweep
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def engine3n(engines):
     return engines("gemma3n")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def engine4(engines):
     return engines("gemma4")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def engineu(engines):
     return engines("gemma4_unified")
 

@@ -1,4 +1,4 @@
-"""Real ``vllm serve`` processes on loopback, one per family, shared by the whole session.
+"""Real ``vllm serve`` processes on loopback, one per family, shared by this folder's tests.
 
 ``gemma3n_server`` and ``gemma4_server`` serve the saved tiny bundles. Each is started
 exactly as ``gemma-explore serve-args <folder>`` prints it, plus ``--host``/``--port``
@@ -7,7 +7,8 @@ machine's RAM and refuses to start when that much is not free, so the CPU engine
 cache is given with ``VLLM_CPU_KVCACHE_SPACE=1`` (GiB) in the environment instead, which
 takes precedence. An engine takes 40 s to minutes to start on 2 cores, so the servers the
 selected tests need are launched together when the first of them is needed, and stay up
-until the session ends (each process group is terminated then).
+until this folder's tests are done (each process group is terminated then: the tests after
+them need the memory).
 
 The tiny models have random weights: what they write is noise; the tests check that
 tokens come back and that the counts are ours.
@@ -218,7 +219,7 @@ class ServerPool:
 SERVED = {"gemma3n": "tiny3n", "gemma4": "tiny4"}  # family → the tiny bundle's fixture
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def _pools(request, serve_root):
     """One pool per family. The servers the collected tests ask for (by fixture name) are
     all launched together, so their start-ups overlap; any other starts on first use."""
