@@ -158,10 +158,16 @@ def _wire(
 ) -> None:
     """Wire a tab: ``render(model, *inputs)`` → ``outputs``, at once when one of
     ``changes`` fires, and for a new model only if the tab is on screen (else when it is
-    next opened). A per-session State remembers which model the tab last rendered for."""
+    next opened). A per-session State remembers which model the tab last rendered for.
+
+    The tab's three listeners (an edit, the model becoming ready, the tab opened) render
+    one at a time, in the order they were triggered (one gradio concurrency group per
+    tab): run side by side, a render started before an edit (the tab just opened, say)
+    could finish after the edit's own and put the old inputs' result back on screen."""
     import gradio as gr
 
     done = gr.State(None)
+    one_at_a_time = {**LIVE, "concurrency_id": f"render-{key}", "concurrency_limit": 1}
 
     def live(model: str, *values: Any) -> tuple[Any, ...]:
         return (*render(model, *values), model)
@@ -174,7 +180,7 @@ def _wire(
     def selected(model: str, last: Any, *values: Any) -> tuple[Any, ...]:
         return opened(model, key, last, *values)
 
-    gr.on(changes, live, [ctx.model, *inputs], [*outputs, done], api_name=api_name, **LIVE)
+    gr.on(changes, live, [ctx.model, *inputs], [*outputs, done], api_name=api_name, **one_at_a_time)
     if ctx.load is not None:
         state = [ctx.current] if ctx.current is not None else [gr.State(None)]
         gr.on(
@@ -183,12 +189,16 @@ def _wire(
             [ctx.model, *state, done, *inputs],
             [*outputs, done],
             api_visibility="private",
-            **LIVE,
+            **one_at_a_time,
         )
     if ctx.current is not None:
         tab.select(lambda: key, None, [ctx.current], queue=False, api_visibility="private")
         tab.select(
-            selected, [ctx.model, done, *inputs], [*outputs, done], api_visibility="private", **LIVE
+            selected,
+            [ctx.model, done, *inputs],
+            [*outputs, done],
+            api_visibility="private",
+            **one_at_a_time,
         )
 
 
