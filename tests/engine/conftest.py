@@ -1,8 +1,9 @@
 """One vLLM engine per family, shared by every engine test (each takes ~30–50 s to start
 on two cores) and shut down when this folder's tests are done: three in-process engines
-hold gigabytes that the rest of the suite, two ``vllm serve`` processes among it, needs. The engines run in this process (``start_vllm``'s CPU default), on the
-tiny bundles saved once in float32 (``saved_dirs``), so transformers (the ``tiny*``
-fixtures) and vLLM read the same weights."""
+hold gigabytes that the folders after it need. The engines run in this process
+(``start_vllm``'s CPU default), on the tiny bundles saved once in float32
+(``saved_dirs``), so transformers (the ``tiny*`` fixtures) and vLLM read the same
+weights."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ class Engine:
 
 @pytest.fixture(scope="package")
 def engines(saved_dirs):
-    """``engines(family)`` → the session's :class:`Engine` for that family (started on
+    """``engines(family)`` → this folder's :class:`Engine` for that family (started on
     first use)."""
     import gemma_explore as ge
 
