@@ -11,6 +11,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import contextlib
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,18 +36,16 @@ NEEDS_VOCABULARY = (
 )
 
 
+SERVE_TESTS = Path(__file__).parent / "serve"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests on the two real ``vllm serve`` processes (``tests/serve``) run first, and
     the servers stop when they are done. The servers take about 10 GiB together; late in
     the run this process holds about as much (engines, processors, bundles), and the two
     together left under 2 GiB of the machine's 24 free: near enough to thrash that one run
     crawled past CI's 90 minutes."""
-    serve = [
-        i for i in items if i.path.parent.name == "serve" and i.path.parent.parent.name == "tests"
-    ]
-    if serve:
-        first = set(map(id, serve))
-        items[:] = serve + [i for i in items if id(i) not in first]
+    items.sort(key=lambda item: not item.path.is_relative_to(SERVE_TESTS))  # stable
 
 
 @contextlib.contextmanager
