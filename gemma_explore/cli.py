@@ -36,6 +36,7 @@ from gemma_explore.engines.serve_args import (
     serving_recipe,
 )
 from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES
+from gemma_explore.vllm_versions import SUPPORTED, VllmProfile, vllm_profile
 
 __all__ = ["app", "main", "serve_command", "serving_recipe"]
 
@@ -79,6 +80,7 @@ _FLAG_OF = {
     "audio_clips": "--audios",
     "videos": "--videos",
     "max_model_len": "--max-model-len",
+    "vllm_version": "--vllm",
 }
 _ARGUMENT = re.compile(r"\b(" + "|".join(_FLAG_OF) + r")=('?)([\w.\-/]+)\2")
 
@@ -99,6 +101,49 @@ _BUDGET_HELP = (
     f"{DEFAULT_FAMILY.display_name} image budget: {', '.join(map(str, _BUDGETS[:-1]))} or "
     f"{_BUDGETS[-1]} (default {DEFAULT_FAMILY.image.default_budget})."
 )
+
+
+# The releases are the profiles' (gemma_explore/vllm_versions), never written here.
+_VLLM_HELP = (
+    f"The vLLM release whose rules apply: {', '.join(SUPPORTED[:-1])} or {SUPPORTED[-1]} "
+    f"(default: the installed vLLM, else {SUPPORTED[-1]}; a newer release gets "
+    f"{SUPPORTED[-1]}'s rules, said unchecked)."
+)
+_Vllm = Annotated[str | None, typer.Option("--vllm", metavar="VERSION", help=_VLLM_HELP)]
+
+
+def _release(version: str | None) -> VllmProfile:
+    """The profile of ``--vllm VERSION`` (None: the installed vLLM, else the newest), or
+    one line naming ``--vllm`` and the supported releases (exit 2)."""
+    try:
+        return vllm_profile(version)
+    except ValueError:
+        _fail(
+            f"--vllm {version}: not a vLLM release this package was checked on; use one of "
+            f"{', '.join(SUPPORTED)} (a newer one gets {SUPPORTED[-1]}'s rules, unchecked), "
+            "or leave --vllm out for the installed vLLM."
+        )
+
+
+def release_line(profile: VllmProfile) -> str:
+    """The one line every command that states a vLLM fact prints: which release's rules,
+    and why that one (asked with ``--vllm``, installed, or the newest; a release newer
+    than the newest profile says its numbers are unchecked).
+
+    >>> from gemma_explore.vllm_versions import vllm_profile, SUPPORTED
+    >>> release_line(vllm_profile(SUPPORTED[0])) == f"vLLM {SUPPORTED[0]}'s rules (--vllm {SUPPORTED[0]})"
+    True
+    """
+    return in_flags(f"{profile.label}'s rules ({profile.chosen_because})")
+
+
+def _release_json(profile: VllmProfile) -> dict[str, str]:
+    """The release, for a command's ``--json``: version, label and why."""
+    return {
+        "version": profile.version,
+        "label": profile.label,
+        "because": in_flags(profile.chosen_because),
+    }
 
 
 def _progress(**kwargs: Any) -> Any:
@@ -517,11 +562,14 @@ def serve_args(
             help="For a tiny-* model: write it to DIR first, so the printed line runs.",
         ),
     ] = None,
+    vllm: _Vllm = None,
 ) -> None:
     """Print the `vllm serve` command (or its arguments) for a Gemma checkpoint, with
-    production advice (tensor parallelism, FP8, prefix caching, max-num-seqs)."""
+    production advice (tensor parallelism, FP8, prefix caching, max-num-seqs), by one vLLM
+    release's rules (--vllm)."""
     from gemma_explore.serving.kv import GPUS
 
+    release = _release(vllm)
     if gpu is not None and gpu not in GPUS:
         _fail(f"--gpu {gpu}: use one of {', '.join(GPUS)}, or give --gpu-memory-gib instead.")
     model = _servable(model, save)
@@ -540,14 +588,17 @@ def serve_args(
             workshop=workshop,
             gpu=gpu,
             gpu_memory_gib=gpu_memory_gib,
+            vllm_version=release.version,
         )
-        plan = serving_plan_for(args, gpu=gpu, gpu_memory_gib=gpu_memory_gib)
+        plan = serving_plan_for(
+            args, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version
+        )
         advice = serving_advice(args, plan=plan)
         levers = lever_lines(args, plan=plan)
         warnings = fit_warnings(args, plan=plan)
     except (ValueError, RuntimeError) as exc:  # bad budget, unknown family (ModelLoadError)
         _fail(in_flags(str(exc)))
-    _print_serve_args(args, reasons, levers, advice, warnings, as_json=as_json)
+    _print_serve_args(args, reasons, levers, advice, warnings, release=release, as_json=as_json)
 
 
 def _print_serve_args(
@@ -557,12 +608,14 @@ def _print_serve_args(
     advice: dict[str, str],
     warnings: list[str],
     *,
+    release: VllmProfile,
     as_json: bool,
 ) -> None:
-    """serve-args' output, always in the same order: the command, why each argument has
-    its value, the levers (the most useful first), then the other advice."""
+    """serve-args' output, always in the same order: the command (ending in the release it
+    is for), the release and why, why each argument has its value, the levers (the most
+    useful first), then the other advice."""
     if as_json:
-        out: dict[str, Any] = {"args": args}
+        out: dict[str, Any] = {"args": args, "vllm": _release_json(release)}
         pairs = (
             ("reasons", reasons),
             ("levers", levers),
@@ -572,7 +625,7 @@ def _print_serve_args(
         for key, value in pairs:
             if value:
                 out[key] = value
-        typer.echo(json.dumps(out if len(out) > 1 else args, indent=2))
+        typer.echo(json.dumps(out, indent=2))
         return
     for line in warnings:  # on stderr, first: the command below would serve nothing of it
         typer.echo(f"# warning: {line}", err=True)
@@ -580,8 +633,9 @@ def _print_serve_args(
         # A server flag, not an engine argument: without it `vllm serve` answers 400 to a
         # request's own mm_processor_kwargs (its image budget). It trusts the clients.
         args = {**args, "trust_request_mm_kwargs": True}
-    # Always the same order: the command, why each argument has its value, then advice.
-    typer.echo(serve_command(args))
+    # Always the same order: the command, the release, why each argument, then advice.
+    typer.echo(serve_command(args, vllm_version=release.version))
+    typer.echo(f"# {release_line(release)}")
     for key, why in reasons.items():  # the workload recipe: why each argument
         typer.echo(f"# {key}: {why}")
     for line in levers:  # the most useful lever first, before the other advice
@@ -601,20 +655,25 @@ def explain(
         typer.Option(help="A hub id or checkpoint folder: the answer uses its serving plan."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The match and answer as JSON.")] = False,
+    vllm: _Vllm = None,
 ) -> None:
-    """Say what a vLLM error means and which value to set (docs/vllm_errors.md lists every
-    message it knows)."""
+    """Say what a vLLM error means and which value to set, by one vLLM release's messages
+    (--vllm; docs/vllm_errors.md lists every message it knows)."""
     from gemma_explore.serving.plan import plan_serving
     from gemma_explore.serving.vllm_errors import explain as explain_error
 
+    release = _release(vllm)
     try:
-        found = explain_error(error, plan=None if model is None else plan_serving(model))
+        plan = None if model is None else plan_serving(model, vllm_version=release.version)
+        found = explain_error(error, plan=plan, vllm_version=release.version)
     except (ValueError, RuntimeError) as exc:  # no match; a model that cannot be read
         _fail(str(exc))
     if as_json:
         out = {"name": found.error.name, "fields": found.fields, "answer": found.answer}
-        typer.echo(json.dumps(out | {"cause": found.error.cause, "model": found.model}, indent=2))
+        out |= {"cause": found.error.cause, "model": found.model}
+        typer.echo(json.dumps(out | {"vllm": _release_json(release)}, indent=2))
         return
+    typer.echo(release_line(release))
     typer.echo(found.text())
 
 
@@ -684,11 +743,14 @@ def probe_server(
     ] = None,
     timeout: Annotated[float, typer.Option(min=1, help="Seconds each request may take.")] = 120.0,
     as_json: Annotated[bool, typer.Option("--json", help="The cases as JSON, for CI.")] = False,
+    vllm: _Vllm = None,
 ) -> None:
     """Measure what a running OpenAI-compatible server counts for images, clips and a video,
-    against the reference, and give each case a verdict (exit 1 on a fault or a failure)."""
+    against the reference and one vLLM release's arithmetic (--vllm), and give each case a
+    verdict (exit 1 on a fault or a failure)."""
     from gemma_explore.conformance.probe import probe_command_text
 
+    release = _release(vllm)
     try:
         text, code = probe_command_text(
             url,
@@ -700,9 +762,12 @@ def probe_server(
             video=video,
             timeout=timeout,
             as_json=as_json,
+            vllm_version=release.version,
         )
     except ValueError as exc:  # a bad flag, in its own words; an unknown --family
         _fail(str(exc))
+    if not as_json:  # the JSON names the release itself
+        typer.echo(release_line(release))
     typer.echo(text)
     raise typer.Exit(code)
 
@@ -715,18 +780,22 @@ def processor_cache_command(
         str, typer.Argument(help="A hub id, checkpoint folder, or family (gemma3n, gemma4, …).")
     ],
     dtype: Annotated[str | None, typer.Option(help="float32, bfloat16 or float16.")] = None,
+    vllm: _Vllm = None,
 ) -> None:
     """What vLLM's --mm-processor-cache-gb holds per item, how many fit per GiB, and whether
-    the profiling dummy fits."""
+    the profiling dummy fits, by one vLLM release (--vllm)."""
     from gemma_explore.facts.families import FAMILIES
     from gemma_explore.serving.model import serving_model
     from gemma_explore.serving.processor_cache import processor_cache_table
 
+    release = _release(vllm)
     if dtype is not None and dtype not in ("float32", "bfloat16", "float16"):
         _fail(f"--dtype {dtype}: use float32, bfloat16 or float16.")
     try:
         source = model if model in FAMILIES else serving_model(model)
-        typer.echo(processor_cache_table(source, dtype=dtype))
+        table = processor_cache_table(source, dtype=dtype)
+        typer.echo(release_line(release))
+        typer.echo(table)
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
 
@@ -758,21 +827,25 @@ def admit_command(
         bool,
         typer.Option("--trust-request-mm-kwargs", help="The server was started with this flag."),
     ] = False,
+    vllm: _Vllm = None,
 ) -> None:
-    """Which requests vLLM accepts, refuses (with its message) or changes without a word."""
+    """Which requests vLLM accepts, refuses (with its message) or changes without a word,
+    by one vLLM release's checks (--vllm)."""
     from gemma_explore.serving.admission import admit_jsonl_text
     from gemma_explore.serving.plan import plan_serving
 
+    release = _release(vllm)
     if not requests.is_file():
         _fail(f"{requests}: no such file. Give a JSON Lines file, one request a line.")
     try:
-        plan = plan_serving(model, **({"max_model_len": max_model_len} if max_model_len else {}))
+        length = {"max_model_len": max_model_len} if max_model_len else {}
+        plan = plan_serving(model, vllm_version=release.version, **length)
         lines = requests.read_text(encoding="utf-8").splitlines()
         entry = "serve" if serve else "LLM"
         trusted = trust_request_mm_kwargs
-        typer.echo(
-            admit_jsonl_text(plan, lines, entry_point=entry, trust_request_mm_kwargs=trusted)
-        )
+        text = admit_jsonl_text(plan, lines, entry_point=entry, trust_request_mm_kwargs=trusted)
+        typer.echo(release_line(release))
+        typer.echo(text)
     except (ValueError, RuntimeError) as exc:
         _fail(in_flags(str(exc)))
 

@@ -1,13 +1,17 @@
 """Pre-flight for a workshop laptop: ``gemma-explore doctor``.
 
-Five checks, each a pure function returning a frozen :class:`Check` whose ``todo`` says
+Checks, each a pure function returning a frozen :class:`Check` whose ``todo`` says
 what to do when it fails (one line, in the words of the command to run):
 
 - ``python``: the interpreter is one the package supports (``requires-python``);
 - ``environment``: the packages the notebooks and the demo need import, and their versions
-  against the pins: ``constraints.txt`` (``constraints-light.txt`` for the light
-  environment's CPU-only torch) and ``pyproject.toml``'s ranges for the rest. The line says
-  whether they match; an installed copy without the checkout says its pins are unknown;
+  against the pins of the file the environment was built from (``constraints-light.txt``
+  without vLLM, ``constraints.txt`` with the CPU build's release, ``constraints-vllm-newest.txt``
+  with the newest's) and ``pyproject.toml``'s ranges for the rest. The line says whether
+  they match; an installed copy without the checkout says its pins are unknown;
+- ``vllm``: the installed vLLM and transformers beside the releases the package was checked
+  on (its profiles, ``gemma_explore/vllm_versions/``), in a checkout or out of one, and
+  which profile answers here;
 - ``widgets``: ipywidgets imports, and the widget extension JupyterLab / Notebook 7 load
   is installed (without it an explorer shows a still of its figure, no controls);
 - ``demo``: the web demo builds and answers on 127.0.0.1 (in a child process, killed after);
@@ -50,6 +54,7 @@ __all__ = [
     "check_kernel",
     "check_python",
     "check_teacher",
+    "check_vllm",
     "check_vocabulary",
     "check_widgets",
     "run_checks",
@@ -71,7 +76,7 @@ KEY_PACKAGES = {
     "ipykernel": "ipykernel",
     "nbclient": "nbclient",
 }
-OPTIONAL_PACKAGES = {"vllm": "vllm"}  # make test's environment only; compared when present
+OPTIONAL_PACKAGES = {"vllm": "vllm"}  # make test's environments only; compared when present
 WIDGET_EXTENSION = Path("labextensions") / "@jupyter-widgets" / "jupyterlab-manager"
 
 
@@ -129,7 +134,9 @@ def pinned_versions(path: Path | None = None) -> dict[str, str]:
     return pins
 
 
-PIN_FILES = ("constraints.txt", "constraints-light.txt")  # the light env: +cpu torch
+# The file each environment is built from: .venv (the CPU build's release), .venv-demo (no
+# vLLM), .venv-vllm-newest (the newest release's code). docs/install.md lists them.
+PIN_FILES = ("constraints.txt", "constraints-light.txt", "constraints-vllm-newest.txt")
 
 
 def _checkout(root: Path) -> bool:
@@ -172,13 +179,19 @@ def pyproject_ranges(root: Path | None = None) -> dict[str, str]:
     return ranges
 
 
-def _pin_file(torch_version: str | None, root: Path) -> str | None:
-    """The file this environment was built from: the light one for a CPU-only torch."""
+def _pin_file(vllm_version: str | None, root: Path) -> str | None:
+    """The file this environment was built from, told by its vLLM: none (the light
+    environment), the release ``constraints.txt`` pins (CPU or CUDA build), or another
+    (the newest release's code). None outside a checkout."""
     present = [f for f in PIN_FILES if (root / f).is_file()]
     if not present:
         return None
-    light = torch_version is not None and "+cpu" in torch_version
-    return PIN_FILES[1] if light and PIN_FILES[1] in present else present[0]
+    if vllm_version is None:
+        want = PIN_FILES[1]
+    else:
+        pinned = pinned_versions(root / PIN_FILES[0]).get("vllm")
+        want = PIN_FILES[0] if pinned and _same(vllm_version, pinned) else PIN_FILES[2]
+    return want if want in present else present[0]
 
 
 def _version(dist: str) -> str | None:
@@ -283,9 +296,8 @@ def check_environment(
     pins: dict[str, str] | None = None,
     ranges: dict[str, str] | None = None,
 ) -> Check:
-    """Do the key packages import, at the pinned versions (``constraints.txt``, or
-    ``constraints-light.txt`` for a CPU-only torch; ``pyproject.toml``'s ranges for the
-    packages neither pins)?
+    """Do the key packages import, at the pinned versions (of the file the environment was
+    built from; ``pyproject.toml``'s ranges for the packages it does not pin)?
 
     >>> check_environment({"json": "no-such-dist"}, pins={}).ok
     True
@@ -294,11 +306,14 @@ def check_environment(
     packages = KEY_PACKAGES if packages is None else packages
     missing, versions, steps = _imported(packages, optional)
     if pins is None:
-        label = _pin_file(versions.get("torch"), ROOT)
+        label = _pin_file(versions.get("vllm"), ROOT)
         pins = pinned_versions(ROOT / label) if label else {}
     else:
         label = "constraints.txt"
     ranges = pyproject_ranges() if ranges is None else ranges
+    # vLLM is held to the releases the package was checked on (the vllm check), not to
+    # the one release the `vllm` extra names.
+    ranges = {d: r for d, r in ranges.items() if d != "vllm"}
     wrong, pinned, ranged = _compare(versions, pins, label or "", ranges if label else {})
     steps.append(f"compared with {label or 'no pin file (pins unknown)'}")
     if missing or wrong:
@@ -316,6 +331,47 @@ def check_environment(
         pinned, ranged = [f"{d} {v}" for d, v in versions.items()], []
     found = _environment_line(len(versions), label, pinned, ranged)
     return Check("environment", True, found, steps=tuple(steps))
+
+
+def check_vllm(versions: dict[str, str | None] | None = None) -> Check:
+    """The installed vLLM and transformers beside the releases the package was checked on
+    (each profile's vLLM release and the transformers checked with it), and the profile
+    that answers here. Fails only for a vLLM older than every profile; a pair the package
+    was not checked with is said, not failed. ``versions``: ``{"vllm": …, "transformers":
+    …}`` (None: read what is installed; a None value: not installed).
+
+    >>> check_vllm({"vllm": None, "transformers": None}).ok
+    True
+    >>> check_vllm({"vllm": "0.1.0", "transformers": None}).todo.startswith("vLLM 0.1.0 is older")
+    True
+    """
+    from gemma_explore.vllm_versions import PROFILES, installed_vllm, newest, vllm_profile
+
+    look = versions is None
+    if look:
+        versions = {"vllm": installed_vllm(), "transformers": _version("transformers")}
+    vllm, transformers = versions.get("vllm"), versions.get("transformers")
+    checked = ", ".join(
+        f"{p.label} ({p.release}) + transformers {p.transformers}" for p in PROFILES.values()
+    )
+    here = (
+        f"{f'vLLM {vllm}' if vllm else 'no vLLM'}, transformers {transformers or 'not installed'}"
+    )
+    steps = [f"installed: {here}", f"checked on: {checked}"]
+    try:
+        # Read from the machine, the installed vLLM decides as everywhere in the package
+        # (its reason says "installed"); a version handed in is asked for by name.
+        p = vllm_profile(None) if look else vllm_profile(vllm) if vllm else newest()
+    except ValueError as exc:
+        return Check(
+            "vllm", False, f"{here}; the package was checked on {checked}", str(exc), tuple(steps)
+        )
+    why = p.chosen_because or "the newest supported"
+    steps.append(f"{p.label} answers: {why}")
+    found = f"{here}; {p.label} answers ({why}). Checked on {checked}"
+    if vllm and transformers and _release(transformers) != _release(p.transformers):
+        found += f"; this transformers is not the {p.transformers} {p.label} was checked with"
+    return Check("vllm", True, found, steps=tuple(steps))
 
 
 def _data_dirs() -> list[Path]:
@@ -554,6 +610,7 @@ def check_kernel(kernel_name: str = "python3", timeout_s: int = 120) -> Check:
 CHECKS: dict[str, Callable[[], Check]] = {
     "python": check_python,
     "environment": check_environment,
+    "vllm": check_vllm,
     "widgets": check_widgets,
     "vocabulary": check_vocabulary,
     "demo": check_demo,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the light environment for `make demo` and `make lab`: the package with its
-# demo, notebooks and lab extras, and NO vLLM (vLLM and its CUDA stack live only in .venv,
-# which `make test` builds).
+# demo, notebooks and lab extras, and NO vLLM (vLLM lives in make test's .venv and
+# .venv-vllm-newest), at the pins of constraints-light.txt: the newest transformers and
+# gradio that install together. `make test` runs the tests marked transformers_version
+# here too.
 #
 #   scripts/light_env.sh VENV PYTHON [TORCH_CPU_INDEX]
 #
@@ -19,8 +21,11 @@ CPU_INDEX=${3:-https://download.pytorch.org/whl/cpu}
 PY=$VENV/bin/python
 test -x "$PY" || "$PYTHON" -m venv "$VENV"
 "$PY" -m pip install -q --upgrade pip
-pins=$(grep -E '^(torch|torchvision)==' constraints.txt | sed 's/,.*//')  # torch==X torchvision==Y
-constraints=constraints.txt
+constraints=constraints-light.txt
+pins=$(grep -E '^(torch|torchvision)==' "$constraints" | sed 's/[,;].*//')  # torch==X torchvision==Y
+# PyPI's torch of that release, never a local CPU-only "+cpu" build of it that some machines
+# carry beside pip: PyPI's torchvision cannot load its operators next to one.
+pypi_torch="torch!=$(grep -E '^torch==' "$constraints" | sed 's/^torch==//; s/[,;].*//')+cpu"
 
 # Why the index cannot be reached (one line), or nothing when it answers: asked directly,
 # so a fallback names the index, not whatever pip or an import said after it.
@@ -68,7 +73,7 @@ if [ "$(uname -s)" = Linux ] && [ -n "$CPU_INDEX" ]; then
       --index-url "$CPU_INDEX" $pins 2>&1 1>&3 | tee "$log" >&2; } 3>&1; then
     problem=$(cpu_pair_problem)
     if [ -z "$problem" ]; then
-      constraints=constraints-light.txt  # keep the +cpu pair (constraints.txt refuses it)
+      pypi_torch=""  # keep the index's +cpu pair
     else
       # pip can succeed without the index (the pins already installed, or found in a
       # --find-links folder): then the index, not the pair, is the reason to name.
@@ -98,4 +103,5 @@ if [ "$(uname -s)" = Linux ] && [ -n "$CPU_INDEX" ]; then
   fi
 fi
 echo "Installing gemma_explore with its demo, notebooks and lab extras"
-"$PY" -m pip install -c "$constraints" -e '.[demo,notebooks,lab]'
+# shellcheck disable=SC2086  # $pypi_torch: one requirement, or nothing
+"$PY" -m pip install -c "$constraints" -e '.[demo,notebooks,lab]' $pypi_torch

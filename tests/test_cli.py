@@ -24,11 +24,12 @@ from typer.testing import CliRunner
 
 from gemma_explore import cli
 from gemma_explore.engines.vllm import engine_args
-from gemma_explore.facts.families import SPEECH_TO_TEXT_FAMILY
 from gemma_explore.plans.audio import plan_audio
 from gemma_explore.plans.image import plan_image
 from gemma_explore.plans.video import plan_video
+from gemma_explore.processing.transcription import speech_to_text_config
 from gemma_explore.samples import SAMPLES_DIR
+from gemma_explore.vllm_versions import SUPPORTED, vllm_profile
 from tests.vllm_audio import vllm_decode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,13 +244,17 @@ def test_serve_args_prints_the_recipe():
     result = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560", "--images", "2")
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
-    # Always the same order, whatever the flags: the command, why each argument, advice.
+    # Always the same order, whatever the flags: the command, the release and why, why each
+    # argument, advice.
     line = lines[0]
     assert line.startswith("vllm serve")
-    why = [text for text in lines[1:] if not text.startswith(("# consider", "# lever"))]
-    levers = [text for text in lines[1:] if text.startswith("# lever")]
-    advice = [text for text in lines[1:] if text.startswith("# consider")]
-    assert lines[1:] == why + levers + advice
+    release = vllm_profile(None)  # no --vllm: the installed vLLM's, else the newest
+    assert line.endswith(f"  # {release.label}")
+    assert lines[1] == f"# {release.label}'s rules ({release.chosen_because})"
+    why = [text for text in lines[2:] if not text.startswith(("# consider", "# lever"))]
+    levers = [text for text in lines[2:] if text.startswith("# lever")]
+    advice = [text for text in lines[2:] if text.startswith("# consider")]
+    assert lines[2:] == why + levers + advice
     # Production advice follows the reasons, one flag and its reason per line.
     assert [a.split(":")[0] for a in advice] == [
         "# consider --tensor-parallel-size",
@@ -262,7 +267,8 @@ def test_serve_args_prints_the_recipe():
     recipe = engine_recipe(
         "google/gemma-4-E4B-it", workload=Workload(images=2, max_soft_tokens=560), family="gemma4"
     )
-    assert why == [f"# {k}: {v}" for k, v in recipe.reasons.items()]
+    assert why[:-1] == [f"# {k}: {v}" for k, v in recipe.reasons.items()]
+    assert why[-1].startswith("# gpu_memory_utilization: unset")  # the release's own sizing
     mml = recipe.args["max_model_len"]
     assert line.startswith(f"vllm serve google/gemma-4-E4B-it --max-model-len {mml}")
     assert mml == 2048  # 2 × (560 + 2) + 256 text + 512 answer = 1892, rounded up to 256s
@@ -271,12 +277,77 @@ def test_serve_args_prints_the_recipe():
     plain = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560").stdout.strip()
     assert plain.startswith("vllm serve google/gemma-4-E4B-it --max-model-len 8192")
     # else requests' own budgets get a 400 from vllm serve
-    assert plain.splitlines()[0].endswith(" --trust-request-mm-kwargs")
+    assert plain.splitlines()[0].split("  # ")[0].endswith(" --trust-request-mm-kwargs")
     as_json = json.loads(run("serve-args", "google/gemma-3n-E2B-it", "--json").stdout)
     want = engine_args("google/gemma-3n-E2B-it", family="gemma3n", enforce_eager=False)
-    want.pop("gpu_memory_utilization")  # production: vLLM's own default
+    want.pop("gpu_memory_utilization")  # production: the release's own sizing
     assert as_json["args"] == json.loads(json.dumps(want))
     assert "--max-num-seqs" in as_json["advice"]
+    assert as_json["vllm"] == {
+        "version": release.version,
+        "label": release.label,
+        "because": release.chosen_because,
+    }
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_serve_args_names_the_release_it_used(version):
+    """--vllm picks the release: the command line ends with its name, the next line says
+    why, and the utilization follows its sizing (the extensible KV cache leaves the flag
+    unset and says so); the JSON carries it too."""
+    release = vllm_profile(version)
+    done = run("serve-args", "google/gemma-4-E4B-it", "--images", "1", "--vllm", version)
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert lines[0].endswith(f"  # vLLM {version}")
+    assert lines[1] == f"# vLLM {version}'s rules (--vllm {version})"
+    assert "--gpu-memory-utilization" not in lines[0]  # production: unset, whatever release
+    (util,) = [line for line in lines if line.startswith("# gpu_memory_utilization:")]
+    if release.kv_sizing == "extensible":
+        assert "extensible KV cache" in util and "measures" in util
+    else:
+        assert f"default {release.gpu_memory_utilization:g}" in util
+    as_json = json.loads(
+        run("serve-args", "google/gemma-4-E4B-it", "--vllm", version, "--json").stdout
+    )
+    assert as_json["vllm"]["label"] == f"vLLM {version}"
+    assert as_json["vllm"]["because"] == f"--vllm {version}"
+
+
+def test_a_release_past_the_newest_is_planned_by_the_newest_and_said_unchecked():
+    newest = SUPPORTED[-1]
+    major, minor = (int(x) for x in newest.split("."))
+    later = f"{major}.{minor + 1}"
+    done = run("serve-args", "google/gemma-4-E4B-it", "--vllm", later)
+    assert done.exit_code == 0, done.output
+    line = done.stdout.splitlines()[1]
+    assert line.startswith(f"# vLLM {newest}'s rules (") and f"unchecked for {later}" in line
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("serve-args", "google/gemma-4-E4B-it"),
+        ("explain", "anything"),
+        ("processor-cache", "gemma4"),
+        ("admit", "google/gemma-4-E4B-it", "requests.jsonl"),
+        ("probe", "http://127.0.0.1:9/v1", "--model", "m"),
+    ],
+)
+@pytest.mark.parametrize("bad", ["0.31", "latest"])
+def test_a_release_not_supported_is_one_line_naming_the_flag(command, bad):
+    """Refused before any work, in one line that names --vllm and every supported release
+    (read from the profiles, not written here)."""
+    error = _one_line_error(run(*command, "--vllm", bad))
+    assert error.startswith(f"gemma-explore: error: --vllm {bad}:")
+    assert ", ".join(SUPPORTED) in error
+
+
+def test_every_command_that_states_a_vllm_fact_takes_vllm_and_lists_the_releases():
+    group = typer.main.get_group(cli.app)
+    for name in ("serve-args", "admit", "explain", "processor-cache", "probe"):
+        (option,) = [p for p in group.commands[name].params if "--vllm" in p.opts]
+        assert all(v in option.help for v in SUPPORTED), name
 
 
 def test_serve_args_warns_when_no_request_of_a_kind_fits():
@@ -306,11 +377,18 @@ def test_plan_json_writes_sizes_by_name():
     assert row["resized_size"] == {"width": w, "height": h} and row["family"] == "gemma4"
 
 
-def test_serve_args_workshop_flags_only_when_asked():
-    plain = run("serve-args", "google/gemma-4-E2B-it").stdout
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_serve_args_workshop_flags_only_when_asked(version):
+    """--gpu-memory-utilization is proposed only with --workshop (room for a notebook),
+    and its reason says what it does under the release: replace the default share, or cap
+    the extensible KV cache."""
+    plain = run("serve-args", "google/gemma-4-E2B-it", "--vllm", version).stdout
     assert "--enforce-eager" not in plain and "--gpu-memory-utilization" not in plain
-    workshop = run("serve-args", "google/gemma-4-E2B-it", "--workshop").stdout
+    workshop = run("serve-args", "google/gemma-4-E2B-it", "--workshop", "--vllm", version).stdout
     assert "--enforce-eager" in workshop and "--gpu-memory-utilization 0.85" in workshop
+    (util,) = [x for x in workshop.splitlines() if x.startswith("# gpu_memory_utilization:")]
+    assert util.startswith("# gpu_memory_utilization: 0.85, the workshop's")
+    assert ("caps" in util) == (vllm_profile(version).kv_sizing == "extensible")
 
 
 @pytest.mark.parametrize("model", ["google/gemma-4-31B", "google/gemma-4-26B-A4B-it"])
@@ -395,7 +473,7 @@ def test_transcribe_bad_input_exits_2(clip, args, reason):
 
 
 def test_transcribe_refuses_clips_past_vllms_decode_limit(tmp_path, monkeypatch):
-    limit = SPEECH_TO_TEXT_FAMILY.transcription_max_s
+    limit = speech_to_text_config().max_decode_s  # the installed release's decode limit
     long = tmp_path / "long.wav"
     sf.write(long, np.zeros(8_000 * (limit + 1), np.float32), 8_000)
     vllm_limit, refused = vllm_decode(long, monkeypatch)
@@ -475,8 +553,8 @@ def test_serve_args_knows_audio_less_checkpoints_and_local_folders(tmp_path):
     local = run("serve-args", big, "--json")
     assert local.exit_code == 0, local.output
     want = engine_args(str(big), family="gemma4", has_audio=False, enforce_eager=False)
-    want.pop("gpu_memory_utilization")  # production: vLLM's own default
-    assert json.loads(local.stdout) == json.loads(json.dumps(want))
+    want.pop("gpu_memory_utilization")  # production: the release's own sizing
+    assert json.loads(local.stdout)["args"] == json.loads(json.dumps(want))
     assert "audio" not in want["limit_mm_per_prompt"]
 
 
@@ -585,6 +663,21 @@ def test_probe_prints_each_verdict_and_exits_on_a_fault(tiny4, fault, code, verd
         )
     assert done.exit_code == code, done.output
     assert verdict in done.stdout
+    release = vllm_profile(None)
+    assert done.stdout.splitlines()[0] == f"{release.label}'s rules ({release.chosen_because})"
+
+
+@pytest.mark.parametrize("version", [SUPPORTED[0], SUPPORTED[-1]])
+def test_probe_names_the_release_whose_arithmetic_it_used(version):
+    """The line, the table's column and the JSON name --vllm's release (no server here:
+    the cases are not sent, and the expectations are still named)."""
+    done = run("probe", "http://127.0.0.1:9/v1", "--model", "google/gemma-4-E4B-it",
+               "--timeout", "2", "--vllm", version)  # fmt: skip
+    assert done.stdout.splitlines()[0] == f"vLLM {version}'s rules (--vllm {version})"
+    assert f"vLLM {version}'s arithmetic" in done.stdout
+    as_json = run("probe", "http://127.0.0.1:9/v1", "--model", "google/gemma-4-E4B-it",
+                  "--timeout", "2", "--vllm", version, "--json")  # fmt: skip
+    assert json.loads(as_json.stdout)["vllm_version"] == version
 
 
 def test_probe_names_a_bad_flag_in_its_own_words():
@@ -599,8 +692,9 @@ def test_processor_cache_prints_vllms_bytes_per_item():
     holds to vLLM's get_item_size on its own processor output."""
     from gemma_explore.serving.processor_cache import cached_item
 
-    done = run("processor-cache", "gemma4", "--dtype", "float32")
+    done = run("processor-cache", "gemma4", "--dtype", "float32", "--vllm", SUPPORTED[-1])
     assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[0] == f"vLLM {SUPPORTED[-1]}'s rules (--vllm {SUPPORTED[-1]})"
     row = next(line for line in done.stdout.splitlines() if line.startswith("image at budget 280"))
     assert f"{cached_item('gemma4', 'image', budget=280, dtype='float32').bytes:,}" in row
 
@@ -637,12 +731,27 @@ def test_admit_reads_a_jsonl_workload(tmp_path):
 
     lines = ['{"images": [[768, 1024]], "max_tokens": 256}', '{"max_tokens": 9000}']
     (tmp_path / "r.jsonl").write_text("\n".join(lines))
-    done = run("admit", "google/gemma-4-E4B-it", tmp_path / "r.jsonl")
-    assert done.exit_code == 0, done.output
-    plan = plan_serving("google/gemma-4-E4B-it")
-    refused = admit(plan, Request(max_tokens=9000), entry_point="serve")
-    assert not refused.accepted and refused.message in done.stdout
-    assert "2 requests" in done.stdout or "1 of 2" in done.stdout
+    for version in (None, SUPPORTED[-1]):
+        flag = () if version is None else ("--vllm", version)
+        done = run("admit", "google/gemma-4-E4B-it", tmp_path / "r.jsonl", *flag)
+        assert done.exit_code == 0, done.output
+        plan = plan_serving("google/gemma-4-E4B-it", vllm_version=version)
+        refused = admit(plan, Request(max_tokens=9000), entry_point="serve")
+        assert not refused.accepted and refused.message in done.stdout
+        assert "2 requests" in done.stdout or "1 of 2" in done.stdout
+        release = vllm_profile(version)
+        why = release.chosen_because if version is None else f"--vllm {version}"
+        assert done.stdout.splitlines()[0] == f"{release.label}'s rules ({why})"
+
+
+def test_explain_names_the_release_whose_messages_it_matched():
+    message = "At most 1 image(s) may be provided in one prompt."
+    for version in SUPPORTED:
+        done = run("explain", message, "--vllm", version)
+        assert done.exit_code == 0, done.output
+        assert done.stdout.splitlines()[0] == f"vLLM {version}'s rules (--vllm {version})"
+        as_json = json.loads(run("explain", message, "--vllm", version, "--json").stdout)
+        assert as_json["vllm"]["version"] == version
 
 
 def test_admit_names_a_bad_line(tmp_path):

@@ -82,11 +82,16 @@ def test_the_line_says_whether_versions_match_the_pins():
     assert f"torch {torch}" in ok.found
 
 
-def test_the_light_environment_is_compared_with_its_own_pins(tmp_path):
-    assert doctor._pin_file("2.13.0+cpu", ROOT) == "constraints-light.txt"
-    assert doctor._pin_file("2.13.0", ROOT) == "constraints.txt"
-    assert doctor._pin_file(None, ROOT) == "constraints.txt"
-    assert doctor._pin_file("2.13.0", tmp_path) is None
+def test_each_environment_is_compared_with_the_file_it_was_built_from(tmp_path):
+    """Told by its vLLM: none (the demo's), the release constraints.txt pins (the CPU or
+    CUDA build's, make test's .venv), or another (.venv-vllm-newest)."""
+    from gemma_explore.vllm_versions import CPU_BUILD, newest
+
+    assert doctor._pin_file(None, ROOT) == "constraints-light.txt"
+    assert doctor._pin_file(f"{CPU_BUILD}+cpu", ROOT) == "constraints.txt"
+    assert doctor._pin_file(CPU_BUILD, ROOT) == "constraints.txt"
+    assert doctor._pin_file(newest().release, ROOT) == "constraints-vllm-newest.txt"
+    assert doctor._pin_file(None, tmp_path) is None
 
 
 def test_an_installed_copy_says_its_pins_are_unknown(tmp_path, monkeypatch):
@@ -98,6 +103,40 @@ def test_an_installed_copy_says_its_pins_are_unknown(tmp_path, monkeypatch):
     assert c.ok, c
     assert "pins unknown" in c.found
     assert f"numpy {importlib.metadata.version('numpy')}" in c.found
+
+
+def test_the_vllm_line_names_what_is_installed_and_what_was_checked(tmp_path, monkeypatch):
+    """Outside a checkout (no constraints file, another working folder) the line still
+    sets the installed vLLM and transformers beside each profile's release and the
+    transformers it was checked with, and names the profile that answers."""
+    from gemma_explore.vllm_versions import PROFILES, installed_vllm, vllm_profile
+
+    monkeypatch.setattr(doctor, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    c = doctor.check_vllm()
+    assert c.ok, c
+    vllm, transformers = installed_vllm(), importlib.metadata.version("transformers")
+    here = vllm_profile(None)
+    assert c.found.startswith(
+        f"{f'vLLM {vllm}' if vllm else 'no vLLM'}, transformers {transformers}"
+    )
+    assert f"{here.label} answers ({here.chosen_because})" in c.found
+    for p in PROFILES.values():
+        assert f"{p.label} ({p.release}) + transformers {p.transformers}" in c.found
+    (line,) = [r for r in doctor.run_checks(["vllm"])]
+    assert line.ok and line.found == c.found
+
+
+def test_a_vllm_older_than_every_profile_fails_and_says_what_to_do():
+    old = doctor.check_vllm({"vllm": "0.1.0", "transformers": "5.0.0"})
+    assert not old.ok and "upgrade vLLM" in old.todo and "--vllm" in old.todo
+    from gemma_explore.vllm_versions import newest
+
+    other = doctor.check_vllm({"vllm": newest().release, "transformers": "0.0.1"})
+    assert (
+        other.ok
+        and f"not the {newest().transformers} {newest().label} was checked with" in other.found
+    )
 
 
 def test_a_version_outside_pyprojects_range_fails():
@@ -150,7 +189,7 @@ def test_an_unregistered_kernel_fails():
 def test_an_unknown_check_name_says_which_exist():
     run = _doctor("--check", "wifi")
     assert run.returncode == 2
-    assert "Unknown check 'wifi': choose from python, environment, widgets" in run.stderr
+    assert "Unknown check 'wifi': choose from python, environment, vllm, widgets" in run.stderr
 
 
 def test_the_vocabulary_check_says_whether_it_is_fetched(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""scripts/light_env.sh says the real reason when it falls back to PyPI's torch.
+"""scripts/light_env.sh says the real reason when it falls back to PyPI's torch, and builds
+from constraints-light.txt either way (refusing a local "+cpu" torch when it falls back).
 
 The script runs against a stand-in interpreter (a shell script playing ``python``): its
 pip succeeds or fails, its index answers or not, its torch is a CPU or a CUDA build, as
@@ -81,6 +82,18 @@ def _run(tmp_path: Path, **fake: str) -> tuple[str, str]:
     return run.stdout, log.read_text()
 
 
+def _install_line(calls: str) -> str:
+    """The stand-in's log line for the package's install."""
+    (line,) = [ln for ln in calls.splitlines() if "-e .[demo,notebooks,lab]" in ln]
+    return line
+
+
+def _torch_pin() -> str:
+    lines = (ROOT / "constraints-light.txt").read_text(encoding="utf-8").splitlines()
+    (pin,) = [ln.split("==")[1].split(",")[0] for ln in lines if ln.startswith("torch==")]
+    return pin
+
+
 def _why(out: str) -> str:
     lines = [ln for ln in out.splitlines() if ln.startswith("Why: ")]
     return lines[0] if lines else ""
@@ -89,7 +102,8 @@ def _why(out: str) -> str:
 def test_a_working_cpu_index_keeps_its_pair(tmp_path):
     out, calls = _run(tmp_path, pip="ok", index="up", torch="cpu")
     assert "Falling back" not in out
-    assert "-c constraints-light.txt" in calls
+    line = _install_line(calls)
+    assert "-c constraints-light.txt" in line and "torch!=" not in line  # the +cpu pair stays
 
 
 def test_an_unreachable_index_is_named_not_torchvision(tmp_path):
@@ -97,7 +111,8 @@ def test_an_unreachable_index_is_named_not_torchvision(tmp_path):
     why = _why(out)
     assert "the index could not be reached" in why and "Network is unreachable" in why
     assert "torchvision" not in why
-    assert "-c constraints.txt" in calls
+    line = _install_line(calls)
+    assert "-c constraints-light.txt" in line and f"torch!={_torch_pin()}+cpu" in line
 
 
 def test_pip_satisfied_without_the_index_names_the_index(tmp_path):

@@ -1,5 +1,13 @@
-"""The demo's Serving tab: engine arguments and a GPU in, what vLLM reserves out (pure
-handler).
+"""The demo's Serving tab: engine arguments, a GPU and a vLLM release in, what vLLM
+reserves out (pure handler).
+
+The "vLLM release" box (:data:`VLLM_CHOICES`, default :data:`VLLM_DEFAULT`: the installed
+vLLM's, else the newest supported) picks the release whose rules plan the engine; the
+table's first row names it, and the memory bar, the KV estimate and the levers follow it.
+The ``gpu_memory_utilization`` slider starts at what the release uses when the flag is
+unset (:func:`utilization_default`): its fixed share of the GPU, or 1.0 where the
+extensible KV cache sizes the pool from memory measured after warm-up. At that value the
+table says "unset"; any other value is yours, as ``--gpu-memory-utilization`` would be.
 
 Every control is described once, in :data:`CONTROLS` (its label, range and default):
 the page builds its sliders from it and the handler checks each value against it, so a
@@ -23,21 +31,25 @@ from typing import Any
 from gemma_explore.app.outputs import ServingResult, md
 from gemma_explore.facts.families import FamilySpec, family_from_name, get_family
 from gemma_explore.facts.released import RELEASED_IDS
-from gemma_explore.serving.kv import GPU_MEMORY_UTILIZATION
 from gemma_explore.serving.plan import ServingPlan, plan_serving
 from gemma_explore.viz.serving import show_serving
+from gemma_explore.vllm_versions import SUPPORTED, VllmProfile, installed_vllm, vllm_profile
 
 __all__ = [
     "CONTROLS",
-    "GPU_ASSUMPTION",
     "LOADED_MODEL",
     "SERVING_CHOICES",
     "SERVING_DEFAULT",
+    "VLLM_CHOICES",
+    "VLLM_DEFAULT",
+    "VLLM_LABEL",
     "Control",
     "ProbeView",
+    "gpu_assumption",
     "probe_tab",
     "serving_family",
     "serving_tab",
+    "utilization_default",
     "verdict",
 ]
 
@@ -47,6 +59,28 @@ LOADED_MODEL = "the model loaded above"
 SERVING_DEFAULT = "google/gemma-4-E4B-it"
 SERVING_CHOICES = (*RELEASED_IDS, LOADED_MODEL)
 _GIB = 2**30
+
+# The "vLLM release" box: every supported release; the installed one (else the newest) is
+# chosen at first. A release newer than the newest profile is planned by the newest's rules.
+VLLM_LABEL = "vLLM release"
+VLLM_CHOICES: tuple[str, ...] = SUPPORTED
+VLLM_DEFAULT: str = vllm_profile(None).version
+
+
+def utilization_default(vllm_version: str | None = None) -> float:
+    """The ``gpu_memory_utilization`` a release uses when the flag is unset: its default
+    share of the GPU, or 1.0 where the extensible KV cache sizes the pool from measured
+    memory (``resolved_gpu_memory_utilization`` on CUDA). The slider starts here, and
+    moves here when the release box changes.
+
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> utilization_default(SUPPORTED[-1])
+    1.0
+    """
+    p = vllm_profile(vllm_version)
+    if p.kv_sizing == "extensible" or p.gpu_memory_utilization is None:
+        return 1.0
+    return float(p.gpu_memory_utilization)
 
 
 @dataclass(frozen=True)
@@ -84,15 +118,79 @@ CONTROLS: tuple[Control, ...] = (
     Control("max_num_batched_tokens", "max_num_batched_tokens", 16, 131072, 8192, 16),
     Control("gpu_memory_gib", "GPU memory (GiB)", 1, 1024, 80, 1),
     Control(
-        "gpu_memory_utilization", "gpu_memory_utilization", 0.05, 1.0, GPU_MEMORY_UTILIZATION, 0.01
+        "gpu_memory_utilization",
+        "gpu_memory_utilization",
+        0.05,
+        1.0,
+        utilization_default(VLLM_DEFAULT),
+        0.01,
     ),
 )
 _BY_KEY = {c.key: c for c in CONTROLS}
-GPU_ASSUMPTION = (
-    "The memory bar assumes **one GPU of {gpu:g} GiB at gpu_memory_utilization {util:g}** "
-    "(the defaults: 80 GiB, an A100/H100, at vLLM's "
-    f"{GPU_MEMORY_UTILIZATION:g}); change both above."
-)
+
+
+def _release(vllm_version: Any) -> VllmProfile:
+    """The release box's value as a profile (empty: the installed vLLM, else the newest),
+    or a ValueError in the box's words."""
+    chosen = None if vllm_version in (None, "") else str(vllm_version)
+    try:
+        return vllm_profile(chosen)
+    except ValueError:
+        raise ValueError(
+            f"{VLLM_LABEL} must be one of {', '.join(VLLM_CHOICES)}, got {vllm_version!r}."
+        ) from None
+
+
+def _why(p: VllmProfile, chosen: bool) -> str:
+    """Why this release answers, in the tab's words."""
+    if not chosen:
+        return p.chosen_because
+    found = installed_vllm()
+    return f"chosen in the {VLLM_LABEL} box" + (f"; installed here: vLLM {found}" if found else "")
+
+
+def _utilization_words(p: VllmProfile, util: float, unset: bool) -> str:
+    """What the slider's value means under this release: unset (its own sizing) or yours."""
+    if p.kv_sizing == "extensible":
+        sizing = (
+            f"{p.label} sizes the KV pool with the extensible KV cache: it measures the free "
+            f"memory after warm-up and keeps {_margin_words()} and the peak "
+            "free, so the KV row is the plan's estimate of what vLLM measures"
+        )
+        if unset:
+            return f"unset (extensible KV cache, so {util:g}): {sizing}"
+        return f"{util:g}, yours: it caps this server at {util:g} of the GPU; {sizing}"
+    default = f"{p.label}'s default {utilization_default(p.version):g}"
+    if unset:
+        return (
+            f"unset: {default}; the KV pool is what is left of that share after the weights "
+            "and the peak vLLM profiles"
+        )
+    return f"{util:g}, yours, in place of {default}"
+
+
+def _margin_words() -> str:
+    """The extensible KV cache's margin in words, from the constants the KV estimate uses."""
+    from gemma_explore.serving.kv import EXTENSIBLE_MARGIN_FLOOR_BYTES, EXTENSIBLE_MARGIN_FRACTION
+
+    floor = EXTENSIBLE_MARGIN_FLOOR_BYTES / _GIB
+    return f"max({floor:g} GiB, {EXTENSIBLE_MARGIN_FRACTION:g} × the transient peak)"
+
+
+def gpu_assumption(gpu_memory_gib: float, util: float, p: VllmProfile, unset: bool) -> str:
+    """What the memory bar assumes, in words: the GPU, the utilization and the release.
+
+    >>> from gemma_explore.vllm_versions import vllm_profile
+    >>> gpu_assumption(80, 0.5, vllm_profile(None), unset=False)[:72]
+    'The memory bar assumes **one GPU of 80 GiB at gpu_memory_utilization 0.5'
+    """
+    what = "unset: the release's own sizing" if unset else "yours"
+    return (
+        f"The memory bar assumes **one GPU of {gpu_memory_gib:g} GiB at "
+        f"gpu_memory_utilization {util:g}** ({what}) by **{p.label}**'s rules (the "
+        "defaults: 80 GiB, an A100/H100, and what the release uses when the flag is unset); "
+        "change them above."
+    )
 
 
 def _whole(key: str, value: Any) -> int:
@@ -167,13 +265,17 @@ def serving_tab(
     max_num_batched_tokens: Any = 8192,
     max_soft_tokens: Any = None,
     gpu_memory_gib: Any = 80,
-    gpu_memory_utilization: Any = GPU_MEMORY_UTILIZATION,
+    gpu_memory_utilization: Any = None,
     video_frames: Any = 32,
+    vllm_version: Any = None,
 ) -> ServingResult:
-    """Plan serving for these engine arguments on this GPU: ``figure``
-    (:func:`show_serving`), ``table`` (markdown, vLLM's names, the verdict first),
-    ``plan``, ``fits`` and ``error`` (None when all went well)."""
+    """Plan serving for these engine arguments on this GPU by ``vllm_version``'s release
+    (None: the installed vLLM's, else the newest): ``figure`` (:func:`show_serving`),
+    ``table`` (markdown, vLLM's names: the release first, then the verdict), ``plan``,
+    ``fits`` and ``error`` (None when all went well). ``gpu_memory_utilization`` None, or
+    the release's :func:`utilization_default`, is the flag left unset."""
     try:
+        release = _release(vllm_version)
         videos = _whole("video_limit", video_limit)
         limits: dict[str, Any] = {
             "image": _whole("image_limit", image_limit),
@@ -181,7 +283,13 @@ def serving_tab(
             "video": {"count": videos, "num_frames": max(int(video_frames or 32), 1)},
         }
         gpu = _BY_KEY["gpu_memory_gib"].check(gpu_memory_gib)
-        util = _BY_KEY["gpu_memory_utilization"].check(gpu_memory_utilization)
+        default = utilization_default(release.version)
+        util = (
+            default
+            if gpu_memory_utilization in (None, "")
+            else _BY_KEY["gpu_memory_utilization"].check(gpu_memory_utilization)
+        )
+        unset = util == default  # the same budget as the flag left unset, in vLLM too
         plan = plan_serving(  # vllm serve on this GPU: its defaults fill what the tab leaves out
             model_name,
             gpu_memory_gib=gpu,
@@ -190,17 +298,25 @@ def serving_tab(
             limit_mm_per_prompt=limits,
             max_num_batched_tokens=_whole("max_num_batched_tokens", max_num_batched_tokens),
             max_soft_tokens=_budget(max_soft_tokens),  # Gemma 3n ignores it, as vLLM does
+            vllm_version=release.version,
         )
         fits, why = verdict(plan, gpu, util)
-        fig = show_serving(plan, gpu_memory_gib=gpu, gpu_memory_utilization=util)
+        asked = None if unset else util  # None: the release's own sizing
+        fig = show_serving(plan, gpu_memory_gib=gpu, gpu_memory_utilization=asked)
         warnings = "\n\n".join(_warnings(plan))
+        chosen = vllm_version not in (None, "")
+        head = [
+            (VLLM_LABEL, f"{release.label} ({_why(release, chosen)})"),
+            ("gpu_memory_utilization", _utilization_words(release, util, unset)),
+            _kv_row(plan, gpu, asked),
+        ]
         return ServingResult(
             figure=fig,
-            table=_table(plan, why, util),
+            table=_table(plan, why, asked, head),
             plan=plan,
             fits=fits,
             warnings=warnings,
-            assumption=GPU_ASSUMPTION.format(gpu=gpu, util=util),
+            assumption=gpu_assumption(gpu, util, release, unset),
         )
     except Exception as exc:  # noqa: BLE001 - the demo shows every failure as a line
         kind = "" if isinstance(exc, ValueError | TypeError) else f"{type(exc).__name__}: "
@@ -232,9 +348,20 @@ def _video_row(plan: ServingPlan) -> tuple[str, str] | None:
     )
 
 
-def _lever_rows(plan: ServingPlan, util: float) -> list[tuple[str, str]]:
+def _kv_row(plan: ServingPlan, gpu: float, util: float | None) -> tuple[str, str]:
+    """The KV pool the plan's release would size on this GPU: an estimate, by its rule
+    (:func:`~gemma_explore.serving.kv.kv_memory_estimate`; its last step says what vLLM
+    measures instead)."""
+    from gemma_explore.serving.kv import kv_memory_estimate
+
+    est = kv_memory_estimate(plan, gpu_memory_bytes=int(gpu * _GIB), gpu_memory_utilization=util)
+    return ("KV pool (the plan's estimate)", est.steps[-1])  # "KV cache ≈ … GiB = …"
+
+
+def _lever_rows(plan: ServingPlan, util: float | None) -> list[tuple[str, str]]:
     """The settings that raise the concurrency, the most useful first, each gain computed
-    (:func:`~gemma_explore.serving.levers.levers`)."""
+    (:func:`~gemma_explore.serving.levers.levers`) by the plan's release (``util`` None:
+    its own sizing)."""
     from gemma_explore.serving.levers import levers
 
     return [
@@ -243,12 +370,19 @@ def _lever_rows(plan: ServingPlan, util: float) -> list[tuple[str, str]]:
     ]
 
 
-def _table(plan: ServingPlan, why: str, util: float = GPU_MEMORY_UTILIZATION) -> str:
-    """The verdict, the levers that help, the plan's own table, and the questions people
-    ask first: how many photos fit, what a video costs."""
+def _table(
+    plan: ServingPlan,
+    why: str,
+    util: float | None = None,
+    head: list[tuple[str, str]] | None = None,
+) -> str:
+    """The release and the GPU's budget (``head``), the verdict, the levers that help, the
+    plan's own table, and the questions people ask first: how many photos fit, what a
+    video costs."""
     table = plan.table()
     fit = plan.images_that_fit((1080, 1920))
     rows = [
+        *(head or []),
         ("verdict", why),
         *_lever_rows(plan, util),
         *table.rows,
@@ -288,9 +422,11 @@ class ProbeView:
     error: str | None  # the refusal, naming the box; None when the probe ran
 
 
-def probe_tab(url: Any, model: Any, timeout: float = 30.0) -> ProbeView:
-    """Probe the OpenAI-compatible server at ``url`` serving ``model`` (never raises; the
-    probe itself is bounded in requests and seconds and answers a failure in one line).
+def probe_tab(url: Any, model: Any, timeout: float = 30.0, vllm_version: Any = None) -> ProbeView:
+    """Probe the OpenAI-compatible server at ``url`` serving ``model`` against the
+    reference and ``vllm_version``'s arithmetic (the release box; None: the installed
+    vLLM's, else the newest), never raising: the probe itself is bounded in requests and
+    seconds and answers a failure in one line.
 
     >>> probe_tab("ftp://x", "m").error
     '✗ Server URL must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1).'
@@ -307,7 +443,11 @@ def probe_tab(url: Any, model: Any, timeout: float = 30.0) -> ProbeView:
     if not model:
         return ProbeView(None, "", "✗ Served model is empty: give the name GET /v1/models lists.")
     try:
-        figure, table = probe_view(url, model=model, timeout=timeout)
+        release = _release(vllm_version)
+    except ValueError as exc:
+        return ProbeView(None, "", f"✗ {exc}")
+    try:
+        figure, table = probe_view(url, model=model, timeout=timeout, vllm_version=release.version)
     except ValueError as exc:  # a model name whose family cannot be read
         return ProbeView(None, "", f"✗ Served model: {exc}")
     return ProbeView(figure, table, None)

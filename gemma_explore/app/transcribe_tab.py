@@ -18,7 +18,7 @@ from typing import Any
 from gemma_explore.app.outputs import TranscribeResult
 from gemma_explore.facts.families import SPEECH_TO_TEXT_FAMILY
 from gemma_explore.models.bundle import Bundle
-from gemma_explore.processing.transcription import LANGUAGES, _supported
+from gemma_explore.processing.transcription import LANGUAGES, _supported, speech_to_text_config
 
 __all__ = ["transcribe_tab"]
 
@@ -46,7 +46,7 @@ def transcribe_tab(
         if audio is None:
             stt = SPEECH_TO_TEXT_FAMILY
             raise ValueError(
-                f"Upload or record a clip first (up to {stt.transcription_max_s} s; "
+                f"Upload or record a clip first (up to {speech_to_text_config().max_decode_s} s; "
                 f"{stt.display_name} hears its first {stt.audio.max_seconds:g} s)."
             )
         bundle = (get_bundle or _bundles())(model_name)

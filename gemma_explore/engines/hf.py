@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,15 @@ if TYPE_CHECKING:
     import torch
     from transformers import ProcessorMixin
 
-__all__ = ["HFEngine", "encoder_free_video_inputs"]
+__all__ = ["HFEngine", "encoder_free_video_inputs", "forward_drops_video_frames"]
+
+# The first transformers whose Gemma 4 forward passes num_frames_per_video on. In 5.23.0
+# Gemma4ForConditionalGeneration.forward hands it to the model
+# (models/gemma4/modeling_gemma4.py:2683) and Gemma4Model.forward to get_video_features
+# (:2419-2421); Unified the same (models/gemma4_unified/modeling_gemma4_unified.py:1424 and
+# :1114-1116). Up to 5.22.2 neither passes it (5.19.0 modeling_gemma4.py:2343-2345,
+# 5.22.2 :2346-2348), so get_video_features raises "`num_frames_per_video` is required".
+_FORWARD_PASSES_VIDEO_FRAMES = (5, 23)
 
 
 @contextmanager
@@ -83,22 +92,40 @@ def _readable_ids(tok: Any) -> list[int]:
     return [i for i in ids if i is not None and i != tok.unk_token_id]
 
 
-def encoder_free_video_inputs(model: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Unified video, around a transformers 5.19 quirk (Gemma 4's model has it too when its
-    ``forward`` is called directly on a video; its ``generate`` does not).
+def forward_drops_video_frames() -> bool:
+    """Does the installed transformers' Gemma 4 (and Unified) ``forward`` drop
+    ``num_frames_per_video``, so that calling it on a video raises? True before 5.23.
 
-    ``Gemma4UnifiedForConditionalGeneration.forward`` accepts ``num_frames_per_video`` but
-    does not pass it on, so the inner model's ``get_video_features`` raises "
-    `num_frames_per_video` is required". We compute the features with the model's own
-    ``get_video_features`` (and ``get_image_features`` for images in the same turn) and
-    hand them in as ``mm_encoder_outputs``; ``forward`` refuses pixel tensors next to
-    that argument, so they are left out.
+    >>> isinstance(forward_drops_video_frames(), bool)
+    True
+    """
+    import transformers
+
+    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", transformers.__version__).groups())
+    return (major, minor) < _FORWARD_PASSES_VIDEO_FRAMES
+
+
+def encoder_free_video_inputs(model: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Inputs for calling a Gemma 4 or Unified model's ``forward`` directly on a video, in
+    every transformers the package supports.
+
+    Before transformers 5.23, ``Gemma4ForConditionalGeneration.forward`` (and Unified's)
+    accepts ``num_frames_per_video`` but does not pass it on, so the inner model's
+    ``get_video_features`` raises "`num_frames_per_video` is required"
+    (:func:`forward_drops_video_frames`). There we compute the features with the model's
+    own ``get_video_features`` (and ``get_image_features`` for images in the same turn)
+    and hand them in as ``mm_encoder_outputs``; ``forward`` refuses pixel tensors next to
+    that argument, so they are left out. From 5.23 ``forward`` passes the frame counts
+    itself, and the inputs come back as they are. ``generate`` never needs this: it
+    encodes images and video before the first forward with ``get_video_features`` and
+    every argument its signature names (``_prepare_multimodal_encoder_kwargs_for_generation``),
+    in every transformers the package supports.
 
     >>> kwargs = encoder_free_video_inputs(model, prepared.to_model(model))  # doctest: +SKIP
-    >>> sorted(kwargs["mm_encoder_outputs"])                                  # doctest: +SKIP
+    >>> sorted(kwargs["mm_encoder_outputs"])  # before transformers 5.23  # doctest: +SKIP
     ['video']
     """
-    if "pixel_values_videos" not in inputs:
+    if "pixel_values_videos" not in inputs or not forward_drops_video_frames():
         return inputs
     rest = dict(inputs)
     videos = rest.pop("pixel_values_videos")  # (frames, budget, 6912)
@@ -171,8 +198,7 @@ def _run(
     extra = _generate_options(engine, stop)
     with _encoder_timer(model) as enc, torch.inference_mode():
         start = time.perf_counter()
-        if engine.spec.encoder_free:
-            inputs = encoder_free_video_inputs(model, inputs)
+        # generate encodes video itself (see encoder_free_video_inputs): inputs as they are.
         out = model.generate(
             **extra,
             **inputs,

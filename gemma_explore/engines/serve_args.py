@@ -1,7 +1,11 @@
 """What ``vllm serve`` needs for a checkpoint: its engine arguments, the command line, and
 production advice (library logic behind ``gemma-explore serve-args``; no printing here).
 
->>> serve_command({"model": "m", "max_model_len": 8192})
+Every function takes ``vllm_version`` (None: the installed vLLM, else the newest supported
+release; :func:`~gemma_explore.vllm_versions.vllm_profile`): the release whose defaults
+size the KV pool and whose name the printed line carries.
+
+>>> serve_command({"model": "m", "max_model_len": 8192}).split("  # ")[0]
 'vllm serve m --max-model-len 8192'
 """
 
@@ -10,9 +14,13 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gemma_explore.facts.families import get_family
+from gemma_explore.vllm_versions import VllmProfile, vllm_profile
+
+if TYPE_CHECKING:
+    from gemma_explore.serving.recipe import Workload
 
 __all__ = [
     "fit_warnings",
@@ -21,6 +29,7 @@ __all__ = [
     "serving_advice",
     "serving_plan_for",
     "serving_recipe",
+    "utilization_reason",
 ]
 
 
@@ -66,13 +75,17 @@ def serving_recipe(
     workshop: bool = False,
     gpu: str | None = None,
     gpu_memory_gib: float | None = None,
+    vllm_version: str | None = None,
 ) -> dict[str, Any]:
     """The ``vllm serve`` arguments for a model, as a dict of engine arguments.
 
-    Production by default; ``workshop=True`` adds the workshop flags (``enforce_eager``:
-    no CUDA-graph capture, a faster start; ``gpu_memory_utilization`` 0.85: room for a
-    notebook beside the server). A released id's config is the local HF cache copy or the
-    built-in facts (no network), and audio follows its ``audio_config``.
+    Production by default: ``gpu_memory_utilization`` is left unset, so the release's own
+    sizing applies (a fixed share of the GPU, or the extensible KV cache, which sizes the
+    pool from the memory it measures after warm-up); ``reasons`` says which, for
+    ``vllm_version``'s release. ``workshop=True`` adds the workshop flags
+    (``enforce_eager``: no CUDA-graph capture, a faster start; ``gpu_memory_utilization``
+    0.85: room for a notebook beside the server). A released id's config is the local HF
+    cache copy or the built-in facts (no network), and audio follows its ``audio_config``.
 
     With a stated workload (``images``, ``audios`` or ``videos``), the serving plan's
     recipe (``engine_args(for_workload=Workload(…))``) proposes ``limit_mm_per_prompt``,
@@ -85,8 +98,7 @@ def serving_recipe(
     >>> serving_recipe("google/gemma-4-E4B-it", budget=560)["mm_processor_kwargs"]
     {'max_soft_tokens': 560}
     """
-    from gemma_explore.engines.vllm import engine_args
-    from gemma_explore.serving.recipe import Workload, engine_recipe
+    from gemma_explore.serving.recipe import Workload
 
     fam, has_audio = _family_and_audio(model, family)
     if audios and not has_audio:
@@ -94,22 +106,66 @@ def serving_recipe(
             f"{model} has no audio tower (its config has no audio_config): drop --audios, or "
             "use an E2B/E4B or 12B checkpoint."
         )
+    profile = vllm_profile(vllm_version)
     mode: dict[str, Any] = {"enforce_eager": workshop}
-    if not workshop:  # vLLM's own default utilisation (0.9)
+    if not workshop:  # unset: the release's own sizing (utilization_reason says which)
         mode["gpu_memory_utilization"] = None
     if images is None and audios is None and videos is None:
-        args = engine_args(
-            model,
-            family=fam,
-            max_soft_tokens=budget,
-            max_model_len=max_model_len,
-            has_audio=has_audio,
-            **mode,
+        args = _default_args(model, fam, has_audio, budget, max_model_len, mode)
+    else:
+        work = Workload(
+            images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
         )
-        return {k: v for k, v in args.items() if v is not None}
-    work = Workload(
-        images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
+        args, why = _workload_args(
+            model, fam, has_audio, work, max_model_len, mode, (gpu, gpu_memory_gib), profile
+        )
+        if reasons is not None:
+            reasons.update(why)
+    if reasons is not None:
+        reasons["gpu_memory_utilization"] = utilization_reason(args, profile, workshop)
+    return args
+
+
+def _default_args(
+    model: str,
+    fam: str,
+    has_audio: bool,
+    budget: int | None,
+    max_model_len: int | None,
+    mode: dict[str, Any],
+) -> dict[str, Any]:
+    """No stated workload: ``engine_args``' engine defaults, the set values only (an unset
+    one is vLLM's own default, so the command line leaves it out)."""
+    from gemma_explore.engines.vllm import engine_args
+
+    args = engine_args(
+        model,
+        family=fam,
+        max_soft_tokens=budget,
+        max_model_len=max_model_len,
+        has_audio=has_audio,
+        **mode,
     )
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def _workload_args(
+    model: str,
+    fam: str,
+    has_audio: bool,
+    work: Workload,
+    max_model_len: int | None,
+    mode: dict[str, Any],
+    gpu_and_memory: tuple[str | None, float | None],
+    profile: VllmProfile,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A stated workload: the serving plan's recipe for it (on ``gpu_and_memory``'s
+    ``vllm serve`` defaults) taken into ``engine_args(for_workload=…)``, where a value you
+    give wins; the set values, and why each recipe argument has its value."""
+    from gemma_explore.engines.vllm import engine_args
+    from gemma_explore.serving.recipe import engine_recipe
+
+    gpu, gpu_memory_gib = gpu_and_memory
     recipe = engine_recipe(
         model,
         workload=work,
@@ -117,6 +173,7 @@ def serving_recipe(
         has_audio=has_audio,
         gpu=gpu,
         gpu_memory_gib=gpu_memory_gib,
+        vllm_version=profile.version,
     )
     args = engine_args(
         model,
@@ -126,11 +183,45 @@ def serving_recipe(
         for_workload=work,
         **mode,
     )
-    if reasons is not None:
-        reasons.update(_take_recipe(args, recipe, max_model_len))
-    else:
-        _take_recipe(args, recipe, max_model_len)
-    return {k: v for k, v in args.items() if v is not None}
+    why = _take_recipe(args, recipe, max_model_len)  # before dropping the unset values
+    return {k: v for k, v in args.items() if v is not None}, why
+
+
+def utilization_reason(
+    args: dict[str, Any], profile: VllmProfile | str | None = None, workshop: bool = False
+) -> str:
+    """Why ``gpu_memory_utilization`` is set or left unset, by the release's rule: a fixed
+    share of the GPU (the release's default when unset), or the extensible KV cache, which
+    takes an unset value as 1.0 and sizes the pool from the memory measured free after
+    warm-up (a value you give only caps it). ``profile``: a profile or a ``vllm_version``.
+
+    >>> from gemma_explore.vllm_versions import PROFILES
+    >>> ["extensible KV cache" in utilization_reason({}, p) for p in PROFILES.values()]
+    [False, False, True]
+    """
+    p = profile if isinstance(profile, VllmProfile) else vllm_profile(profile)
+    util = args.get("gpu_memory_utilization")
+    who = "the workshop's (room for a notebook beside the server)" if workshop else "yours"
+    if p.kv_sizing == "extensible":
+        sizing = (
+            f"{p.label} sizes the KV pool with the extensible KV cache on CUDA and ROCm: it "
+            "measures the memory free after warm-up and CUDA-graph capture and keeps a margin "
+            f"({_margin_words()}) and the peak free"
+        )
+        if util is None:
+            return (
+                f"unset: {sizing}, so an unset value means the whole GPU (1.0) and the pool is "
+                "what is measured, not a share; set it only to cap this server (another "
+                "process on the GPU)"
+            )
+        return f"{util:g}, {who}: it caps this server at {util:g} of the GPU; {sizing}"
+    default = f"{p.label}'s default {p.gpu_memory_utilization:g}"
+    if util is None:
+        return (
+            f"unset: {default} of the GPU is vLLM's budget, and the KV pool is what is left of "
+            "it after the weights and the profiled activation peak"
+        )
+    return f"{util:g}, {who}, in place of {default}"
 
 
 def _take_recipe(args: dict[str, Any], recipe: Any, max_model_len: int | None) -> dict[str, str]:
@@ -146,12 +237,25 @@ def _take_recipe(args: dict[str, Any], recipe: Any, max_model_len: int | None) -
     return why
 
 
-def serve_command(args: dict[str, Any]) -> str:
-    """Engine arguments as a ``vllm serve`` command line (vLLM's flags: dashes, JSON dicts).
+def _margin_words() -> str:
+    """The extensible KV cache's margin in words, from the constants the KV estimate uses."""
+    from gemma_explore.serving.kv import EXTENSIBLE_MARGIN_FLOOR_BYTES, EXTENSIBLE_MARGIN_FRACTION
 
-    >>> serve_command({"model": "m", "max_model_len": 8192, "enforce_eager": True,
-    ...                "trust_remote_code": False, "limit_mm_per_prompt": {"image": 4}})
+    floor = EXTENSIBLE_MARGIN_FLOOR_BYTES / 2**30
+    return f"max({floor:g} GiB, {EXTENSIBLE_MARGIN_FRACTION:g} × the transient peak)"
+
+
+def serve_command(args: dict[str, Any], *, vllm_version: str | None = None) -> str:
+    """Engine arguments as a ``vllm serve`` command line (vLLM's flags: dashes, JSON dicts),
+    ending in a shell comment that names the release it was made for (``vllm_version``; a
+    pasted line runs the same).
+
+    >>> line = serve_command({"model": "m", "max_model_len": 8192, "enforce_eager": True,
+    ...                       "trust_remote_code": False, "limit_mm_per_prompt": {"image": 4}})
+    >>> line.split("  # ")[0]
     'vllm serve m --max-model-len 8192 --enforce-eager --limit-mm-per-prompt \\'{"image": 4}\\''
+    >>> line.endswith(vllm_profile(None).label)
+    True
     """
     parts = ["vllm", "serve", shlex.quote(str(args["model"]))]
     for key, value in args.items():
@@ -164,16 +268,20 @@ def serve_command(args: dict[str, Any]) -> str:
             parts += [flag, shlex.quote(json.dumps(value))]
         else:
             parts += [flag, shlex.quote(str(value))]
-    return " ".join(parts)
+    return " ".join(parts) + f"  # {vllm_profile(vllm_version).label}"
 
 
 def serving_plan_for(
-    args: dict[str, Any], *, gpu: str | None = None, gpu_memory_gib: float | None = None
+    args: dict[str, Any],
+    *,
+    gpu: str | None = None,
+    gpu_memory_gib: float | None = None,
+    vllm_version: str | None = None,
 ) -> Any:
     """The serving plan of :func:`serving_recipe`'s arguments as ``vllm serve`` runs them on
     this GPU (``gpu``, a name of ``kv.GPUS``, or ``gpu_memory_gib``, default 80: its
-    defaults fill what the arguments leave out), or None when no config of the checkpoint
-    is on this machine."""
+    defaults fill what the arguments leave out) under ``vllm_version``'s release, or None
+    when no config of the checkpoint is on this machine."""
     from gemma_explore.serving.plan import plan_serving
     from gemma_explore.serving.recipe import _model_for
 
@@ -194,6 +302,7 @@ def serving_plan_for(
         max_num_batched_tokens=args.get("max_num_batched_tokens"),
         max_num_seqs=args.get("max_num_seqs"),
         kv_cache_dtype=args.get("kv_cache_dtype"),
+        vllm_version=vllm_version,
     )
 
 
@@ -203,12 +312,14 @@ def serving_advice(
     gpu_memory_gib: float | None = None,
     plan: Any = None,
     gpu: str | None = None,
+    vllm_version: str | None = None,
 ) -> dict[str, str]:
     """Production advice for :func:`serving_recipe`'s arguments, on a checkpoint whose
     config is on this machine (else none): flag → why, the levers that raise the
     concurrency first (each gain computed), then the start-up KV line ``capacity()``
     predicts. ``plan``: their serving plan (:func:`serving_plan_for`), when the caller has
-    it already; it knows its GPU.
+    it already; it knows its GPU and its vLLM release (else ``vllm_version``'s). An unset
+    ``gpu_memory_utilization`` is the release's own sizing.
 
     >>> args = serving_recipe("google/gemma-4-31B-it")             # doctest: +SKIP
     >>> "--tensor-parallel-size" in serving_advice(args, gpu_memory_gib=40)  # doctest: +SKIP
@@ -216,16 +327,20 @@ def serving_advice(
     """
     from gemma_explore.serving.recipe import production_advice
 
-    plan = (
-        plan if plan is not None else serving_plan_for(args, gpu=gpu, gpu_memory_gib=gpu_memory_gib)
-    )
+    if plan is None:
+        plan = serving_plan_for(
+            args, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=vllm_version
+        )
     if plan is None:
         return {}
-    util = args.get("gpu_memory_utilization") or 0.92  # vLLM 0.32's default
+    # Unset (None): the plan's release sizes the pool its own way.
+    util = args.get("gpu_memory_utilization")
     return production_advice(plan, gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=util)
 
 
-def fit_warnings(args: dict[str, Any], *, plan: Any = None) -> list[str]:
+def fit_warnings(
+    args: dict[str, Any], *, plan: Any = None, vllm_version: str | None = None
+) -> list[str]:
     """What no request can hold under these arguments, one line per modality: an item
     whose worst case (with its markers) is longer than ``max_model_len``. vLLM still
     starts (its budget keeps at least one item per prompt) and then refuses each such
@@ -234,7 +349,7 @@ def fit_warnings(args: dict[str, Any], *, plan: Any = None) -> list[str]:
     >>> fit_warnings({"model": "google/gemma-4-E4B-it", "max_model_len": 100})[0][:43]
     'an image at the start-up budget takes 282 t'
     """
-    plan = plan if plan is not None else serving_plan_for(args)
+    plan = plan if plan is not None else serving_plan_for(args, vllm_version=vllm_version)
     if plan is None:
         return []
     what = {"image": "an image at the start-up budget", "audio": "the longest clip"}
@@ -246,18 +361,21 @@ def fit_warnings(args: dict[str, Any], *, plan: Any = None) -> list[str]:
     ]
 
 
-def lever_lines(args: dict[str, Any], *, plan: Any = None) -> list[str]:
+def lever_lines(
+    args: dict[str, Any], *, plan: Any = None, vllm_version: str | None = None
+) -> list[str]:
     """The settings that raise the maximum concurrency of :func:`serving_recipe`'s
     arguments on the plan's GPU, the most useful first, each gain computed by re-planning
-    (:func:`~gemma_explore.serving.levers.levers`); none when the config is not here.
+    (:func:`~gemma_explore.serving.levers.levers`) under the plan's vLLM release (else
+    ``vllm_version``'s); none when the config is not here.
 
     >>> lever_lines({"model": "google/gemma-4-31B-it", "max_model_len": 8192})[0][:28]  # doctest: +SKIP
     '--max-num-batched-tokens 204'
     """
     from gemma_explore.serving.levers import levers
 
-    plan = plan if plan is not None else serving_plan_for(args)
+    plan = plan if plan is not None else serving_plan_for(args, vllm_version=vllm_version)
     if plan is None:
         return []
-    util = args.get("gpu_memory_utilization") or 0.92  # vLLM 0.32's default
+    util = args.get("gpu_memory_utilization")  # None: the plan's release's own sizing
     return [x.line() for x in levers(plan, gpu_memory_utilization=util)]

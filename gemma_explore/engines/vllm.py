@@ -211,13 +211,16 @@ def _multiprocessing(enabled: bool) -> Iterator[None]:
 def _let_vllm_scan_llvmlite() -> None:
     """Keep an in-process engine from tripping over numba's compiler library.
 
-    At start-up vLLM 0.32 walks every loaded module's namespace to swap in its kernels
-    (``triton_utils/dispatcher.py``) and reads ``vars(value).get("kernel")`` of each
-    object that has a ``__dict__``. Once librosa has JIT-compiled anything (any mel
-    spectrogram does), ``llvmlite.binding.ffi.lib`` is loaded: a ``__slots__`` object whose
-    ``__getattr__`` answers *every* name, ``__dict__`` too, with a function wrapper, so
-    the walk dies with "'_lib_fn_wrapper' object has no attribute 'get'". Give that one
-    object an empty ``__dict__``; every other attribute still reaches the library.
+    At start-up vLLM walks every loaded module's namespace to swap in its kernels
+    (``triton_utils/dispatcher.py``). Releases whose walk reads ``vars(value).get("kernel")``
+    of each object that has a ``__dict__`` trip once librosa has JIT-compiled anything
+    (any mel spectrogram does): ``llvmlite.binding.ffi.lib`` is then loaded, a ``__slots__``
+    object whose ``__getattr__`` answers *every* name, ``__dict__`` too, with a function
+    wrapper, so the walk dies with "'_lib_fn_wrapper' object has no attribute 'get'".
+    Give that one object an empty ``__dict__``; every other attribute still reaches the
+    library. Newer releases read the instance dict only when it is a real dict (their
+    comment names this very object), and then this is harmless: the walk finds no kernel
+    in ``{}`` either.
     """
     import sys
 

@@ -25,7 +25,6 @@ __all__ = [
     "ImageSpec",
     "SPEECH_TO_TEXT_FAMILY",
     "TransformersClasses",
-    "VLLM_MAX_AUDIO_DECODE_DURATION_S",
     "WRAPPER",
     "family_from_name",
     "get_family",
@@ -210,12 +209,12 @@ class FamilySpec:
     # vLLM counts this family's audio placeholders with another family's formula
     # (Unified inherits Gemma 4's mel-based count, which is not what its embedder does).
     vllm_audio_rule: str | None = None
-    # Longest clip vLLM's /v1/audio/transcriptions takes for this family: its decoder's
-    # VLLM_MAX_AUDIO_DECODE_DURATION_S (vllm/envs.py, 600 by default; longer clips get
-    # "Audio exceeds maximum allowed duration of 600s"), the endpoint's only length check
-    # when chunking is off. None: the model class defines no speech-to-text interface (no
-    # get_generation_prompt), so vLLM serves none.
-    transcription_max_s: int | None = None
+    # vLLM's model class for this family is a speech-to-text model (SupportsTranscription,
+    # with get_generation_prompt), so vLLM serves /v1/audio/transcriptions for it. False:
+    # no such interface, so vLLM serves none. The longest clip that endpoint takes is a
+    # fact of the vLLM release, not of the family: its decoder's
+    # VLLM_MAX_AUDIO_DECODE_DURATION_S (vllm_profile(v).max_audio_decode_s).
+    transcribes: bool = False
     # get_speech_to_text_config's max_audio_clip_s. With chunking off it is neither a split
     # point nor a limit: serving.py's do_split_audio needs allow_audio_chunking, and
     # nothing else in the endpoint compares a clip with it.
@@ -250,9 +249,6 @@ class FamilySpec:
 
 
 AUDIO_SAMPLING_RATE = 16_000  # Hz: both families' feature extractors expect 16 kHz mono
-# vllm/envs.py VLLM_MAX_AUDIO_DECODE_DURATION_S's default: vLLM's audio decoder refuses a
-# longer clip (multimodal/media/audio.py load_audio), in /v1/audio/transcriptions too.
-VLLM_MAX_AUDIO_DECODE_DURATION_S = 600
 WRAPPER = "\n\n"  # Gemma 3n writes this before and after every image and clip run
 
 # Newline runs are single tokens in Gemma's vocabulary: "\n" is 107, "\n\n" 108, …
@@ -340,9 +336,10 @@ GEMMA3N = FamilySpec(
     source="transformers Gemma3nProcessor / Gemma3nAudioFeatureExtractor / SiglipImageProcessor",
     image_encoder="MobileNet-V5 CNN tower (timm) on a 768×768 px squash",
     audio_encoder="USM Conformer tower on 128-bin mel frames",
-    # vLLM gemma3n_mm.py get_speech_to_text_config: max_audio_clip_s=30,
-    # min_energy_split_window_size=None (chunking off), so the decoder's limit is the one.
-    transcription_max_s=VLLM_MAX_AUDIO_DECODE_DURATION_S,
+    # vLLM gemma3n_mm.py: Gemma3nForConditionalGeneration is SupportsTranscription, and its
+    # get_speech_to_text_config says max_audio_clip_s=30, min_energy_split_window_size=None
+    # (chunking off), so the decoder's limit is the only one.
+    transcribes=True,
     transcription_clip_s=30,
     transcription_split_window=None,
 )
@@ -493,11 +490,9 @@ FAMILIES: dict[str, FamilySpec] = {f.name: f for f in (GEMMA3N, GEMMA4, GEMMA4_U
 # choice is made; everything else reads DEFAULT_FAMILY (never writes "gemma4" itself).
 DEFAULT_FAMILY: FamilySpec = GEMMA4
 
-# The family vLLM serves /v1/audio/transcriptions for (the one with a transcription_max_s);
-# what transcription_prompt and transcription_request default to.
-SPEECH_TO_TEXT_FAMILY: FamilySpec = next(
-    f for f in FAMILIES.values() if f.transcription_max_s is not None
-)
+# The family vLLM serves /v1/audio/transcriptions for (the one that transcribes); what
+# transcription_prompt and transcription_request default to.
+SPEECH_TO_TEXT_FAMILY: FamilySpec = next(f for f in FAMILIES.values() if f.transcribes)
 
 # Substrings of a checkpoint's name that say its family, tried in this order: Unified's
 # names ("gemma-4-12b", "…unified…") also contain Gemma 4's markers, so they come first.

@@ -76,7 +76,7 @@ SOURCES: dict[str, str] = {
     "mm_embed_dim 3840, mm_posemb_size 1120, audio_embed_dim 640)",
     "procU": "transformers 5.19.0 processing_gemma4_unified.py / "
     "feature_extraction_gemma4_unified.py / image_processing_gemma4_unified.py defaults",
-    "vllmU": "vLLM 0.32.0 model_executor/models/gemma4_unified.py reads "
+    "vllmU": "vLLM model_executor/models/gemma4_unified.py (every supported release) reads "
     "vision_config.num_soft_tokens (280) as the default image budget",
     "copies": "published copies of the released config.json seen in the search corpora "
     "(EasyDeL/gemma-4-E2B config page; third-party fixtures of the large Gemma 4 vision "

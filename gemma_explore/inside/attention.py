@@ -191,9 +191,21 @@ def _mask_inputs(text: Any, n: int) -> dict[str, Any]:
         "config": text,
         "inputs_embeds": torch.zeros(1, n, 1),  # only batch, length and dtype are read
         "attention_mask": torch.ones(1, n, dtype=torch.long),
-        "past_key_values": None,
+        _cache_arg(): None,
         "position_ids": torch.arange(n)[None],  # (1, T)
     }
+
+
+def _cache_arg() -> str:
+    """The mask functions' name for the KV cache: ``past_key_values`` until transformers
+    5.24 renamed it ``cache`` (masking_utils.create_causal_mask, no alias kept)."""
+    import inspect
+
+    from transformers import masking_utils
+
+    params = inspect.signature(masking_utils.create_causal_mask).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
 
 
 def _vision_masks(
@@ -210,16 +222,18 @@ def _vision_masks(
     mm = torch.tensor([types])  # (1, T)
     blocks = module.get_block_sequence_ids_for_mask(mm, device="cpu")  # (1, T), -1 = no block
     if bundle.spec.encoder_free:
-        # transformers 5.19's Gemma4UnifiedModel.forward (and so generate) builds this
-        # mask with the generic create_masks_for_generate, which opens each block on
-        # full layers too; its own create_masks_for_vision_model, Gemma 4, and vLLM's
-        # Unified (_clear_mm_prefix_for_full_attn_layers) keep full layers causal.
+        # transformers' Gemma4UnifiedModel.forward (and so generate) builds this mask with
+        # the generic create_masks_for_generate, which opens each block on full layers
+        # too (modeling_gemma4_unified.py: 5.19.0 line 1115, the same in 5.22.2 and
+        # 5.25.0); its own create_masks_for_vision_model, Gemma 4, and vLLM's Unified
+        # (gemma4_mm.py _clear_mm_prefix_for_full_attn_layers, in every supported vLLM
+        # release) keep full layers causal.
         masks = masking_utils.create_masks_for_generate(block_sequence_ids=blocks, **kwargs)
         return masks, (
-            "use_bidirectional_attention='vision' (Unified, transformers 5.19): each run "
-            "of image (or video-frame) soft tokens is a block, open on BOTH layer types "
-            "(Gemma4UnifiedModel.forward uses create_masks_for_generate); vLLM 0.32 opens "
-            "it on sliding layers only, so the two differ on full layers"
+            "use_bidirectional_attention='vision' (Unified, transformers): each run of "
+            "image (or video-frame) soft tokens is a block, open on BOTH layer types "
+            "(Gemma4UnifiedModel.forward uses create_masks_for_generate); vLLM opens it "
+            "on sliding layers only, so the two differ on full layers"
         )
     masks = module.create_masks_for_vision_model(block_sequence_ids=blocks, **kwargs)
     return masks, (

@@ -5,11 +5,14 @@ token, looked up by token id in ``embed_tokens_per_layer`` (``hidden_size_per_la
 numbers per layer). A placeholder position holds an image or audio vector, not a word,
 so its id must not pick a word's per-layer row. The two families do it differently:
 
-* **Gemma 3n**: every id outside ``[0, vocab_size_per_layer_input)`` becomes 0
-  (``Gemma3nModel.forward`` in transformers; vLLM's ``get_per_layer_input_embeddings``).
-  The soft-token ids sit above the text vocabulary, so they read row 0, and so do the
-  end markers ``<end_of_image>`` (262144) and ``<end_of_audio>``; the start markers are
-  text ids and keep their own rows.
+* **Gemma 3n**: every id outside ``[0, vocab_size_per_layer_input)`` becomes 0. vLLM does
+  it in ``get_per_layer_input_embeddings``; transformers in ``Gemma3nModel.forward``
+  before 5.21 (which hands the remapped ids to ``get_per_layer_inputs``) and in
+  ``Gemma3nTextModel.get_per_layer_inputs`` itself from 5.21 on (which the forward hands
+  the prompt's own ids): ``modeling_gemma3n.py`` 5.19.0 lines 2075-2077, 5.21.0 line
+  1768; the same rows either way. The soft-token ids sit above the text vocabulary, so
+  they read row 0, and so do the end markers ``<end_of_image>`` (262144) and
+  ``<end_of_audio>``; the start markers are text ids and keep their own rows.
 * **Gemma 4** E-models: every multimodal *position* (image, audio, video soft tokens)
   reads the row of ``<pad>`` in transformers (``pad_token_id``) and of token 0 in vLLM
   (``embed_input_ids``, seed ``gemma4_mm.py``: "map image token positions to token 0";
@@ -120,6 +123,8 @@ def per_layer_ids(input_ids: list[int], *, bundle: Bundle) -> PerLayerIds:
     else:  # Gemma 3n: by id range
         ours = tuple(t if 0 <= t < rows else 0 for t in ids)
         theirs = ours  # get_per_layer_input_embeddings: the same range rule
+        # (transformers applies it in Gemma3nModel.forward or, from 5.21, inside
+        # get_per_layer_inputs: the table sees these ids in every version)
         above = sorted({t for t in ids if not 0 <= t < rows})
         names = bundle.processor.tokenizer.convert_ids_to_tokens(above) if above else []
         steps = [

@@ -339,7 +339,7 @@ def _budget_check(
     row = ParityRow("image budget", hf_budget, hf_budget, v_budget)
     if in_config is None and asked is None:
         return row, (
-            f"config.json has no vision_config.{key}: vLLM 0.32 fails with AttributeError "
+            f"config.json has no vision_config.{key}: vLLM fails with AttributeError "
             f"'{type(vision).__name__}' object has no attribute '{key}'. Save the checkpoint "
             "with bundle.save_pretrained(folder), which writes it."
         )
@@ -635,9 +635,9 @@ def vllm_replay(
     processor with ``prepared``'s media, as ``LLM.generate({"prompt_token_ids": …})``
     does, and say what comes out.
 
-    vLLM 0.32 does not refuse it: it re-expands the first placeholder of each item and
-    keeps the rest as text (:func:`~gemma_explore.plans.vllm.vllm_reexpand`), so the
-    counts agree and no error is raised. ``use_vllm`` also runs vLLM's processor
+    vLLM does not refuse it, in any supported release: it re-expands the first placeholder
+    of each item and keeps the rest as text (:func:`~gemma_explore.plans.vllm.vllm_reexpand`),
+    so the counts agree and no error is raised. ``use_vllm`` also runs vLLM's processor
     (default: when installed) and keeps its ids in ``vllm_ids``.
 
 

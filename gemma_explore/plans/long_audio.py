@@ -37,6 +37,7 @@ from gemma_explore.media.loaders import load_audio
 from gemma_explore.plans.audio import AudioPlan, plan_audio
 from gemma_explore.plans.rules import steps_table
 from gemma_explore.tables import Table
+from gemma_explore.vllm_versions import vllm_profile
 
 __all__ = [
     "ENERGY_FRAME",
@@ -190,16 +191,18 @@ def _runtime_notes(spec: FamilySpec, whole: AudioPlan) -> tuple[tuple[str, str],
             "tokens, no cap (audio_seq_length is not applied)."
         )
     cap = a.max_tokens * a.ms_per_token / 1000
+    # vLLM's decoder limit (VLLM_MAX_AUDIO_DECODE_DURATION_S): a fact of the release
+    limit = f"{vllm_profile().max_audio_decode_s:g} s"
     if a.fixed_placeholders is not None:
         vllm = (
             "takes it whole (chat or /v1/audio/transcriptions: chunking off) up to "
-            f"{spec.transcription_max_s or 600} s (VLLM_MAX_AUDIO_DECODE_DURATION_S); "
+            f"{limit} (VLLM_MAX_AUDIO_DECODE_DURATION_S); "
             f"transformers' extractor inside it keeps the first {a.max_seconds:g} s: "
             f"{a.fixed_placeholders} placeholders."
         )
     else:
         vllm = (
-            "takes it whole up to 600 s (VLLM_MAX_AUDIO_DECODE_DURATION_S) and calls the "
+            f"takes it whole up to {limit} (VLLM_MAX_AUDIO_DECODE_DURATION_S) and calls the "
             "processor with truncation=False, so the extractor keeps every sample, but it "
             f'counts at most {a.max_tokens} placeholders ({cap:g} s), logging "Audio '
             'duration exceeds max": the rest is processed and never reaches the prompt.'

@@ -2,8 +2,9 @@
 without vLLM installed.
 
 vLLM does not run transformers' token arithmetic when it plans placeholders: its model
-files (``vllm/model_executor/models/gemma3n_mm.py`` and ``gemma4_mm.py`` in vLLM 0.32)
-count their own way. How vLLM counts, as read from those files:
+files (``vllm/model_executor/models/gemma3n_mm.py`` and ``gemma4_mm.py``) count their own
+way, and the counting code is the same in every vLLM release the package supports. How
+vLLM counts, as read from those files:
 
 * **images** (Gemma 4, ``_compute_num_soft_tokens``-style arithmetic): scale the image
   so ``(h/16)·(w/16)`` patches equal the budget × 9, round each side *down* to a
@@ -474,8 +475,9 @@ def vllm_expand_gemma3n(
 def vllm_reexpand(
     spec: FamilySpec, prompt_ids: list[int], soft_tokens: dict[str, list[int]]
 ) -> VllmExpansion:
-    """What vLLM 0.32's processor does with ids that already hold placeholder runs (a
-    hand-edited, already expanded prompt), for families with plain runs (Gemma 4).
+    """What vLLM's processor does with ids that already hold placeholder runs (a
+    hand-edited, already expanded prompt), for families with plain runs (Gemma 4); the
+    same in every supported release (``multimodal/processing/processor.py``).
 
     vLLM never looks for an expanded run first: ``apply_token_matches`` replaces the
     *first* placeholder token of each item, left to right, with a fresh run

@@ -7,10 +7,20 @@ merged into. For each image, clip and video it records where its placeholders ar
 which positions take embeddings, and the plan whose count they must equal.
 
 A raw prompt (``template=False``) is laid out as vLLM's processor expands it, and where
-transformers' ids differ (Gemma 3n's newline rules), ``divergences`` says how and why.
+transformers' ids differ (Gemma 3n's newline rules), ``divergences`` says how and why. A
+raw prompt holds the family's own placeholder token (Gemma 4's ``<|image|>``, Gemma 3n's
+``<image_soft_token>``): vLLM's processor looks for that token in every supported release.
+
 For vLLM's chat API, send media as content parts and let the template write the
-placeholders: vLLM's Gemma 4 ``get_placeholder_str`` returns the Gemma 3n strings, which
-only the ``string`` content format would put into the prompt (and then fails).
+placeholders. Only the ``string`` content format types a placeholder into the text
+itself, and it types what the release's ``get_placeholder_str`` returns, which the
+release's profile holds (``vllm_profile(vllm_version).placeholder_str``): Gemma 3n's
+class returns its own tokens, written before the message's text with one ``"\\n"``, and
+vLLM's processor refuses a single ``"\\n"`` right after a Gemma 3n placeholder (one of
+the newline rules ``divergences`` reports); Gemma 4's class returns Gemma 4's own tokens
+in the releases whose profile says so, and Gemma 3n's strings in the others, which Gemma
+4's processor never finds ("Failed to apply prompt replacement").
+:func:`~gemma_explore.serving.interfaces.raw_prompt_placeholders` says it per release.
 
 >>> import gemma_explore as ge
 >>> layout = ge.layout_prompt("Describe.", bundle=ge.load("tiny-gemma4"),

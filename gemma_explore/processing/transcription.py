@@ -23,17 +23,19 @@ Read in our own words:
   ``"\n\n" <start_of_audio> + 188 × <audio_soft_token> + <end_of_audio> "\n\n"``;
 * the prompt has no ``<bos>``: vLLM's tokenizer adds it for Gemma 3n;
 * ``get_speech_to_text_config``: 16 kHz, ``max_audio_clip_s=30`` and
-  ``min_energy_split_window_size=None``, so chunking is off. With chunking off vLLM 0.32
-  neither splits nor refuses a longer clip (``do_split_audio`` in
+  ``min_energy_split_window_size=None``, so chunking is off (the same in every vLLM
+  release the package supports). With chunking off vLLM neither splits nor refuses a
+  longer clip (``do_split_audio`` in
   ``entrypoints/speech_to_text/base/serving.py`` needs ``allow_audio_chunking``): the
   clip goes whole to transformers' ``Gemma3nAudioFeatureExtractor``, which keeps its
   first 30 s (``max_length=480_000, truncation=True``) and drops the rest without a word.
   We take such a clip and warn. The endpoint's only length limit is its decoder's,
-  ``VLLM_MAX_AUDIO_DECODE_DURATION_S`` (600 s): we refuse past that, in its words. (Its
-  upload limit, ``VLLM_MAX_AUDIO_CLIP_FILESIZE_MB`` = 25, is not reached first: 600 s of
-  the 16 kHz 16-bit WAV the openai engine uploads is 19.2 MB.)
+  ``VLLM_MAX_AUDIO_DECODE_DURATION_S`` (600 s by default; the release's profile holds it,
+  ``vllm_profile(v).max_audio_decode_s``): we refuse past that, in its words. (Its upload
+  limit, ``VLLM_MAX_AUDIO_CLIP_FILESIZE_MB`` = 25, is not reached first: 600 s of the
+  16 kHz 16-bit WAV the openai engine uploads is 19.2 MB.)
 
-Gemma 4's seed has no speech-to-text interface: ask it in a chat turn instead.
+Gemma 4's model class has no speech-to-text interface: ask it in a chat turn instead.
 
 >>> transcription_prompt(language="fr")
 '<start_of_turn>user\nTranscribe this audio into French: <audio_soft_token><end_of_turn>\n<start_of_turn>model\n'
@@ -50,11 +52,11 @@ import numpy as np
 from gemma_explore.errors import MediaError
 from gemma_explore.facts.families import FAMILIES, SPEECH_TO_TEXT_FAMILY, FamilySpec, get_family
 from gemma_explore.media.loaders import load_audio
+from gemma_explore.vllm_versions import VllmProfile, vllm_profile
 
 __all__ = [
     "HEARD_S",
     "LANGUAGES",
-    "MAX_DECODE_S",
     "SpeechToTextConfig",
     "TASKS",
     "Transcription",
@@ -67,9 +69,6 @@ __all__ = [
     "transcription_warnings",
 ]
 
-# The longest clip vLLM's endpoint decodes (VLLM_MAX_AUDIO_DECODE_DURATION_S): the one
-# refusal for length, a fact of families.py.
-MAX_DECODE_S: int = SPEECH_TO_TEXT_FAMILY.transcription_max_s
 # What the model hears of a clip: the first max_length samples the extractor keeps (30 s).
 HEARD_S: float = SPEECH_TO_TEXT_FAMILY.audio.max_seconds
 TASKS = ("transcribe", "translate")
@@ -141,11 +140,11 @@ LANGUAGES: dict[str, str] = {
 def _supported(family: str | FamilySpec) -> FamilySpec:
     """The family's spec, when vLLM serves transcriptions for it; else what to do instead."""
     spec = get_family(family)
-    if spec.transcription_max_s is None:
-        which = " and ".join(f.display_name for f in FAMILIES.values() if f.transcription_max_s)
+    if not spec.transcribes:
+        which = " and ".join(f.display_name for f in FAMILIES.values() if f.transcribes)
         raise ValueError(
-            f"{spec.display_name} has no speech-to-text interface (the seed defines "
-            f"get_generation_prompt for {which} only, so vLLM serves no "
+            f"{spec.display_name} has no speech-to-text interface (vLLM defines "
+            f"get_generation_prompt for {which} only, so it serves no "
             "/v1/audio/transcriptions for it). Ask in a chat turn instead: "
             "bundle.generate([{'role': 'user', 'content': [{'type': 'audio', 'audio': clip}, "
             "{'type': 'text', 'text': 'Transcribe this audio.'}]}])."
@@ -165,19 +164,25 @@ class SpeechToTextConfig:
     max_decode_s: int  # VLLM_MAX_AUDIO_DECODE_DURATION_S: longer uploads are refused
     heard_s: float | None  # what the feature extractor keeps of a clip (30 s)
     steps: tuple[str, ...]  # why, in words
+    vllm_version: str  # the vLLM release whose decode limit this is (its profile's version)
 
     def __repr__(self) -> str:
         return "\n".join(self.steps)
 
 
-def speech_to_text_config(family: str | FamilySpec = SPEECH_TO_TEXT_FAMILY) -> SpeechToTextConfig:
-    """The family's speech-to-text configuration as vLLM 0.32 reads it, and its effect.
+def speech_to_text_config(
+    family: str | FamilySpec = SPEECH_TO_TEXT_FAMILY, *, vllm_version: str | None = None
+) -> SpeechToTextConfig:
+    """The family's speech-to-text configuration as vLLM reads it, and its effect, with the
+    decode limit of ``vllm_version`` (None: the installed vLLM, else the newest supported).
 
     >>> c = speech_to_text_config()
     >>> c.max_audio_clip_s, c.min_energy_split_window_size, c.allow_audio_chunking
     (30, None, False)
     """
     spec = _supported(family)
+    profile = vllm_profile(vllm_version)
+    limit = _decode_limit_s(profile)
     window = spec.transcription_split_window  # Gemma 3n: None ("enable chunking later")
     chunking = window is not None and spec.transcription_clip_s is not None  # vLLM's property
     heard = spec.audio.max_seconds
@@ -190,7 +195,7 @@ def speech_to_text_config(family: str | FamilySpec = SPEECH_TO_TEXT_FAMILY) -> S
             if chunking
             else "vLLM sends every clip whole: it neither splits nor refuses a long one."
         ),
-        f"VLLM_MAX_AUDIO_DECODE_DURATION_S {spec.transcription_max_s} s: the decoder refuses "
+        f"{profile.label}: VLLM_MAX_AUDIO_DECODE_DURATION_S {limit} s: the decoder refuses "
         "a longer upload, the endpoint's only length check.",
     ]
     if heard is not None:
@@ -204,10 +209,17 @@ def speech_to_text_config(family: str | FamilySpec = SPEECH_TO_TEXT_FAMILY) -> S
         max_audio_clip_s=spec.transcription_clip_s,
         min_energy_split_window_size=window,
         allow_audio_chunking=chunking,
-        max_decode_s=spec.transcription_max_s,
+        max_decode_s=limit,
         heard_s=heard,
         steps=tuple(steps),
+        vllm_version=profile.version,
     )
+
+
+def _decode_limit_s(profile: VllmProfile) -> int:
+    """The release's VLLM_MAX_AUDIO_DECODE_DURATION_S default in whole seconds (an int in
+    vllm/envs.py, and its refusal writes it so: "… duration of 600s")."""
+    return int(profile.max_audio_decode_s)
 
 
 def transcription_warnings(
@@ -311,6 +323,7 @@ class TranscriptionRequest:
     heard_s: float  # seconds the feature extractor keeps (at most 30)
     warnings: tuple[str, ...]  # what vLLM accepts but drops (the cut after 30 s)
     steps: tuple[str, ...]  # each check, in words
+    vllm_version: str  # the vLLM release whose decode limit was checked (profile.version)
 
 
 def transcription_request(
@@ -321,12 +334,14 @@ def transcription_request(
     task: str = "transcribe",
     to_language: str | None = None,
     sampling_rate: int | None = None,
+    vllm_version: str | None = None,
 ) -> TranscriptionRequest:
     """Check everything before any model runs: family, task, languages, the clip's limits.
 
     A clip over 30 s is taken, as vLLM takes it, with a warning (the extractor keeps its
-    first 30 s); one over vLLM's decode limit (600 s) is refused, in vLLM's words. The
-    same rule holds for every engine, so a request means the same everywhere.
+    first 30 s); one over the decode limit of ``vllm_version`` (None: the installed vLLM,
+    else the newest supported; 600 s by default) is refused, in vLLM's words. The same
+    rule holds for every engine, so a request means the same everywhere.
 
     >>> r = transcription_request((np.zeros(8000, np.float32), 8000), language="en")
     >>> r.duration_s, r.resampled_from, r.warnings
@@ -336,7 +351,8 @@ def transcription_request(
     prompt = transcription_prompt(
         language=language, task=task, to_language=to_language, family=spec
     )
-    rate, limit = spec.audio.sampling_rate, spec.transcription_max_s
+    profile = vllm_profile(vllm_version)
+    rate, limit = spec.audio.sampling_rate, _decode_limit_s(profile)
     wave, notes = load_audio(audio, sampling_rate=sampling_rate, target_rate=rate)
     seconds = wave.shape[0] / rate
     if seconds > limit:
@@ -353,7 +369,7 @@ def transcription_request(
     steps = [
         f"{seconds:.1f} s at {rate} Hz"
         + (f" (resampled from {notes['resampled_from']} Hz)" if notes.get("resampled_from") else "")
-        + f" ≤ {limit} s, vLLM's decode limit: taken whole (chunking off).",
+        + f" ≤ {limit} s, {profile.label}'s decode limit: taken whole (chunking off).",
         f"heard: {heard:.1f} s (the extractor keeps {spec.audio.max_seconds:g} s).",
     ]
     return TranscriptionRequest(
@@ -367,6 +383,7 @@ def transcription_request(
         heard_s=heard,
         warnings=warnings,
         steps=tuple(steps),
+        vllm_version=profile.version,
     )
 
 

@@ -1,7 +1,8 @@
 """How vLLM's Gemma 4 batches a step's images through the vision tower (no GPU needed).
 
-``Gemma4ForConditionalGeneration._process_image_input`` (vLLM 0.32 and seed
-``gemma4_mm.py``):
+``Gemma4ForConditionalGeneration._process_image_input`` (``gemma4_mm.py``; the same in
+every supported vLLM release, named ``_process_image_input_local`` where encoder data
+parallelism wraps it):
 
 1. **Buckets**: images are grouped by their number of patch rows (``budget × 9``: the
    processor pads each image to its budget), so one encoder call never pads across
@@ -34,6 +35,7 @@ import math
 from dataclasses import dataclass
 
 from gemma_explore.serving.encoder import POSITION_EMBEDDING_SIZE, encoder_chunk
+from gemma_explore.vllm_versions import vllm_profile
 
 __all__ = ["ImageBatches", "LoraTokens", "lora_token_counts", "plan_image_batches"]
 
@@ -50,6 +52,7 @@ class ImageBatches:
     buckets: dict[int, tuple[int, ...]]  # patch rows → image indices, in first-seen order
     chunks: tuple[tuple[int, ...], ...]  # image indices of each encoder call, in call order
     lora_padded_to: int | None  # with MM LoRA: every image padded to this many patches
+    vllm_version: str  # the profile's version: the release whose batching this follows
     steps: tuple[str, ...]  # why, in words
 
     def __repr__(self) -> str:
@@ -63,14 +66,17 @@ def plan_image_batches(
     total_bytes: int,
     position_embedding_size: int = POSITION_EMBEDDING_SIZE,
     lora_max_soft_tokens: int | None = None,
+    vllm_version: str | None = None,
 ) -> ImageBatches:
-    """Buckets and chunks for images of ``patches`` rows each.
+    """Buckets and chunks for images of ``patches`` rows each, under the release
+    ``vllm_version`` names (None: the installed vLLM, else the newest).
 
     ``free_bytes``: the free GPU memory vLLM reads before each bucket (one value per
     bucket, or one for all). ``lora_max_soft_tokens``: the engine's budget when
     multimodal LoRA is on (None: off).
     """
-    steps: list[str] = []
+    p = vllm_profile(vllm_version)
+    steps: list[str] = [f"{p.label} ({p.chosen_because}), Gemma 4's _process_image_input:"]
     if lora_max_soft_tokens is not None:
         limit = lora_max_soft_tokens * POOLING_AREA
         for i, n in enumerate(patches):
@@ -83,7 +89,7 @@ def plan_image_batches(
         buckets = {limit: tuple(range(len(patches)))} if patches else {}
         steps.append(f"MM LoRA: every image padded to {limit} patches, one bucket, one call.")
         chunks = tuple(buckets.values())
-        return ImageBatches(tuple(patches), buckets, chunks, limit, tuple(steps))
+        return ImageBatches(tuple(patches), buckets, chunks, limit, p.version, tuple(steps))
     grouped: dict[int, list[int]] = {}
     for i, n in enumerate(patches):
         grouped.setdefault(n, []).append(i)
@@ -99,6 +105,7 @@ def plan_image_batches(
                 free_bytes=free,
                 total_bytes=total_bytes,
                 position_embedding_size=position_embedding_size,
+                vllm_version=p.version,
             ).chunk,
         )
         calls = [tuple(items[k : k + size]) for k in range(0, len(items), size)]
@@ -109,7 +116,7 @@ def plan_image_batches(
         )
     steps.append("Then all images' pooled rows are projected in one embedder call.")
     buckets = {n: tuple(v) for n, v in grouped.items()}
-    return ImageBatches(tuple(patches), buckets, tuple(chunks), None, tuple(steps))
+    return ImageBatches(tuple(patches), buckets, tuple(chunks), None, p.version, tuple(steps))
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,7 @@ class LoraTokens:
     modality: str  # "image", "video" or "audio"
     tower_tokens: int  # rows the tower's LoRA adapters see (patches for images and video)
     connector_tokens: int  # rows the connector (embedder) LoRA sees
+    vllm_version: str  # the profile's version: the release whose counts these are
     steps: tuple[str, ...]  # why, in words
 
     def __repr__(self) -> str:
@@ -134,8 +142,10 @@ def lora_token_counts(
     video_patch_rows: int | None = None,
     audio_feature_frames: int | None = None,
     audio_clips: int = 1,
+    vllm_version: str | None = None,
 ) -> LoraTokens:
-    """vLLM's ``Gemma4ForConditionalGeneration.get_mm_lora_token_counts`` for one item.
+    """vLLM's ``Gemma4ForConditionalGeneration.get_mm_lora_token_counts`` for one item
+    (the same counts in every supported release; ``vllm_version`` names the one).
 
     ``num_embeds``: the item's soft tokens. ``max_soft_tokens``: the engine's
     ``mm_processor_kwargs`` budget (ignored unless it is a supported one; then
@@ -149,12 +159,13 @@ def lora_token_counts(
     >>> lora_token_counts("audio", num_embeds=10, audio_feature_frames=402).connector_tokens
     101
     """
+    v = vllm_profile(vllm_version).version
     if modality == "image":
         budget = max_soft_tokens if max_soft_tokens in IMAGE_BUDGETS else default_output_length
         tower = budget * POOLING_AREA
         why = f"image: the budget's patches, {budget} × {POOLING_AREA} (LoRA pads every image)"
         return LoraTokens(
-            modality, tower, num_embeds, (why, f"connector: {num_embeds} soft tokens")
+            modality, tower, num_embeds, v, (why, f"connector: {num_embeds} soft tokens")
         )
     if modality == "video":
         if video_patch_rows is not None:
@@ -168,16 +179,16 @@ def lora_token_counts(
                 f"frames × {VIDEO_FRAME_TOKENS} × {POOLING_AREA} patches"
             )
         return LoraTokens(
-            modality, tower, num_embeds, (why, f"connector: {num_embeds} soft tokens")
+            modality, tower, num_embeds, v, (why, f"connector: {num_embeds} soft tokens")
         )
     if modality == "audio":
         if audio_feature_frames is None:
             why = f"audio: {num_embeds} soft tokens through tower and connector"
-            return LoraTokens(modality, num_embeds, num_embeds, (why,))
+            return LoraTokens(modality, num_embeds, num_embeds, v, (why,))
         tokens = audio_clips * math.ceil(audio_feature_frames / 4)
         why = (
             f"audio: {audio_clips} clip(s) × ceil({audio_feature_frames} padded mel frames / 4) "
             f"= {tokens} tokens through tower and connector (the padding counts)"
         )
-        return LoraTokens(modality, tokens, tokens, (why,))
+        return LoraTokens(modality, tokens, tokens, v, (why,))
     raise ValueError(f"Unsupported modality: {modality}")

@@ -41,9 +41,14 @@ each is for:
 
 One more multimodal method says what a prompt written by hand must hold:
 :func:`raw_prompt_placeholders` compares the family's placeholder token (what vLLM's
-processor looks for in a raw prompt and expands, once per item, in item order) with
-vLLM's ``get_placeholder_str`` (what vLLM's chat API would type into the text with
-``--chat-template-content-format string``).
+processor looks for in a raw prompt and expands, once per item, in item order: the same
+token in every supported release) with vLLM's ``get_placeholder_str`` (what vLLM's chat
+API types into the text with ``--chat-template-content-format string``). That string is a
+fact of the release, so it is read from the release's profile
+(``vllm_profile(vllm_version).placeholder_str``): Gemma 3n's class returns its own
+placeholders in every release; Gemma 4's (and Unified's, which inherits it) returns Gemma
+3n's strings for images and audio in some releases and Gemma 4's own in others, and the
+profile says which.
 
 >>> [i.name for i in vllm_interfaces("Gemma3nForConditionalGeneration") if i.supported]  # doctest: +SKIP
 ['multimodal', 'transcription']
@@ -55,6 +60,7 @@ from dataclasses import dataclass
 
 from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
 from gemma_explore.facts.released import RELEASED
+from gemma_explore.vllm_versions import vllm_profile
 
 __all__ = ["EngineInterface", "RawPromptPlaceholder", "raw_prompt_placeholders", "vllm_interfaces"]
 
@@ -123,34 +129,46 @@ class RawPromptPlaceholder:
     family: str
     modality: str
     must_contain: str  # the family's placeholder token, once per item, in item order
-    vllm_placeholder_str: str | None  # vLLM's get_placeholder_str (None: vLLM not installed)
-    agrees: bool | None  # the two are the same string (None: vLLM not installed)
+    # The release's get_placeholder_str for the model class (None: the profile holds no
+    # string for this class and modality).
+    vllm_placeholder_str: str | None
+    agrees: bool | None  # the two are the same string (None: no string to compare)
     steps: tuple[str, ...]  # what to write, and what vLLM's string format would write
+    vllm_version: str  # the release whose get_placeholder_str this is (profile.version)
 
 
 def raw_prompt_placeholders(
-    *, family: str | FamilySpec = DEFAULT_FAMILY, architecture: str | None = None
+    *,
+    family: str | FamilySpec = DEFAULT_FAMILY,
+    architecture: str | None = None,
+    vllm_version: str | None = None,
 ) -> tuple[RawPromptPlaceholder, ...]:
     """Per modality of ``family``: the string a raw prompt (``template=False``, or vLLM's
-    ``LLM.generate`` with a text prompt) must contain once per item, next to what vLLM's
-    ``get_placeholder_str`` returns for the model class (``architecture``: the released
-    checkpoints' class by default).
+    ``LLM.generate`` with a text prompt) must contain once per item, next to what
+    ``get_placeholder_str`` of the model class (``architecture``: the released checkpoints'
+    class by default) returns in ``vllm_version`` (None: the installed vLLM, else the
+    newest supported), read from that release's profile.
+
+    A raw prompt holds the family's own token in every release: vLLM's processor targets
+    it (``_get_prompt_updates``). Only the ``string`` chat-template content format types
+    ``get_placeholder_str`` into the text, so only there does the release matter.
 
     >>> [p.must_contain for p in raw_prompt_placeholders(family="gemma4")]
     ['<|image|>', '<|audio|>', '<|video|>']
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> [p.agrees for p in raw_prompt_placeholders(family="gemma4", vllm_version=SUPPORTED[-1])]
+    [True, True, True]
+    >>> [p.agrees for p in raw_prompt_placeholders(family="gemma4", vllm_version=SUPPORTED[0])]
+    [False, False, True]
     """
     spec = get_family(getattr(family, "spec", family))
     if architecture is None:
         architecture = next(r.architecture for r in RELEASED.values() if r.model_type == spec.name)
-    try:
-        from gemma_explore.serving.weights import vllm_model_class
-
-        cls = vllm_model_class(architecture)
-    except Exception:  # noqa: BLE001 - vLLM absent: say what a prompt needs, without vLLM's string
-        cls = None
+    profile = vllm_profile(vllm_version)
+    strings = profile.placeholder_str.get(architecture, {})
     out = []
     for modality, token in spec.placeholder_tokens.items():
-        theirs = cls.get_placeholder_str(modality, 0) if cls is not None else None
+        theirs = strings.get(modality)
         agrees = None if theirs is None else theirs == token
         steps = [
             f"A raw {spec.display_name} prompt holds {token} once per {modality}, in the "
@@ -158,12 +176,34 @@ def raw_prompt_placeholders(
         ]
         if agrees is False:
             steps.append(
-                f"vLLM's {architecture}.get_placeholder_str gives {theirs!r}: only the "
-                "'string' chat-template content format types it into the text, and vLLM's "
-                f"processor then finds no {token} to expand. Send {modality} as content "
-                "parts and let the chat template write the placeholder."
+                f"{profile.label}'s {architecture}.get_placeholder_str gives {theirs!r}: only "
+                "the 'string' chat-template content format types it into the text, and "
+                f"vLLM's processor then finds no {token} to expand (\"Failed to apply prompt "
+                f'replacement"). Send {modality} as content parts and let the chat template '
+                "write the placeholder."
+            )
+        elif agrees and spec.wraps_in_newlines:
+            steps.append(
+                f"{profile.label}'s get_placeholder_str gives the same string, {theirs!r}; but "
+                "the 'string' chat-template content format writes it before the message's "
+                'text with one "\\n" between them, and a single "\\n" right after a '
+                f"{spec.display_name} placeholder makes vLLM's processor raise (see "
+                "layout_prompt(..., template=False)). Send content parts."
             )
         elif agrees:
-            steps.append(f"vLLM's get_placeholder_str gives the same string, {theirs!r}.")
-        out.append(RawPromptPlaceholder(spec.name, modality, token, theirs, agrees, tuple(steps)))
+            steps.append(
+                f"{profile.label}'s get_placeholder_str gives the same string, {theirs!r}: the "
+                "'string' chat-template content format types the placeholder vLLM's "
+                "processor expands."
+            )
+        else:
+            steps.append(
+                f"{profile.label}'s profile holds no get_placeholder_str for "
+                f"{architecture} and {modality}."
+            )
+        out.append(
+            RawPromptPlaceholder(
+                spec.name, modality, token, theirs, agrees, tuple(steps), profile.version
+            )
+        )
     return tuple(out)

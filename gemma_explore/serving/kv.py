@@ -4,9 +4,9 @@ When vLLM starts it sizes the KV cache once and logs one line::
 
     GPU KV cache size: 41,495 tokens, Maximum concurrency for 32,768 tokens per request: 1.27x
 
-That line is not ``memory / (bytes per token)``. vLLM 0.32 (``v1/core/kv_cache_utils.py``,
-``get_kv_cache_configs`` then ``get_kv_cache_capacity``) does this, and :func:`capacity`
-follows it step by step, with no vLLM import:
+That line is not ``memory / (bytes per token)``. vLLM (``get_kv_cache_configs`` then
+``get_kv_cache_capacity``; the profile's ``locations`` say in which file of each release)
+does this, and :func:`capacity` follows it step by step, with no vLLM import:
 
 1. **One spec per layer that stores KV** (``Attention.get_kv_cache_spec``). A KV-shared
    layer reads an earlier layer's cache and has no spec. Each tensor-parallel rank holds
@@ -33,7 +33,10 @@ follows it step by step, with no vLLM import:
 accept this request? :func:`start_settings` applies what vLLM decides
 before all this: the ``max_num_batched_tokens`` default of each entry point and GPU, and
 the ``disable_chunked_mm_input`` CUDA forces on Gemma 4's bidirectional-vision
-checkpoints. :func:`kv_memory_estimate` guesses the KV memory from a GPU's size.
+checkpoints. :func:`kv_memory_estimate` guesses the KV memory from a GPU's size, the way
+the release sizes its pool (the profile's ``kv_sizing``): a fixed share of the GPU less
+what profiling measures, or the extensible KV cache, which measures what is free after
+warm-up and keeps a margin.
 
 >>> import gemma_explore as ge
 >>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096)    # doctest: +SKIP
@@ -42,6 +45,7 @@ checkpoints. :func:`kv_memory_estimate` guesses the KV memory from a GPU's size.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,13 +54,13 @@ from gemma_explore.facts.families import get_family
 from gemma_explore.plans.rules import Rule
 from gemma_explore.plans.vllm import vllm_video_tokens
 from gemma_explore.serving.vllm_errors import error_named
+from gemma_explore.vllm_versions import VllmProfile, vllm_profile
 
 __all__ = [
     "KVCapacity",
     "KVGroup",
     "GPU",
     "GPUS",
-    "GPU_MEMORY_UTILIZATION",
     "KVMemoryEstimate",
     "StartSettings",
     "batch_settings",
@@ -67,12 +71,11 @@ __all__ = [
 ]
 
 GIB = 1 << 30  # vLLM's GiB_bytes
-GPU_BLOCK_SIZE = (
-    16  # CacheConfig.DEFAULT_BLOCK_SIZE (CUDA backends keep it; vLLM's CPU build uses 128)
-)
-# vLLM 0.32's default share of the GPU (CacheConfig.gpu_memory_utilization, config/cache.py;
-# 0.9 in earlier releases).
-GPU_MEMORY_UTILIZATION = 0.92
+# The extensible KV cache's margin (extensible_kv_cache.py: KV_CACHE_MARGIN_FLOOR_BYTES and
+# KV_CACHE_MARGIN_FRACTION, module constants no flag changes): on CUDA at least 1 GiB, or
+# 0.75 × the transient peak when that is more, stays free beside the peak itself.
+EXTENSIBLE_MARGIN_FLOOR_BYTES = 1 << 30
+EXTENSIBLE_MARGIN_FRACTION = 0.75
 ENTRY_POINTS = ("serve", "LLM")  # UsageContext.OPENAI_API_SERVER, UsageContext.LLM_CLASS
 # A guess for what vLLM's profiling run finds besides weights and the encoder outputs
 # (activation peak, CUDA graphs, NCCL and allocator overhead): measure yours, vLLM logs
@@ -175,7 +178,8 @@ class KVCapacity:
         return self.refusal is None
 
     def log_line(self) -> str:
-        """The start-up line as vLLM 0.32 writes it (``update_kv_cache_capacity``)."""
+        """The start-up line as vLLM writes it (``update_kv_cache_capacity``). With the
+        extensible KV cache it is logged once, after warm-up, for the measured pool."""
         return (
             f"{self.device} KV cache size: {self.num_tokens:,} tokens, Maximum concurrency for "
             f"{self.max_model_len:,} tokens per request: {self.max_concurrency:.2f}x"
@@ -411,7 +415,12 @@ def _blocks_steps(
     return steps
 
 
-_NO_MEMORY = error_named("kv-no-memory").template
+def _kv_message(name: str, profile: VllmProfile, **fields: Any) -> str:
+    """One of vLLM's two KV refusals in ``profile``'s words. Where the release's text holds
+    vLLM's own advice (``{hint}``), it is the advice for a pool of given memory: the
+    extensible KV cache is off with ``--kv-cache-memory-bytes``."""
+    hint = profile.message_templates.get("kv-memory-hint", "")
+    return error_named(name, vllm_version=profile.version).format(hint=hint, **fields)
 
 
 def _longest_that_fits(blocks: Any, bytes_per_block: int, usable: int, mml: int) -> int:
@@ -430,14 +439,14 @@ def _longest_that_fits(blocks: Any, bytes_per_block: int, usable: int, mml: int)
 
 
 def _refusal_rule(
-    blocks: Any, bytes_per_block: int, need: int, memory: int, mml: int
+    blocks: Any, bytes_per_block: int, need: int, memory: int, mml: int, profile: VllmProfile
 ) -> Rule[tuple[str, int | None] | None]:
     """vLLM's refusal to start, (its message, the longest length that fits), or None when
     one request at max_model_len fits the memory less the null block."""
     usable = memory - bytes_per_block  # BlockPool keeps one null block
     if usable <= 0:
         return Rule(
-            (_NO_MEMORY, None),
+            (_kv_message("kv-no-memory", profile), None),
             "vLLM refuses to start: the memory does not hold one block beyond the null block",
         )
     needed = bytes_per_block * need
@@ -449,8 +458,13 @@ def _refusal_rule(
         if best > 0
         else ""
     )
-    msg = error_named("kv-too-small").format(
-        max_model_len=mml, needed=_gib(needed), available=_gib(usable), estimated_msg=estimate
+    msg = _kv_message(
+        "kv-too-small",
+        profile,
+        max_model_len=mml,
+        needed=_gib(needed),
+        available=_gib(usable),
+        estimated_msg=estimate,
     )
     return Rule(
         (msg, best),
@@ -551,7 +565,8 @@ def capacity(
         max_model_len=mml,
         device=device,
     )
-    refusal = _refusal_rule(blocks, bytes_per_block, need, kv_cache_memory_bytes, mml)
+    profile = _profile_of(plan, None)
+    refusal = _refusal_rule(blocks, bytes_per_block, need, kv_cache_memory_bytes, mml, profile)
     if refusal.value is not None:
         msg, best = refusal.value
         return KVCapacity(
@@ -573,59 +588,158 @@ def capacity(
 
 @dataclass(frozen=True)
 class KVMemoryEstimate:
-    """An estimate of vLLM's "Available KV cache memory" on one GPU. vLLM measures the
-    activation peak by profiling on the device; this only guesses it."""
+    """An estimate of the KV pool vLLM will size on one GPU, by the release's own rule.
+
+    vLLM measures what this guesses (the activation peak, the CUDA-graph pool, what the
+    driver and libraries hold); ``steps`` say which numbers are measured at start-up and
+    which are the plan's estimate.
+    """
 
     gpu_memory_bytes: int
+    # The share of the GPU vLLM may use: yours, else the release's default (the
+    # extensible KV cache resolves an unset value to 1.0).
     gpu_memory_utilization: float
-    requested_bytes: int  # gpu_memory_bytes × gpu_memory_utilization
+    requested_bytes: int  # ceil(gpu_memory_bytes × gpu_memory_utilization): vLLM's budget
     weights_bytes: int  # this rank's share of the weights
     encoder_cache_bytes: int  # encoder outputs the profiling run keeps
     activation_bytes: int  # the guessed activation peak, CUDA graphs and overhead
     kv_cache_memory_bytes: int  # what is left for the KV cache (0 if nothing)
+    # "utilization" (a share of the GPU less what profiling measures) or "extensible"
+    # (free memory measured after warm-up, less a margin and the transient peak).
+    sizing: str = "utilization"
+    margin_bytes: int = 0  # extensible: max(1 GiB, 0.75 × the transient peak), kept free
+    vllm_version: str = ""  # the release whose rule this follows
     steps: tuple[str, ...] = field(default=(), compare=False)
+
+
+def _extensible_kv_bytes(
+    *,
+    free_at_start: int,
+    non_kv: int,
+    requested: int,
+    transient_peak: int,
+) -> tuple[int, int]:
+    """The extensible KV cache's budget after warm-up (``measure_kv_cache_bytes``), on an
+    idle GPU whose blocks warm-up shrank back to none: (KV bytes, margin).
+
+    The pool gets what is left of the budget once everything else is resident, capped by
+    the free memory less a margin, and the transient peak is then kept free in full.
+
+    >>> _extensible_kv_bytes(free_at_start=80 << 30, non_kv=10 << 30, requested=80 << 30,
+    ...                      transient_peak=2 << 30)[0] / 2**30
+    66.5
+    """
+    free_after_warmup = free_at_start - non_kv
+    margin = max(EXTENSIBLE_MARGIN_FLOOR_BYTES, int(transient_peak * EXTENSIBLE_MARGIN_FRACTION))
+    available = min(requested - non_kv, free_after_warmup - margin) - transient_peak
+    return max(available, 0), margin
 
 
 def kv_memory_estimate(
     plan: Any,
     *,
     gpu_memory_bytes: int,
-    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+    gpu_memory_utilization: float | None = None,
     tensor_parallel_size: int = 1,
     activation_bytes: int = ACTIVATION_ALLOWANCE_BYTES,
+    vllm_version: str | None = None,
 ) -> KVMemoryEstimate:
-    """Estimate the KV memory vLLM will find on each GPU: the requested share of the GPU
-    less this rank's weights, the encoder outputs and ``activation_bytes`` (a guess: vLLM
-    profiles the real peak on the device and logs "Available KV cache memory").
+    """Estimate the KV memory vLLM will find on each GPU, by the plan's vLLM release (or
+    ``vllm_version``):
+
+    - **a share of the GPU** (``kv_sizing == "utilization"``): ``ceil(GPU ×
+      gpu_memory_utilization)`` (default 0.92) less this rank's weights, the encoder
+      outputs and ``activation_bytes``. vLLM profiles the real peak and logs "Available KV
+      cache memory".
+    - **the extensible KV cache** (``"extensible"``, the default on CUDA and ROCm unless
+      ``--kv-cache-memory-bytes``, ``--num-gpu-blocks-override`` or
+      ``--no-enable-extensible-kv-cache``): an unset utilization resolves to 1.0; after
+      warm-up and CUDA-graph capture vLLM measures the free memory and keeps
+      ``max(1 GiB, 0.75 × the transient peak)`` plus the peak itself out of the pool. It
+      logs "Memory after warm-up: …" and then the KV cache size, once.
+
+    ``activation_bytes`` (2 GiB) stands for the transient peak, the CUDA-graph pool and
+    the driver's share: a guess either way, which the steps say.
 
     >>> kv_memory_estimate(plan, gpu_memory_bytes=80 * 2**30).kv_cache_memory_bytes  # doctest: +SKIP
     """
-    if not 0 < gpu_memory_utilization <= 1:
-        raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}.")
+    profile = _profile_of(plan, vllm_version)
+    util = gpu_memory_utilization
+    extensible = profile.kv_sizing == "extensible"
+    if util is None:
+        util = 1.0 if extensible else float(profile.gpu_memory_utilization or 1.0)
+    if not 0 < util <= 1:
+        raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {util}.")
     tp = int(tensor_parallel_size)
-    requested = int(gpu_memory_bytes * gpu_memory_utilization)
+    requested = math.ceil(gpu_memory_bytes * util)  # vLLM's request_memory
     weights = _cdiv(plan.weights_bytes, tp)
     enc = plan.encoder_cache_bytes
-    left = max(requested - weights - enc - activation_bytes, 0)
-    steps = (
-        f"requested: {_gib(gpu_memory_bytes)} GiB × gpu_memory_utilization "
-        f"{gpu_memory_utilization} = {_gib(requested)} GiB",
+    asked = "yours" if gpu_memory_utilization is not None else "the default"
+    head = [
+        f"{profile.label}: requested {_gib(gpu_memory_bytes)} GiB × gpu_memory_utilization "
+        f"{util:g} ({asked}) = {_gib(requested)} GiB",
         f"weights: {_gib(plan.weights_bytes)} GiB / TP {tp} = {_gib(weights)} GiB per GPU",
         f"encoder outputs ({plan.encoder_cache_size} tokens at the text width): {_gib(enc)} GiB",
-        f"activation peak, CUDA graphs, overhead: {_gib(activation_bytes)} GiB (a guess: vLLM "
-        "profiles it on the device)",
-        f"KV cache ≈ {_gib(left)} GiB (an estimate; read vLLM's 'Available KV cache memory')",
+    ]
+    if not extensible:
+        left = max(requested - weights - enc - activation_bytes, 0)
+        steps = [
+            *head,
+            f"activation peak, CUDA graphs, overhead: {_gib(activation_bytes)} GiB (a guess: "
+            "vLLM profiles it on the device)",
+            f"KV cache ≈ {_gib(left)} GiB = requested − weights − encoder outputs − activations "
+            "(an estimate; read vLLM's 'Available KV cache memory')",
+        ]
+        return KVMemoryEstimate(
+            gpu_memory_bytes, util, requested, weights, enc, activation_bytes, left,
+            "utilization", 0, profile.version, tuple(steps),
+        )  # fmt: skip
+    return _extensible_estimate(profile, gpu_memory_bytes, util, requested, weights, enc,
+                                activation_bytes, head)  # fmt: skip
+
+
+def _extensible_estimate(
+    profile: VllmProfile,
+    gpu_memory_bytes: int,
+    util: float,
+    requested: int,
+    weights: int,
+    enc: int,
+    activation_bytes: int,
+    head: list[str],
+) -> KVMemoryEstimate:
+    """The estimate under the extensible KV cache, with what vLLM measures instead."""
+    left, margin = _extensible_kv_bytes(
+        free_at_start=gpu_memory_bytes,
+        non_kv=weights + enc,
+        requested=requested,
+        transient_peak=activation_bytes,
     )
+    steps = [
+        f"{profile.label} sizes the pool with the extensible KV cache (on CUDA and ROCm unless "
+        "--kv-cache-memory-bytes, --num-gpu-blocks-override or "
+        "--no-enable-extensible-kv-cache): it measures free memory after warm-up and "
+        "CUDA-graph capture",
+        *head,
+        f"transient peak and CUDA graphs: {_gib(activation_bytes)} GiB (a guess: vLLM measures "
+        "both during warm-up), kept free in full",
+        f"margin: max(1 GiB, 0.75 × the peak) = {_gib(margin)} GiB, also kept free",
+        f"KV cache ≈ {_gib(left)} GiB = min(requested − resident, free after warm-up − margin)"
+        " − peak, on an idle GPU (an estimate; vLLM logs 'Memory after warmup: …' and the "
+        "measured size)",
+    ]
     return KVMemoryEstimate(
-        gpu_memory_bytes,
-        gpu_memory_utilization,
-        requested,
-        weights,
-        enc,
-        activation_bytes,
-        left,
-        steps,
-    )
+        gpu_memory_bytes, util, requested, weights, enc, activation_bytes, left,
+        "extensible", margin, profile.version, tuple(steps),
+    )  # fmt: skip
+
+
+def _profile_of(plan: Any, vllm_version: str | None) -> VllmProfile:
+    """``vllm_version``'s profile, else the plan's (a plan carries the release it used)."""
+    if vllm_version is not None:
+        return vllm_profile(vllm_version)
+    own = getattr(plan, "vllm", None)
+    return own if isinstance(own, VllmProfile) else vllm_profile(None)
 
 
 # ----------------------------------------------------------------------- start-up settings
@@ -644,32 +758,26 @@ class StartSettings:
 
 
 def _batch_defaults(
-    gpu_memory_bytes: int, gpu_name: str, platform: str, world: int
+    profile: VllmProfile,
+    gpu_memory_bytes: int,
+    gpu_name: str,
+    platform: str,
+    world: int,
+    capability: tuple[int, int] | None = None,
 ) -> tuple[dict[str, int], dict[str, int], str]:
     """``EngineArgs.get_batch_defaults``: (max_num_batched_tokens, max_num_seqs) per entry
-    point, and why."""
+    point, and why: the release's tiers (``profile.batch_tiers``) on CUDA."""
     if platform == "cpu":
         return (
             {"LLM": 4096 * world, "serve": 2048 * world},
             {"LLM": 256 * world, "serve": 128 * world},
             f"vLLM's CPU platform scales its defaults by the {world} rank(s)",
         )
-    if gpu_memory_bytes >= 160 * GIB:
-        return (
-            {"LLM": 16384, "serve": 16384},
-            {"LLM": 1024, "serve": 1024},
-            "a GPU with ≥ 160 GiB (B200-class) gets the largest defaults",
-        )
-    if gpu_memory_bytes >= 70 * GIB and "a100" not in gpu_name.lower():
-        return (
-            {"LLM": 16384, "serve": 8192},
-            {"LLM": 1024, "serve": 1024},
-            "a GPU with ≥ 70 GiB that is not an A100 (H100/H200-class)",
-        )
+    tier = profile.batch_tier(gpu_memory_bytes, gpu_name, capability)
     return (
-        {"LLM": 8192, "serve": 2048},
-        {"LLM": 256, "serve": 256},
-        "a GPU under 70 GiB, or an A100",
+        {"LLM": tier.llm_batch, "serve": tier.serve_batch},
+        {"LLM": tier.llm_seqs, "serve": tier.serve_seqs},
+        f"{tier.name} ({profile.label}'s tiers)",
     )
 
 
@@ -723,7 +831,9 @@ class GPU:
     (what ``EngineArgs.get_batch_defaults`` reads), and its compute capability."""
 
     device_name: str  # torch.cuda.get_device_name, as vLLM's CudaPlatform returns it
-    memory_mib: int  # total memory as nvidia-smi lists it (torch's total_memory / 2**20)
+    # Total memory as NVML (nvidia-smi) lists it, what get_batch_defaults reads. torch's
+    # total, which vLLM's memory budget multiplies, is about 0.5 GiB less on an H100.
+    memory_mib: int
     capability: tuple[int, int]  # (major, minor)
 
     @property
@@ -740,13 +850,18 @@ GPUS: dict[str, GPU] = {
     "H100 80GB": GPU("NVIDIA H100 80GB HBM3", 81559, (9, 0)),
     "H200": GPU("NVIDIA H200", 143771, (9, 0)),
     "B200": GPU("NVIDIA B200", 183359, (10, 0)),
+    # DGX Spark: 128 GB shared with the CPU; the tiers single it out by its capability.
+    "GB10": GPU("NVIDIA GB10", 122070, (12, 1)),  # 128 GB
 }
 
 
-def cuda_block_size(plan: Any, gpu: GPU | None, kv_dtype_bytes: int) -> Rule[int]:
-    """The KV block vLLM 0.32 picks on CUDA when none is given, with the reason.
+def cuda_block_size(
+    plan: Any, gpu: GPU | None, kv_dtype_bytes: int, *, vllm_version: str | None = None
+) -> Rule[int]:
+    """The KV block vLLM picks on CUDA when none is given, with the reason.
 
-    ``CacheConfig`` starts at 16 and the chosen attention backend may raise it
+    ``CacheConfig`` starts at the release's ``DEFAULT_BLOCK_SIZE`` (the profile's
+    ``default_block_size``) and the chosen attention backend may raise it
     (``Platform.update_block_size_for_backend`` → ``get_preferred_block_size``):
 
     - Hopper (9.x) with FP8 KV and 512-wide heads (Gemma 4's full layers):
@@ -754,24 +869,31 @@ def cuda_block_size(plan: Any, gpu: GPU | None, kv_dtype_bytes: int) -> Rule[int
       (``FlashAttentionBackend._get_sm90_fa4_fp8_kv_block_size``);
     - Blackwell (10.x) with ``use_bidirectional_attention="vision"`` (the 26B-A4B, 31B
       and 12B): the ``TRITON_FLASHINFER`` composite backend has one kernel block, 64;
-    - otherwise 16 (FlashAttention, FlashInfer and Triton all take a multiple of 16).
+    - otherwise the default (FlashAttention, FlashInfer and Triton all keep it).
 
     Both 64s assume vLLM's CUDA wheel with FlashAttention 4 and FlashInfer; without them
-    vLLM falls back to Triton at 16. ``plan`` needs ``layers`` and
-    ``use_bidirectional_attention`` (a ServingModel or a plan's model).
+    vLLM falls back to Triton. ``plan`` needs ``layers`` and
+    ``use_bidirectional_attention`` (a ServingModel or a plan's model), and may carry the
+    release (``plan.vllm``); ``vllm_version`` names another.
 
     >>> from types import SimpleNamespace as N
+    >>> from gemma_explore.vllm_versions import SUPPORTED  # the oldest and newest release
     >>> m = N(layers=[N(head_dim=512)], use_bidirectional_attention="vision")
-    >>> cuda_block_size(m, GPUS["H100 80GB"], 1).value, cuda_block_size(m, GPUS["L4"], 1).value
-    (64, 16)
+    >>> cuda_block_size(m, GPUS["H100 80GB"], 1, vllm_version=SUPPORTED[0]).value
+    64
+    >>> [cuda_block_size(m, GPUS["L4"], 2, vllm_version=v).value for v in SUPPORTED[::2]]
+    [16, 64]
     """
+    profile = _profile_of(plan, vllm_version)
+    default = profile.default_block_size
     widest = max((la.head_dim for la in plan.layers), default=0)
     major = None if gpu is None else gpu.capability[0]
     if major == 9 and kv_dtype_bytes == 1 and widest == 512:
         return Rule(
-            64,
-            "block_size 64: on Hopper with FP8 KV, FlashAttention 4's kernel for the 512-wide "
-            "heads pages 64 tokens (vLLM logs 'Setting kv cache block size to 64')",
+            max(default, 64),
+            f"block_size {max(default, 64)}: on Hopper with FP8 KV, FlashAttention 4's kernel "
+            "for the 512-wide heads pages 64 tokens"
+            + (" (vLLM logs 'Setting kv cache block size to 64')" if default < 64 else ""),
         )
     if major == 10 and plan.use_bidirectional_attention == "vision":
         return Rule(
@@ -781,8 +903,8 @@ def cuda_block_size(plan: Any, gpu: GPU | None, kv_dtype_bytes: int) -> Rule[int
         )
     where = "this GPU" if gpu is not None else "an unnamed GPU (the rule needs its name)"
     return Rule(
-        GPU_BLOCK_SIZE,
-        f"block_size {GPU_BLOCK_SIZE} (CacheConfig.DEFAULT_BLOCK_SIZE, which the "
+        default,
+        f"block_size {default} ({profile.label}'s CacheConfig.DEFAULT_BLOCK_SIZE, which the "
         f"attention backend vLLM picks on {where} keeps; vLLM logs 'Setting kv cache "
         "block size to N' when it differs: then pass block_size=N)",
     )
@@ -803,6 +925,36 @@ def gpu_named(name: str) -> GPU:
     )
 
 
+def _default_batch_tokens(
+    default: tuple[int, str],
+    max_model_len: int,
+    seq_default: int,
+    chunked: bool,
+    prefix_items: dict[str, int],
+) -> tuple[int, list[str]]:
+    """vLLM's ``max_num_batched_tokens`` when you give none: the entry point's default,
+    raised to ``max_model_len`` without chunked prefill and to the largest item of a
+    prefix-LM model (``prefix_items``: every modality it supports), capped at
+    ``max_num_seqs × max_model_len``."""
+    mnbt, why = default
+    steps = [f"max_num_batched_tokens: {why}"]
+    if not chunked:
+        mnbt = max(max_model_len, mnbt)
+        steps.append(f"chunked prefill off: raised to max_model_len → {mnbt}")
+    largest_any = max(prefix_items.values(), default=0)
+    if largest_any > mnbt:
+        top = max(prefix_items, key=prefix_items.__getitem__)
+        steps.append(
+            f"raised to {largest_any}: images attend both ways (use_bidirectional_attention="
+            f"'vision'), so one {top} item must fit one batch (vLLM counts every modality "
+            "the model supports, even one limited to 0)"
+        )
+        mnbt = largest_any
+    if seq_default * max_model_len < mnbt:
+        steps.append(f"capped at max_num_seqs × max_model_len = {seq_default * max_model_len}")
+    return min(seq_default * max_model_len, mnbt), steps
+
+
 def batch_settings(
     *,
     entry_point: str,
@@ -817,50 +969,48 @@ def batch_settings(
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
     enable_chunked_prefill: bool = True,
+    gpu_capability: tuple[int, int] | None = None,
+    vllm_version: str | None = None,
 ) -> StartSettings:
     """``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` for one entry point
     and GPU, and on CUDA the forced ``disable_chunked_mm_input`` of a prefix-LM model
     (``prefix_lm``: images attend both ways). ``item_tokens``: the worst case per item of
     every modality the model supports (vLLM raises the batch to the largest);
-    ``largest_item``: the largest of the modalities whose limit is above 0. The one source
+    ``largest_item``: the largest of the modalities whose limit is above 0;
+    ``gpu_capability``: (major, minor), which some releases' tiers read. The one source
     of the start-up defaults: :func:`start_settings` and ``plan_serving`` call it.
 
     >>> batch_settings(entry_point="serve", gpu_memory_bytes=24 << 30, max_model_len=8192
     ...               ).max_num_batched_tokens
     2048
+    >>> from gemma_explore.vllm_versions import SUPPORTED  # the oldest and newest release
+    >>> gb10 = dict(gpu_memory_bytes=GPUS["GB10"].memory_bytes, gpu_capability=(12, 1))
+    >>> [batch_settings(entry_point="serve", max_model_len=8192, vllm_version=v, **gb10
+    ...                 ).max_num_batched_tokens for v in (SUPPORTED[0], SUPPORTED[-1])]
+    [8192, 2048]
     """
     if entry_point not in ENTRY_POINTS:
         raise ValueError(f"entry_point must be one of {list(ENTRY_POINTS)}, got {entry_point!r}.")
     if platform not in ("cuda", "cpu"):
         raise ValueError(f"platform must be 'cuda' or 'cpu', got {platform!r}.")
     items = dict(item_tokens or {})
-    largest_any = max(items.values(), default=0)
     world = int(tensor_parallel_size)
-    defaults, seqs_defaults, why = _batch_defaults(gpu_memory_bytes, gpu_name, platform, world)
+    profile = vllm_profile(vllm_version)
+    defaults, seqs_defaults, why = _batch_defaults(
+        profile, gpu_memory_bytes, gpu_name, platform, world, gpu_capability
+    )
     name = "vllm serve" if entry_point == "serve" else "LLM(...)"
-    steps: list[str] = []
     prefix_lm = prefix_lm and bool(items)
-    mnbt, seqs = max_num_batched_tokens, max_num_seqs
-    if mnbt is None:
-        mnbt = defaults[entry_point]
-        steps.append(f"max_num_batched_tokens: {name} defaults to {mnbt} on {why}")
-        if not enable_chunked_prefill:
-            mnbt = max(max_model_len, mnbt)
-            steps.append(f"chunked prefill off: raised to max_model_len → {mnbt}")
-        if prefix_lm and largest_any > mnbt:
-            top = max(items, key=items.__getitem__)
-            steps.append(
-                f"raised to {largest_any}: images attend both ways (use_bidirectional_attention="
-                f"'vision'), so one {top} item must fit one batch (vLLM counts every modality "
-                "the model supports, even one limited to 0)"
-            )
-            mnbt = largest_any
+    seqs = max_num_seqs
+    if max_num_batched_tokens is None:
         seq_default = max_num_seqs if max_num_seqs is not None else seqs_defaults[entry_point]
-        if seq_default * max_model_len < mnbt:
-            steps.append(f"capped at max_num_seqs × max_model_len = {seq_default * max_model_len}")
-        mnbt = min(seq_default * max_model_len, mnbt)
+        default = (defaults[entry_point], f"{name} defaults to {defaults[entry_point]} on {why}")
+        mnbt, steps = _default_batch_tokens(
+            default, max_model_len, seq_default, enable_chunked_prefill, items if prefix_lm else {}
+        )
     else:
-        steps.append(f"max_num_batched_tokens={mnbt}: yours (no default applied)")
+        mnbt = max_num_batched_tokens
+        steps = [f"max_num_batched_tokens={mnbt}: yours (no default applied)"]
     if seqs is None:
         seqs = min(seqs_defaults[entry_point], mnbt)
         steps.append(
@@ -889,6 +1039,7 @@ def start_settings(
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
     enable_chunked_prefill: bool = True,
+    gpu_capability: tuple[int, int] | None = None,
 ) -> StartSettings:
     """What vLLM sets before it sizes anything: the defaults of ``vllm serve`` or
     ``LLM(...)`` on this GPU (``engine/arg_utils.py``) for the values you leave out, and,
@@ -914,4 +1065,6 @@ def start_settings(
         max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs,
         enable_chunked_prefill=enable_chunked_prefill,
+        gpu_capability=gpu_capability,
+        vllm_version=_profile_of(plan, None).version,
     )

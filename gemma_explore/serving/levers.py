@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gemma_explore.serving.kv import GIB, GPU_MEMORY_UTILIZATION, capacity, kv_memory_estimate
+from gemma_explore.serving.kv import GIB, capacity, kv_memory_estimate
 from gemma_explore.serving.plan import ServingPlan, plan_serving
 
 __all__ = ["Lever", "levers"]
@@ -187,7 +187,7 @@ def levers(
     *,
     kv_cache_memory_bytes: int | None = None,
     gpu_memory_gib: float | None = None,
-    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+    gpu_memory_utilization: float | None = None,
 ) -> tuple[Lever, ...]:
     """The settings that raise this plan's maximum concurrency by 1 % or more, each computed
     by re-planning and re-sizing vLLM's KV pool: those for the same GPU first, the largest
@@ -196,7 +196,8 @@ def levers(
     ``kv_cache_memory_bytes``: the KV memory per GPU (vLLM's "Available KV cache memory");
     else estimated for the plan's GPU (``gpu_memory_gib`` overrides it) with
     :func:`~gemma_explore.serving.kv.kv_memory_estimate`, again for each re-planned engine
-    (its weights and encoder cache change the room left).
+    (its weights and encoder cache change the room left), by the plan's vLLM release
+    (``gpu_memory_utilization`` None: that release's default).
 
     >>> [round(x.gain, 2) for x in levers(plan, kv_cache_memory_bytes=2**28)][:1]  # doctest: +SKIP
     """

@@ -46,16 +46,16 @@ from gemma_explore.plans.vllm import (
 )
 from gemma_explore.serving.caches import SERVING_MODELS
 from gemma_explore.serving.dummy_inputs import DummyInputs, vllm_dummy_inputs
-from gemma_explore.serving.kv import GPU_MEMORY_UTILIZATION
 from gemma_explore.serving.model import KVLayer, ServingModel, kv_layers, serving_model
 from gemma_explore.serving.vllm_errors import error_named
 from gemma_explore.sizes import size_label
 from gemma_explore.tables import Table
+from gemma_explore.vllm_versions import VllmProfile, vllm_profile
 
 if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
     from gemma_explore.serving.admission import AdmitResult, Request
-    from gemma_explore.serving.kv import KVCapacity
+    from gemma_explore.serving.kv import KVCapacity, KVMemoryEstimate
     from gemma_explore.serving.processor_cache import ProcessorCache
 
 __all__ = [
@@ -121,7 +121,7 @@ class MemoryFit:
     """
 
     gpu_memory_gib: float  # the GPU's memory: the question the page asks of the user
-    gpu_memory_utilization: float  # vLLM's share of it (its default 0.92, CacheConfig)
+    gpu_memory_utilization: float  # vLLM's share of it (the release's default: plan.vllm)
     weights_bytes: int  # loaded once per engine
     kv_bytes: int  # one max_model_len request: vLLM refuses to start without room for it
     encoder_cache_bytes: int  # the multimodal embeddings' cache, reserved at start-up
@@ -196,7 +196,15 @@ class ServingPlan:
     async_scheduling: bool = True  # two batches in flight (VllmConfig's default on CUDA)
     disable_chunked_mm_input: bool = False  # forced on CUDA for prefix-LM (Gemma 4) models
     enable_chunked_prefill: bool = True
+    # The vLLM release whose rules the plan follows (vllm_profile: the installed one, the
+    # one asked for, else the newest), with why in its chosen_because.
+    vllm: VllmProfile = field(default_factory=lambda: vllm_profile(None), compare=False, repr=False)
     steps: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def vllm_version(self) -> str:
+        """The release whose rules answered (a key of ``vllm_versions.PROFILES``)."""
+        return self.vllm.version
 
     # -- KV --------------------------------------------------------------------------
     @property
@@ -253,17 +261,20 @@ class ServingPlan:
     def memory_fit(
         self,
         gpu_memory_gib: float | None = None,
-        gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+        gpu_memory_utilization: float | None = None,
     ) -> MemoryFit:
         """This engine's start-up memory against a GPU (the serving chart and the demo's
         verdict read this one value). ``gpu_memory_gib`` defaults to the plan's GPU (80
-        when the plan names none).
+        when the plan names none); ``gpu_memory_utilization`` to the release's default
+        (1.0 where the extensible KV cache sizes the pool from measured memory).
 
         >>> plan.memory_fit(24, 0.9).fits                  # doctest: +SKIP
         True
         """
         if gpu_memory_gib is None:
             gpu_memory_gib = (self.gpu_memory_bytes or 80 * _GIB) / _GIB
+        if gpu_memory_utilization is None:
+            gpu_memory_utilization = self.vllm.gpu_memory_utilization or 1.0
         return MemoryFit(
             float(gpu_memory_gib),
             float(gpu_memory_utilization),
@@ -304,6 +315,23 @@ class ServingPlan:
         from gemma_explore.serving.kv import capacity
 
         return capacity(self, kv_cache_memory_bytes=kv_cache_memory_bytes, **kwargs)
+
+    def kv_memory(self, **kwargs: Any) -> KVMemoryEstimate:
+        """The KV memory this plan's release will find on the plan's GPU (80 GiB when it
+        names none), estimated by that release's rule
+        (:func:`gemma_explore.serving.kv.kv_memory_estimate`: ``gpu_memory_utilization``,
+        ``tensor_parallel_size``, ``activation_bytes``).
+
+        >>> from gemma_explore.vllm_versions import SUPPORTED  # oldest and newest release
+        >>> a, b = (plan_serving("tiny-gemma4", gpu="H100 80GB", vllm_version=v).kv_memory()
+        ...         for v in (SUPPORTED[0], SUPPORTED[-1]))
+        >>> a.sizing, b.sizing, b.kv_cache_memory_bytes > a.kv_cache_memory_bytes
+        ('utilization', 'extensible', True)
+        """
+        from gemma_explore.serving.kv import kv_memory_estimate
+
+        memory = self.gpu_memory_bytes or 80 * _GIB
+        return kv_memory_estimate(self, gpu_memory_bytes=memory, **kwargs)
 
     def processor_cache(self, mm_processor_cache_gb: float = 4.0) -> ProcessorCache:
         """What vLLM's ``--mm-processor-cache-gb`` (default 4) holds for this plan's items,
@@ -485,6 +513,33 @@ def _kv_dtype(kv_cache_dtype: str | None, dtype: str) -> str:
     return str(dtype if kv_cache_dtype in (None, "auto") else kv_cache_dtype)
 
 
+# The canonical name of each dtype spelling (what vLLM's ModelConfig.dtype prints).
+_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32"}
+
+
+def _require_kv_dtype(profile: VllmProfile, dtype: str, kv_cache_dtype: str | None) -> str:
+    """A release that refuses an explicit float16/bfloat16 KV dtype unlike the model's
+    (``VllmConfig._reject_mismatched_float_kv_cache``) raises its own words here; the step
+    says what the KV cache stores."""
+    model = _DTYPE_NAMES.get(str(dtype), str(dtype))
+    kv = None if kv_cache_dtype in (None, "auto") else str(kv_cache_dtype)
+    if kv is None:
+        return ""
+    if kv in ("float16", "bfloat16") and kv != model:
+        if profile.refuses_kv_dtype_mismatch:
+            allowed = f"`auto` or `{model}`" if model in ("float16", "bfloat16") else "`auto`"
+            raise ValueError(
+                error_named("kv-dtype-mismatch", vllm_version=profile.version).format(
+                    cache_dtype=kv, model_dtype=model, allowed=allowed
+                )
+            )
+        return (
+            f"kv_cache_dtype={kv} on a {model} model: {profile.label} starts and stores KV as "
+            f"{kv} (later releases refuse a float KV dtype unlike the model's)"
+        )
+    return ""
+
+
 def _require_engine_args(
     spec: Any, max_model_len: int, max_soft_tokens: int | None, dtypes: Sequence[str]
 ) -> None:
@@ -609,7 +664,7 @@ def _model_length_check(model: ServingModel, max_model_len: int) -> None:
     ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set), before anything is loaded."""
     derived = model.max_position_embeddings
     if derived is not None and max_model_len > derived:
-        # vLLM 0.32 prints the derived length as a float for every Gemma config ("…=8192.0";
+        # vLLM prints the derived length as a float for every Gemma config ("…=8192.0";
         # tests/serving/test_vllm_errors.py holds the text to ModelConfig's own).
         shown = float(derived)
         raise ValueError(
@@ -720,7 +775,11 @@ def _kv_rule(model: ServingModel, kv_bytes: int) -> Rule[tuple[int, int]]:
 
 
 def _weights_rule(
-    model: ServingModel, w_bytes: int, limits: dict[str, int] | None = None, mnbt: int | None = None
+    model: ServingModel,
+    w_bytes: int,
+    limits: dict[str, int] | None = None,
+    mnbt: int | None = None,
+    vllm_version: str | None = None,
 ) -> Rule[int]:
     """The weights in bytes as vLLM allocates them (:func:`~gemma_explore.serving.weights.
     vllm_loaded_weights`: towers skipped at limit 0, the k_eq_v value shards, FP8's bf16
@@ -753,6 +812,7 @@ def _weights_rule(
             quantization="fp8" if w_bytes == 1 else None,
             dtype_bytes=max(w_bytes, 2),
             max_num_batched_tokens=mnbt,
+            vllm_version=vllm_version,
         )
     except (ValueError, OSError, ImportError) as exc:
         return Rule(model.num_parameters * w_bytes, f"{text}; not vLLM's loaded count ({exc})")
@@ -766,6 +826,7 @@ class _Device:
     name: str | None  # vLLM's device name; "" for a bare memory size
     memory_bytes: int | None
     entry_point: str | None
+    capability: tuple[int, int] | None = None  # (major, minor) of a named GPU
 
 
 def _device_rule(
@@ -797,7 +858,7 @@ def _device_rule(
     name = named.device_name if named else ""
     what = f"{name} ({memory / GIB:.2f} GiB)" if name else f"a GPU of {memory / GIB:.2f} GiB"
     return Rule(
-        _Device(name, memory, entry),
+        _Device(name, memory, entry, named.capability if named else None),
         f"defaults of {'vllm serve' if entry == 'serve' else 'LLM(...)'} on {what}"
         + ("" if gpu is not None or gpu_memory_gib is not None else " (no gpu= given)"),
     )
@@ -826,6 +887,7 @@ def _settings_rule(
     tokens: dict[str, int],
     budget_frames: tuple[int | None, int | None],
     asked: tuple[int | None, int | None, bool | None, bool],
+    profile: VllmProfile,
 ) -> Rule[tuple[int, int, bool]]:
     """(max_num_batched_tokens, max_num_seqs, disable_chunked_mm_input): vLLM's defaults
     for the device and entry point (``kv.batch_settings``), yours where given. ``tokens``:
@@ -860,6 +922,8 @@ def _settings_rule(
         max_num_batched_tokens=mnbt,
         max_num_seqs=seqs,
         enable_chunked_prefill=chunked,
+        gpu_capability=device.capability,
+        vllm_version=profile.version,
     )
     forced = st.disable_chunked_mm_input or bool(whole)
     return Rule((st.max_num_batched_tokens, st.max_num_seqs, forced), "; ".join(st.steps))
@@ -871,12 +935,13 @@ def _engine_rule(
     device: _Device,
     model: ServingModel,
     kv_bytes: int,
+    profile: VllmProfile,
 ) -> Rule[tuple[bool, int]]:
     """(async scheduling, KV block size): yours, else CUDA's defaults on this GPU."""
-    from gemma_explore.serving.kv import GPU_BLOCK_SIZE, GPUS, cuda_block_size
+    from gemma_explore.serving.kv import GPUS, cuda_block_size
 
     sync = True if async_scheduling is None else bool(async_scheduling)
-    bs = int(block_size) if block_size is not None else GPU_BLOCK_SIZE
+    bs = int(block_size) if block_size is not None else profile.default_block_size
     if bs < 1 or bs % 16:  # CacheConfig's gt=0; every CUDA backend's MultipleOf(16)
         raise ValueError(
             f"block_size={bs}: vLLM's attention backends take a multiple of 16 (they answer "
@@ -893,7 +958,7 @@ def _engine_rule(
         )
     if block_size is None:
         gpu = next((g for g in GPUS.values() if g.device_name == device.name), None)
-        chosen = cuda_block_size(model, gpu, kv_bytes)
+        chosen = cuda_block_size(model, gpu, kv_bytes, vllm_version=profile.version)
         bs = chosen.value
         why.append(chosen.step)
     return Rule((sync, bs), "; ".join(why))
@@ -932,6 +997,17 @@ def _items_fields(items: dict[str, Rule[tuple[int, int]]]) -> dict[str, Any]:
     )
 
 
+def _bytes_fields(w_bytes: int, kv_bytes: int, kv: tuple[int, int], weights: int) -> dict[str, Any]:
+    """The plan's fields in bytes: per weight, per KV element, KV per token, the weights."""
+    return dict(
+        dtype_bytes=w_bytes,
+        kv_dtype_bytes=kv_bytes,
+        kv_bytes_per_token_full=kv[0],
+        kv_bytes_per_token_sliding=kv[1],
+        weights_bytes=weights,
+    )
+
+
 def _device_fields(device: _Device, engine: tuple[bool, int]) -> dict[str, Any]:
     """The plan's fields that say where its defaults came from."""
     return dict(
@@ -961,6 +1037,7 @@ def plan_serving(
     dtype: str = "bfloat16",
     kv_cache_dtype: str | None = None,
     block_size: int | None = None,
+    vllm_version: str | None = None,
 ) -> ServingPlan:
     """What vLLM reserves at start-up for these engine arguments, and why.
 
@@ -971,33 +1048,35 @@ def plan_serving(
     size), each a step with its reason; values you give win. With none of the three: fixed
     defaults (8192, 8192, 256), said in the steps. ``limit_mm_per_prompt``: modality →
     count, or a dict with ``count`` (and video's ``num_frames``); one left out counts 999.
-    ``dtype`` sizes the weights, ``kv_cache_dtype`` the KV cache (default: ``dtype``).
+    ``dtype`` sizes the weights, ``kv_cache_dtype`` the KV cache (default: ``dtype``);
+    ``vllm_version`` the release whose rules apply (the installed one, else the newest).
 
     >>> plan = plan_serving("tiny-gemma4", gpu="L4")
     >>> plan.max_num_batched_tokens, plan.max_num_seqs
     (2048, 256)
     """
-    model = model_or_bundle if isinstance(model_or_bundle, ServingModel) else None
-    model = model or _cached(model_or_bundle)
+    profile, model = vllm_profile(vllm_version), _serving_model_of(model_or_bundle)
     device = _device_rule(gpu, gpu_memory_gib, entry_point)
     length = _length_rule(model, max_model_len, device.value)
     mml = int(length.value)
     _require_engine_args(model.spec, mml, max_soft_tokens, (dtype, kv_cache_dtype))
+    kv_dtype_step = _require_kv_dtype(profile, dtype, kv_cache_dtype)
     counts, frames = _limits(limit_mm_per_prompt, num_frames)
     limits = _active_rule(model, counts)
     active = [m for m in model.modalities if limits.value[m] > 0]
     tokens = _per_item_rule(model, active, max_soft_tokens, frames)
     asked = (max_num_batched_tokens, max_num_seqs, disable_chunked_mm_input, enable_chunked_prefill)
-    bf = (max_soft_tokens, frames)
-    settings = _settings_rule(model, device.value, mml, tokens.value, bf, asked)
+    bf = (max_soft_tokens, frames)  # the image budget and video frames
+    settings = _settings_rule(model, device.value, mml, tokens.value, bf, asked, profile)
     mnbt, seqs, whole = settings.value
     w_bytes, kv_bytes = _DTYPE_BYTES[str(dtype)], _DTYPE_BYTES[_kv_dtype(kv_cache_dtype, dtype)]
-    engine = _engine_rule(async_scheduling, block_size, device.value, model, kv_bytes)
+    engine = _engine_rule(async_scheduling, block_size, device.value, model, kv_bytes, profile)
     scheduler = _scheduler_rule(model, mnbt, seqs, mml, enable_chunked_prefill)
     dummy = _dummy_inputs_rule(model, active)
     compute = _encoder_budget_rule(tokens.value, mnbt, whole)
     items = _all_items(tokens.value, limits.value, mml, compute.value, seqs, mnbt, asked[3])
-    kv, weights = _kv_rule(model, kv_bytes), _weights_rule(model, w_bytes, limits.value, mnbt)
+    kv = _kv_rule(model, kv_bytes)
+    weights = _weights_rule(model, w_bytes, limits.value, mnbt, profile.version)
     rules = [device, length, settings, engine, scheduler, limits, tokens, dummy]
     rules += [compute, *items.values(), kv, weights]
     return ServingPlan(
@@ -1013,16 +1092,51 @@ def plan_serving(
         encoder_compute_budget=compute.value,
         encoder_cache_size=compute.value,
         dummy_inputs=dummy.value,
-        dtype_bytes=w_bytes,
-        kv_dtype_bytes=kv_bytes,
-        kv_bytes_per_token_full=kv.value[0],
-        kv_bytes_per_token_sliding=kv.value[1],
-        weights_bytes=weights.value,
+        **_bytes_fields(w_bytes, kv_bytes, kv.value, weights.value),
         **_device_fields(device.value, engine.value),
         disable_chunked_mm_input=whole,
         enable_chunked_prefill=enable_chunked_prefill,
-        steps=(f"config: {model.config_source or 'as given'}", *(r.step for r in rules if r.step)),
+        vllm=profile,
+        steps=_plan_steps(profile, model, [*rules, Rule(None, kv_dtype_step)], device.value),
     )
+
+
+def _plan_steps(
+    profile: VllmProfile, model: ServingModel, rules: list[Rule[Any]], device: _Device
+) -> tuple[str, ...]:
+    """The plan's steps: the release and why, the config, each rule's reason, the pool."""
+    return (
+        f"{profile.label}'s rules ({profile.chosen_because})",
+        f"config: {model.config_source or 'as given'}",
+        *(r.step for r in rules if r.step),
+        _pool_step(profile, device),
+    )
+
+
+def _pool_step(profile: VllmProfile, device: _Device) -> str:
+    """How this release sizes the KV pool at start-up: what it measures, what a plan can
+    only estimate (``plan.kv_memory()``)."""
+    if profile.kv_sizing == "extensible":
+        return (
+            f"KV pool: {profile.label} sizes it with the extensible KV cache on CUDA and ROCm "
+            "(gpu_memory_utilization unset = 1.0): after warm-up and CUDA-graph capture it "
+            "measures the free memory and keeps max(1 GiB, 0.75 × the transient peak) plus the "
+            "peak out of the pool. The plan can only estimate the peak and the graph pool: "
+            "plan.kv_memory() guesses them; vLLM logs the measured size once, after warm-up"
+        )
+    share = profile.gpu_memory_utilization
+    return (
+        f"KV pool: {profile.label} takes gpu_memory_utilization {share:g} of the GPU and gives "
+        "the KV cache what is left after the weights and the activation peak it profiles "
+        "(logged as 'Available KV cache memory'). The plan can only estimate the peak: "
+        "plan.kv_memory() guesses it; plan.capacity(kv_cache_memory_bytes=…) sizes a pool "
+        "of memory you give"
+    )
+
+
+def _serving_model_of(source: Any) -> ServingModel:
+    """A ServingModel as given, else read once (:func:`_cached`)."""
+    return source if isinstance(source, ServingModel) else _cached(source)
 
 
 def _cached(source: Any) -> ServingModel:

@@ -1,7 +1,7 @@
 """vLLM's multimodal processor cache (``--mm-processor-cache-gb``): what one item costs
 in it, how many fit, and whether the profiling dummy fits at all.
 
-vLLM 0.32 keeps each processed item (``vllm/multimodal/cache/base.py``) in an LRU cache of
+vLLM keeps each processed item (``vllm/multimodal/cache/base.py``) in an LRU cache of
 ``mm_processor_cache_gb`` GiB (``config/multimodal.py``: 4 by default; 0 turns it off),
 keyed by the item's hash, so a repeated image or clip is not processed again. An item's
 size is ``MultiModalCache.get_item_size``: the ``nbytes`` of every tensor the model file's
@@ -27,9 +27,16 @@ At start-up vLLM runs its profiling dummy (:func:`~gemma_explore.serving.dummy_i
 vllm_dummy_inputs`) through this cache (``renderers/base.py`` ``_warmup_mm_processor``,
 ``multimodal/encoder_budget.py``). Before vllm-project/vllm#53016 an item larger than the
 cache made cachetools raise ``ValueError("value too large")`` and the engine failed to
-start (vllm-project/vllm#52835); vLLM 0.32 serves it uncached with one warning
+start (vllm-project/vllm#52835); since, vLLM serves it uncached with one warning
 (``BaseMultiModalCache.cache_if_fits``), quoted in
 :mod:`~gemma_explore.serving.vllm_errors` as ``processor-cache-item-too-large``.
+
+Eviction is least recently used, and one request's items can overflow the cache on their
+own: vLLM touches the request's cached items, then inserts its new ones. Where the release
+keeps a request's own cached items first (``_merge_mm_kwargs`` reads their payloads before
+inserting), the API process's own cache (``MultiModalProcessorOnlyCache``: several API
+processes, or data parallelism) no longer evicts them mid-request; otherwise inserting can
+evict a cached item before vLLM reads it back. The steps say which, for the plan's release.
 
 >>> c = processor_cache("gemma4", mm_processor_cache_gb=4)
 >>> c.item("image", budget=280).bytes, c.item("image", budget=280).items_per_gib
@@ -45,6 +52,8 @@ from typing import Any
 
 from gemma_explore.facts.families import FamilySpec, get_family
 from gemma_explore.plans.audio import plan_audio
+from gemma_explore.vllm_versions import VllmProfile, vllm_profile
+from gemma_explore.vllm_versions.messages import fact
 
 __all__ = [
     "CachedItem",
@@ -99,6 +108,7 @@ class ProcessorCache:
     dummy_fits: bool  # every profiling-dummy item fits the cache
     message: str | None  # vLLM's warning at start-up when a dummy item does not fit
     steps: tuple[str, ...] = field(default=(), compare=False)
+    vllm_version: str = ""  # the release whose cache this follows (its message, its eviction)
 
     def item(self, modality: str, *, budget: int | None = None, dummy: bool = False) -> CachedItem:
         """The item of ``modality`` (at image ``budget``; or the profiling ``dummy``)."""
@@ -228,17 +238,21 @@ def processor_cache(
     mm_processor_cache_gb: float = DEFAULT_MM_PROCESSOR_CACHE_GB,
     dtype: str | None = None,
     audio_s: float = 30.0,
+    vllm_version: str | None = None,
 ) -> ProcessorCache:
     """What ``--mm-processor-cache-gb`` holds for a serving plan, a serving model, a
     family name or a bundle: every budget's image, an ``audio_s`` clip, a 32-frame video,
     and vLLM's profiling dummy per modality, each with its bytes and items per GiB.
 
     ``dtype`` defaults to the plan's (bfloat16 for a name: the released checkpoints').
+    ``vllm_version`` names the release whose message and eviction the steps give (by
+    default a plan's own, ``plan.vllm``; else the installed vLLM's, else the newest).
 
     >>> processor_cache("gemma3n", mm_processor_cache_gb=0.003).dummy_fits
     False
     """
     spec, name, plan_dtype, _, modalities, dummy = _source(plan_or_model)
+    p = _release(plan_or_model, vllm_version)
     dtype = dtype or plan_dtype
     if mm_processor_cache_gb < 0:
         raise ValueError("mm_processor_cache_gb must be 0 or more (vLLM's ge=0).")
@@ -267,16 +281,7 @@ def processor_cache(
         for m in modalities
     ]
     too_big = [d for d in dummies if not d.fits]
-    message = None
-    if too_big and cap > 0:
-        from gemma_explore.serving.vllm_errors import error_named
-
-        worst = max(too_big, key=lambda d: d.bytes)
-        # vLLM formats both sizes with format_gib: str(round(bytes / GiB, 2)).
-        message = error_named("processor-cache-item-too-large").template % (
-            round(worst.bytes / GIB, 2),
-            round(cap / GIB, 2),
-        )
+    message = _too_large_message(too_big, cap, p) if too_big and cap > 0 else None
     steps = [
         f"{name}: mm_processor_cache_gb {mm_processor_cache_gb:g} → {cap:,} B (vLLM's LRU "
         f"maxsize); floating tensors at {dtype} ({FLOAT_BYTES[dtype]} B)."
@@ -285,9 +290,10 @@ def processor_cache(
         *(f"profiling dummy, {d}: {'fits' if d.fits else 'does NOT fit'}." for d in dummies),
         "Each API process and the engine core hold their own copy: mm_processor_cache_gb × "
         "(api_server_count + data_parallel_size) of memory.",
+        _eviction_step(p),
     ]
     if message:
-        steps.append(f"At start-up vLLM 0.32 logs (and serves the item uncached): {message}")
+        steps.append(f"At start-up {p.label} logs (and serves the item uncached): {message}")
     return ProcessorCache(
         spec=spec,
         model=name,
@@ -298,6 +304,43 @@ def processor_cache(
         dummy_fits=not too_big,
         message=message,
         steps=tuple(steps),
+        vllm_version=p.version,
+    )
+
+
+def _too_large_message(too_big: list[CachedItem], cap: int, p: VllmProfile) -> str:
+    """vLLM's warning for the largest dummy item that does not fit the cache."""
+    from gemma_explore.serving.vllm_errors import error_named
+
+    worst = max(too_big, key=lambda d: d.bytes)
+    # vLLM formats both sizes with format_gib: str(round(bytes / GiB, 2)).
+    template = error_named("processor-cache-item-too-large", vllm_version=p.version).template
+    return template % (round(worst.bytes / GIB, 2), round(cap / GIB, 2))
+
+
+def _release(plan_or_model: Any, vllm_version: str | None) -> VllmProfile:
+    """``vllm_version``'s profile, else a plan's own (``plan.vllm``), else the installed
+    vLLM's (else the newest)."""
+    if vllm_version is not None:
+        return vllm_profile(vllm_version)
+    own = getattr(plan_or_model, "vllm", None)
+    return own if isinstance(own, VllmProfile) else vllm_profile(None)
+
+
+def _eviction_step(p: VllmProfile) -> str:
+    """What the release does when one request's items overflow the cache."""
+    if fact(p, "processor_cache_keeps_request_hits"):
+        return (
+            f"{p.label}: a request whose items overflow the cache keeps its own cached items "
+            "while it inserts its new ones, in the API process's own cache "
+            "(MultiModalProcessorOnlyCache: several API processes, or data parallelism); the "
+            "single-process caches (--mm-processor-cache-type lru, shm) hold only metadata "
+            "there, and inserting can still evict a request's own cached item."
+        )
+    return (
+        f"{p.label}: a request whose items overflow the cache can evict its own cached items "
+        "while it inserts its new ones, before vLLM reads them back (get_and_update_item: "
+        "'Expected a cached item'): keep one request's items under the cache's size."
     )
 
 

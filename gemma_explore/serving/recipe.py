@@ -26,6 +26,7 @@ from gemma_explore.serving.plan import (
     plan_serving,
     serving_model,
 )
+from gemma_explore.vllm_versions import VllmProfile, vllm_profile
 
 __all__ = ["EngineRecipe", "Workload", "engine_recipe", "production_advice"]
 
@@ -83,13 +84,15 @@ def engine_recipe(
     gpu: str | None = None,
     gpu_memory_gib: float | None = None,
     entry_point: str = "serve",
+    vllm_version: str | None = None,
 ) -> EngineRecipe:
     """Propose start-up arguments for ``workload`` and explain each from the serving plan.
 
     The checkpoint's config decides the family and modalities when it is on this machine;
     otherwise ``family`` (and ``has_audio``) stand in for it. ``gpu`` (a name of
     ``kv.GPUS``) or ``gpu_memory_gib`` (default 80: an H100-class GPU) and ``entry_point``
-    decide vLLM's ``max_num_batched_tokens`` default the proposal starts from.
+    decide vLLM's ``max_num_batched_tokens`` default the proposal starts from, by the rules
+    of ``vllm_version`` (default: the installed vLLM's, else the newest supported).
 
     >>> engine_recipe("someone/unknown", workload=Workload(images=1)).args["max_model_len"]
     1280
@@ -113,7 +116,14 @@ def engine_recipe(
             "(encoder_cache_size) or the prompt exceeds max_model_len"
         )
     # Worst-case tokens per item (what the profiler assumes), markers included.
-    probe = plan_serving(sm, limit_mm_per_prompt=limits, max_soft_tokens=budget) if sm else None
+    profile = vllm_profile(vllm_version)
+    probe = (
+        plan_serving(
+            sm, limit_mm_per_prompt=limits, max_soft_tokens=budget, vllm_version=profile.version
+        )
+        if sm
+        else None
+    )
     per_item = (
         dict(probe.max_tokens_per_item)
         if probe
@@ -122,7 +132,7 @@ def engine_recipe(
     args["max_model_len"], reasons["max_model_len"] = _model_len_arg(
         spec, workload, wanted, per_item
     )
-    default = _default_batch(gpu, gpu_memory_gib, entry_point)
+    default = _default_batch(profile, gpu, gpu_memory_gib, entry_point)
     args["max_num_batched_tokens"], reasons["max_num_batched_tokens"] = _batched_tokens_arg(
         per_item, default
     )
@@ -137,6 +147,7 @@ def engine_recipe(
             limit_mm_per_prompt=limits,
             max_num_batched_tokens=args["max_num_batched_tokens"],
             max_soft_tokens=budget,
+            vllm_version=profile.version,
         )
         reasons["max_num_batched_tokens"] += (
             f"; the plan: encoder cache {plan.encoder_cache_size} tokens "
@@ -225,7 +236,7 @@ def _model_len_arg(
 
 
 def _default_batch(
-    gpu: str | None, gpu_memory_gib: float | None, entry_point: str
+    profile: VllmProfile, gpu: str | None, gpu_memory_gib: float | None, entry_point: str
 ) -> tuple[int, str]:
     """(vLLM's max_num_batched_tokens default, in words) for this GPU and entry point
     (``kv.batch_settings``' table, ``EngineArgs.get_batch_defaults``)."""
@@ -236,7 +247,8 @@ def _default_batch(
         int(gpu_memory_gib * GIB) if gpu_memory_gib else (named.memory_bytes if named else 80 * GIB)
     )
     name = named.device_name if named else ""
-    defaults, _, why = _batch_defaults(memory, name, "cuda", 1)
+    capability = named.capability if named else None
+    defaults, _, why = _batch_defaults(profile, memory, name, "cuda", 1, capability)
     who = "vllm serve" if entry_point == "serve" else "LLM(...)"
     where = named.device_name if named else f"{memory / GIB:g} GiB"
     return defaults[entry_point], f"{who}'s default on {where} ({why})"
@@ -270,12 +282,19 @@ def _facts_per_item(
     return out
 
 
-def _kv_now(plan: ServingPlan, gib: float, util: float) -> tuple[Any, Any]:
+def _kv_now(plan: ServingPlan, gib: float, util: float | None) -> tuple[Any, Any]:
     """(the memory estimate, ``capacity()``) of the plan on one GPU of ``gib`` GiB."""
     from gemma_explore.serving.kv import GIB, capacity, kv_memory_estimate
 
     est = kv_memory_estimate(plan, gpu_memory_bytes=int(gib * GIB), gpu_memory_utilization=util)
     return est, capacity(plan, kv_cache_memory_bytes=est.kv_cache_memory_bytes)
+
+
+def _measured_line(plan: ServingPlan) -> str:
+    """The start-up log line that holds the KV memory vLLM measured, in this release."""
+    if plan.vllm.kv_sizing == "extensible":  # the first figure is only what it reserves
+        return "'Memory after warmup: …' line, then its KV cache size"
+    return "'Available KV cache memory'"
 
 
 def _seqs_default(plan: ServingPlan) -> str:
@@ -285,7 +304,7 @@ def _seqs_default(plan: ServingPlan) -> str:
     from gemma_explore.serving.kv import _batch_defaults
 
     who = "vllm serve" if plan.entry_point == "serve" else "LLM(...)"
-    default = _batch_defaults(plan.gpu_memory_bytes or 0, plan.gpu or "", "cuda", 1)[1][
+    default = _batch_defaults(plan.vllm, plan.gpu_memory_bytes or 0, plan.gpu or "", "cuda", 1)[1][
         plan.entry_point
     ]
     where = plan.gpu or f"{(plan.gpu_memory_bytes or 0) / 2**30:.0f} GiB"
@@ -314,6 +333,7 @@ def _fp8_advice(plan: ServingPlan) -> str:
         quantization="fp8",
         dtype_bytes=plan.dtype_bytes,
         max_num_batched_tokens=plan.max_num_batched_tokens,
+        vllm_version=plan.vllm_version,
     ).bytes
     return (
         f"FP8 weights (1 B per parameter of the Linear and MoE layers; vLLM's FP8 needs "
@@ -328,7 +348,7 @@ def production_advice(
     plan: ServingPlan,
     *,
     gpu_memory_gib: float | None = None,
-    gpu_memory_utilization: float = 0.92,  # vLLM 0.32's default (kv.GPU_MEMORY_UTILIZATION)
+    gpu_memory_utilization: float | None = None,  # None: the plan's release's default
 ) -> dict[str, str]:
     """Flags worth weighing for a production ``vllm serve`` of this plan, each with why:
     tensor parallelism, FP8 weights, FP8 KV cache (with their concurrency gains from
@@ -349,7 +369,8 @@ def production_advice(
     gpu = (
         gpu_memory_gib if gpu_memory_gib is not None else (plan.gpu_memory_bytes or 80 * gib) / gib
     )
-    budget = gpu * gpu_memory_utilization * gib
+    util = gpu_memory_utilization or plan.vllm.gpu_memory_utilization or 1.0
+    budget = gpu * util * gib
     weights = plan.weights_bytes
     per_request = plan.vllm_kv_bytes_per_request
     est, cap = _kv_now(plan, gpu, gpu_memory_utilization)
@@ -365,7 +386,7 @@ def production_advice(
     advice: dict[str, str] = {}
     advice["--tensor-parallel-size"] = (
         f"{tp}: the weights are {weights / gib:.1f} GiB at {plan.dtype_bytes} B each; "
-        f"{gpu:.1f} GiB × {gpu_memory_utilization:g} = {budget / gib:.1f} GiB per GPU "
+        f"{gpu:.1f} GiB × {util:g} = {budget / gib:.1f} GiB per GPU "
         f"leaves ~{room / gib:.1f} GiB for KV and activations across {tp} GPU(s). With "
         f"tensor parallelism each rank keeps 1/N of the weights and of the KV heads (the "
         f"fewest on any layer: {kv_heads}, so up to N = {kv_heads} splits them evenly)"
@@ -386,7 +407,7 @@ def production_advice(
     advice["--max-num-seqs"] = (
         f"caps the requests scheduled at once ({_seqs_default(plan)}). capacity(): "
         f"'{cap.log_line() if cap.fits else cap.refusal}' with ~{est.kv_cache_memory_bytes / gib:.2f}"
-        f" GiB of KV memory (estimated; read vLLM's 'Available KV cache memory'): "
+        f" GiB of KV memory (estimated; read vLLM's {_measured_line(plan)}): "
         f"{cap.max_concurrency:.2f} requests of max_model_len {plan.max_model_len} at once, more "
         "only when requests are shorter (pages are allocated on demand); set it to the "
         "concurrency you need"

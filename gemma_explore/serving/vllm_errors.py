@@ -1,22 +1,28 @@
-"""vLLM's error messages, verbatim, with the cause and the value to set.
+"""vLLM's error messages, verbatim for each supported release, with the cause and the value
+to set.
 
 vLLM's errors name a flag, not a number: "exceeds the pre-allocated encoder cache size"
 does not say which ``--max-num-batched-tokens`` would hold the item. The package computes
 those numbers (:func:`~gemma_explore.serving.plan.plan_serving`, ``plan.admit``), so each
-message vLLM 0.32 raises or logs about what this package plans is written here once, as
-vLLM's source formats it, with:
+message vLLM raises or logs about what this package plans is held twice over:
 
-- **cause**: why vLLM says it, in a porter's words;
-- **setting**: the flag or variable that changes the outcome;
-- **answer**: the value to set, read from the numbers in the message and, given a model,
-  from its serving plan;
-- **command**: the ``gemma-explore`` command (or Python call) that computes it.
+- **vLLM's words** live in each release's profile (``gemma_explore/vllm_versions``:
+  ``message_templates`` and ``message_files``, the first release's in ``messages.py``):
+  the text as that release's source formats it, and the file that raises or logs it;
+- **what is ours** lives here, once for every release: the **stage** (start-up, request,
+  log), the **cause** in a porter's words, the **setting** that changes the outcome, the
+  **command** that computes it and the **answer**, the value to set, read from the
+  numbers in the message and, given a model, from its serving plan.
 
-``docs/vllm_errors.md`` is rendered from :data:`VLLM_ERRORS` (:func:`errors_page`), so a
-search for the error text finds it, and ``gemma-explore explain "<pasted error>"`` matches
-a pasted copy (:func:`explain`). ``tests/serving/test_vllm_errors.py`` holds every
-template to the string literal in vLLM's installed source, and the package's own refusals
-(``serving/kv.py``) format these same templates.
+:func:`error_named` and :func:`errors_for` build the messages of one release
+(``vllm_version=``; by default the installed vLLM's, else the newest supported), and
+:data:`VLLM_ERRORS` holds the default release's. ``docs/vllm_errors.md`` is rendered from
+every release (:func:`errors_page`), so a search for the error text finds it, and
+``gemma-explore explain "<pasted error>"`` matches a pasted copy (:func:`explain`): in the
+release asked for, else in whichever supported release has those words, said so.
+``tests/serving/test_vllm_errors.py`` holds every template to the string literal in its
+release's own source, and the package's own refusals (``serving/kv.py``, ``plan.admit``)
+format these same templates.
 
 >>> found = explain("ValueError: max_num_batched_tokens (256) must be greater than or "
 ...                 "equal to max_num_seqs (1024).")
@@ -28,18 +34,25 @@ Set --max-num-batched-tokens 1024 or more, or --max-num-seqs 256 or less.
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from gemma_explore.vllm_versions import PROFILES, SUPPORTED, VllmProfile, vllm_profile
+from gemma_explore.vllm_versions.messages import files_for, templates_for
 
 __all__ = [
     "VLLM_ERRORS",
     "Explanation",
     "VllmError",
     "error_named",
+    "errors_for",
     "errors_page",
     "explain",
+    "kv_memory_hint",
 ]
 
 # A field of a template: "{name}", "{name:.1f}", "{name!r}", or a logger's "%f" / "%s".
@@ -58,19 +71,20 @@ def _int(text: str) -> int:
 
 @dataclass(frozen=True)
 class VllmError:
-    """One message vLLM raises or logs, as its source formats it.
+    """One message vLLM raises or logs, as one release's source formats it.
 
     >>> error_named("too-many-items").format(limit=1, modality="image")
     'At most 1 image(s) may be provided in one prompt.'
     """
 
-    name: str  # a short handle, stable across versions: the page's anchor
+    name: str  # a short handle, stable across releases: the page's anchor
     template: str  # vLLM's text, its f-string fields named ({modality}, {max_model_len}, …)
-    source: str  # the file of vLLM 0.32 that raises or logs it (under vllm/)
+    source: str  # the file of this release that raises or logs it (under vllm/)
     stage: str  # "start-up" (the engine refuses to start), "request" (400) or "log"
     cause: str  # why vLLM says it
     setting: str  # the flag or variable that changes the outcome
     command: str  # what computes the value: a gemma-explore command or a plan call
+    vllm_version: str  # the release whose words these are (a key of vllm_versions.PROFILES)
     # The value to set: (the message's fields, a serving plan or None) → one sentence.
     answer: Callable[[Mapping[str, str], Any], str] = field(repr=False, compare=False)
 
@@ -116,8 +130,12 @@ def _literal(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- answers
-# Each answer reads the numbers the message printed; a plan (``plan_serving`` of the model
-# the user named) adds what the message cannot know: the budgets that would fit.
+# Each answer reads the numbers the message printed and the release it came from; a plan
+# (``plan_serving`` of the model the user named) adds what the message cannot know: the
+# budgets that would fit.
+
+_Answer = Callable[[Mapping[str, str], Any, VllmProfile], str]
+_PerRelease = str | Callable[[VllmProfile], str]
 
 
 def _budgets_holding(plan: Any, modality: str, tokens: int) -> str:
@@ -137,7 +155,7 @@ def _budgets_holding(plan: Any, modality: str, tokens: int) -> str:
     return ""
 
 
-def _encoder_cache(f: Mapping[str, str], plan: Any) -> str:
+def _encoder_cache(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
     n = _int(f["num_embeds"])
     return (
         f"Set --max-num-batched-tokens {n} or more: vLLM sizes the encoder cache as the "
@@ -146,7 +164,7 @@ def _encoder_cache(f: Mapping[str, str], plan: Any) -> str:
     )
 
 
-def _item_above_batch(f: Mapping[str, str], plan: Any) -> str:
+def _item_above_batch(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
     n = _int(f["max_tokens_per_mm_item"])
     fits = ""
     if plan is not None and plan.model.spec.image.budgets:
@@ -160,7 +178,7 @@ def _item_above_batch(f: Mapping[str, str], plan: Any) -> str:
     return f"Set --max-num-batched-tokens {n} or more{fits}."
 
 
-def _prompt_too_long(f: Mapping[str, str], plan: Any) -> str:
+def _prompt_too_long(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
     n = _int(f["prompt_len"])
     return (
         f"Set --max-model-len {n + 1} or more (the prompt is {n} tokens, and vLLM keeps room "
@@ -169,19 +187,59 @@ def _prompt_too_long(f: Mapping[str, str], plan: Any) -> str:
     )
 
 
-def _kv_too_small(f: Mapping[str, str], plan: Any) -> str:
-    estimate = re.search(r"estimated maximum model length is (\d+)", f["estimated_msg"])
+def _more_kv_memory(f: Mapping[str, str]) -> str:
+    """What gives the KV cache more memory, as the message's own advice has it: the
+    ``{hint}`` vLLM filled in where the release has one, else its fixed sentence (raise
+    ``gpu_memory_utilization``)."""
+    hint = f.get("hint", "")
+    graphs = (
+        ", or capture fewer or smaller CUDA graphs (cudagraph_capture_sizes in "
+        "--compilation-config)"
+        if "CUDA graphs take less" in hint
+        else ""
+    )
+    if "already takes all device memory" in hint:
+        # The extensible KV cache at its default: the utilization already resolves to 1.0.
+        return (
+            "--gpu-memory-utilization already resolves to 1.0 (the extensible KV cache), so "
+            "lower --max-num-seqs, use --kv-cache-dtype fp8, quantize the weights "
+            f"(--quantization fp8), shard with --tensor-parallel-size{graphs}, or use a GPU "
+            "with more memory"
+        )
+    capped = re.search(r"`gpu_memory_utilization`=([\d.]+)", hint)
+    if capped:
+        return (
+            f"drop --gpu-memory-utilization {capped.group(1)} (the extensible KV cache "
+            "defaults to 1.0) or raise it, lower --max-num-seqs, use --kv-cache-dtype fp8, "
+            f"or shard with --tensor-parallel-size{graphs}"
+        )
+    return (
+        "raise --gpu-memory-utilization (on vLLM's CPU build: VLLM_CPU_KVCACHE_SPACE, in "
+        "GiB), use --kv-cache-dtype fp8, or shard with --tensor-parallel-size"
+    )
+
+
+def _kv_no_memory(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
+    return (
+        f"Nothing is left for the KV cache: {_more_kv_memory(f)}, or quantize the weights "
+        "(--quantization fp8). plan_serving(model).memory_fit(gpu_gib) shows what is left."
+    )
+
+
+def _kv_too_small(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
+    # Two fields side by side ({estimated_msg}{hint}): the estimate is in either.
+    said = f.get("estimated_msg", "") + f.get("hint", "")
+    estimate = re.search(r"estimated maximum model length is (\d+)", said)
     shorter = (
         f"--max-model-len {estimate.group(1)} or less" if estimate else "a shorter --max-model-len"
     )
     return (
         f"Set {shorter}, or give the KV cache {f['needed']} GiB instead of {f['available']}: "
-        "raise --gpu-memory-utilization (on vLLM's CPU build: VLLM_CPU_KVCACHE_SPACE, in GiB), "
-        "use --kv-cache-dtype fp8, or shard with --tensor-parallel-size."
+        f"{_more_kv_memory(f)}."
     )
 
 
-def _split_the_clip(f: Mapping[str, str], plan: Any) -> str:
+def _split_the_clip(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
     return (
         "Split the clip into windows the model hears whole (30 s for Gemma 3n and Gemma 4: "
         "transformers' extractor keeps only the first 30 s of a longer one), or raise "
@@ -189,16 +247,123 @@ def _split_the_clip(f: Mapping[str, str], plan: Any) -> str:
     )
 
 
-VLLM_ERRORS: tuple[VllmError, ...] = (
-    VllmError(
-        name="encoder-cache",
-        template=(
-            "The {prompt_type} prompt contains a(n) {modality} item with {num_embeds} embedding "
-            "tokens, which exceeds the pre-allocated encoder cache size {cache}. Please reduce "
-            "the input size or increase the encoder cache size by setting --limit-mm-per-prompt "
-            "at startup."
-        ),
-        source="v1/engine/input_processor.py",
+def _kv_dtype(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
+    allowed = f["allowed"].replace("`", "")
+    return (
+        f"Set --kv-cache-dtype {allowed} (auto follows the model's {f['model_dtype']}), or "
+        "leave it out; to halve the KV cache use --kv-cache-dtype fp8 instead."
+    )
+
+
+def _fewer_items(setting: str) -> str:
+    return (
+        f"start vllm serve with {setting} (0 turns the check off), or send fewer or smaller "
+        "images, videos or clips per request; plan.admit(request, entry_point='serve') adds "
+        "up what each decodes to"
+    )
+
+
+def _media_decode(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
+    return (
+        "An audio clip ran out of the request's room while it decoded: "
+        f"{_fewer_items('a higher VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES')}."
+    )
+
+
+def _media_decode_bytes(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
+    used, limit = _int(f["used"]), _int(f["limit"])
+    return (
+        f"The request's media had decoded to {used:,} B when one crossed {limit:,} B (later "
+        f"items not yet counted): "
+        f"{_fewer_items(f'VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES={used} or more')}."
+    )
+
+
+def _media_download(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
+    mib = math.ceil(_int(f["received"]) / (1 << 20))
+    return (
+        f"Start vllm serve with VLLM_MAX_MEDIA_REQUEST_DOWNLOAD_SIZE_MB {mib} or more (MiB; "
+        "0 turns the check off), or send fewer or smaller media URLs, or the media inline."
+    )
+
+
+def _kv_cause_no_memory(p: VllmProfile) -> str:
+    if p.kv_sizing == "extensible":
+        return (
+            "After the weights and the activation peak, nothing of the device memory is left "
+            "for KV blocks: with the extensible KV cache (CUDA, ROCm) --gpu-memory-utilization "
+            "already resolves to 1.0, and the fit is checked again after CUDA-graph capture "
+            "and warm-up. The CPU backend, --kv-cache-memory-bytes and "
+            "num_gpu_blocks_override turn it off: then the memory share decides, as before."
+        )
+    return (
+        "After the weights and the profiled activation peak, nothing of the memory share "
+        "(--gpu-memory-utilization) is left for KV blocks."
+    )
+
+
+def _kv_cause_too_small(p: VllmProfile) -> str:
+    if p.kv_sizing == "extensible":
+        return (
+            "One request at max_model_len needs more KV blocks than the cache holds; with the "
+            "extensible KV cache this is checked again on the memory measured after CUDA-graph "
+            "capture and warm-up, so it can stop the engine late in start-up."
+        )
+    return "One request at max_model_len needs more KV blocks than the cache holds."
+
+
+def _kv_setting(p: VllmProfile) -> str:
+    if p.kv_sizing == "extensible":
+        return (
+            "--max-model-len, --max-num-seqs, --kv-cache-dtype (--gpu-memory-utilization only "
+            "when it is set below 1.0, or the extensible KV cache is off)"
+        )
+    return "--max-model-len, --gpu-memory-utilization, --kv-cache-dtype"
+
+
+def _media_cause(p: VllmProfile) -> str:
+    limit, held = p.media_decode_limit_bytes or 0, p.audio_decode_reservation_bytes or 0
+    return (
+        "A chat request's media, decoded, add up to more than "
+        f"VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES ({limit:,} B by default: one image at "
+        "VLLM_MAX_IMAGE_PIXELS, 4 B a pixel). vLLM counts each image as W×H×4 B, each "
+        "video's decoded frames (frames×H×W×3 B), each audio clip's float32 samples at its "
+        f"own rate, mono; while a clip decodes it holds up to VLLM_MAX_AUDIO_DECODE_BYTES "
+        f"({held:,} B) of the room, and its decoder counts every channel. Checked while the chat "
+        "renderer decodes the media (Chat Completions, Responses, LLM.chat): HTTP 400. "
+        "LLM.generate with multi_modal_data and /v1/audio/transcriptions do not count it."
+    )
+
+
+def _audio_decode_cause(p: VllmProfile) -> str:
+    return (
+        "vLLM's audio decoder refuses files longer than VLLM_MAX_AUDIO_DECODE_DURATION_S "
+        f"({p.max_audio_decode_s:g} s by default): the only length limit of its endpoints."
+    )
+
+
+@dataclass(frozen=True)
+class _Ours:
+    """What is ours about a message, the same for every release that has it (a cause or
+    setting may read the release's profile)."""
+
+    stage: str
+    cause: _PerRelease
+    setting: _PerRelease
+    command: str
+    answer: _Answer
+    pieces: tuple[str, ...] = ()  # message keys of the text vLLM fills into it ({hint})
+
+
+def _for(value: _PerRelease, p: VllmProfile) -> str:
+    return value(p) if callable(value) else value
+
+
+_SERVE_ARGS = "gemma-explore serve-args MODEL"
+_KV_HINTS = ("kv-memory-hint", "kv-memory-hint-capped", "kv-memory-hint-full")
+
+OURS: dict[str, _Ours] = {
+    "encoder-cache": _Ours(
         stage="request",
         cause="One item's embeddings are larger than the encoder cache vLLM sized at start-up: "
         "typically a per-request budget (mm_processor_kwargs max_soft_tokens) above the "
@@ -208,69 +373,43 @@ VLLM_ERRORS: tuple[VllmError, ...] = (
         command="plan_serving(model, …).admit(images=[…], max_soft_tokens=…)",
         answer=_encoder_cache,
     ),
-    VllmError(
-        name="prompt-too-long",
-        template=(
-            "The {prompt_type} prompt (length {prompt_len}) is longer than the maximum model "
-            "length of {max_model_len}. {suggestion}"
-        ),
-        source="v1/engine/input_processor.py",
+    "prompt-too-long": _Ours(
         stage="request",
         cause="Text plus every placeholder of every item is more than max_model_len.",
         setting="--max-model-len",
         command="gemma-explore plan IMAGE|CLIP|VIDEO (each item's tokens), plan.admit(…)",
         answer=_prompt_too_long,
     ),
-    VllmError(
-        name="prompt-fills-context",
-        template=(
-            "The {prompt_type} prompt (length {prompt_len}) plus the number of requested output "
-            "tokens (at least 1) is longer than the maximum model length of {max_model_len}. "
-            "{suggestion}"
-        ),
-        source="v1/engine/input_processor.py",
+    "prompt-fills-context": _Ours(
         stage="request",
         cause="The prompt is exactly max_model_len: no room is left for one output token.",
         setting="--max-model-len",
         command="plan.admit(…)",
         answer=_prompt_too_long,
     ),
-    VllmError(
-        name="empty-prompt",
-        template="The {prompt_type} prompt cannot be empty",
-        source="v1/engine/input_processor.py",
+    "empty-prompt": _Ours(
         stage="request",
         cause="The request's prompt tokenized to nothing.",
         setting="the request's messages",
         command="ge.layout_prompt(messages, bundle=…) (the prompt, token by token)",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             "Send some text (a chat message, or a raw prompt with the turn markers)."
         ),
     ),
-    VllmError(
-        name="too-many-items",
-        template="At most {limit} {modality}(s) may be provided in one prompt.",
-        source="multimodal/processing/context.py",
+    "too-many-items": _Ours(
         stage="request",
         cause="More items of one modality than the engine's limit_mm_per_prompt (vLLM "
         "reserves encoder memory for that many at start-up). vLLM adds 'Set "
         "`--limit-mm-per-prompt` to increase this limit.' when the model could take more.",
         setting="--limit-mm-per-prompt",
         command="gemma-explore serve-args MODEL --images N --audios N --videos N",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             f"Start with --limit-mm-per-prompt '{{\"{f['modality']}\": N}}', "
             f"N the most {f['modality']}s one request sends (now {_int(f['limit'])}); "
             "gemma-explore serve-args MODEL prices what each extra item reserves."
         ),
     ),
-    VllmError(
-        name="item-above-batch",
-        template=(
-            "Chunked MM input disabled but max_tokens_per_mm_item ({max_tokens_per_mm_item}) is "
-            "larger than max_num_batched_tokens ({max_num_batched_tokens}). Please increase "
-            "max_num_batched_tokens."
-        ),
-        source="v1/core/encoder_cache_manager.py",
+    "item-above-batch": _Ours(
         stage="start-up",
         cause="The largest item must fit one batch when vLLM may not split an item across "
         "steps: Gemma 4's bidirectional image attention forces disable_chunked_mm_input on "
@@ -279,338 +418,375 @@ VLLM_ERRORS: tuple[VllmError, ...] = (
         command="gemma-explore serve-args MODEL --budget B",
         answer=_item_above_batch,
     ),
-    VllmError(
-        name="kv-no-memory",
-        template=(
-            "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
-            "when initializing the engine (this flag also controls CPU memory reservation on "
-            "the CPU backend, despite its name). See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
-        ),
-        source="v1/core/kv_cache_utils.py",
+    "kv-no-memory": _Ours(
         stage="start-up",
-        cause="After the weights and the profiled activation peak, nothing of the memory "
-        "share is left for KV blocks.",
-        setting="--gpu-memory-utilization, --tensor-parallel-size, --quantization",
+        cause=_kv_cause_no_memory,
+        setting=lambda p: _kv_setting(p) + ", --tensor-parallel-size, --quantization",
         command="gemma-explore serve-args MODEL --gpu-memory-gib G",
-        answer=lambda f, plan: (
-            "Raise --gpu-memory-utilization, shard the weights with "
-            "--tensor-parallel-size, or quantize them (--quantization fp8); "
-            "plan_serving(model).memory_fit(gpu_gib, util) shows what is left."
-        ),
+        answer=_kv_no_memory,
+        pieces=_KV_HINTS,
     ),
-    VllmError(
-        name="kv-too-small",
-        template=(
-            "To serve at least one request with the model's max seq len ({max_model_len}), "
-            "({needed} GiB KV cache is needed, which is larger than the available KV cache "
-            "memory ({available} GiB). {estimated_msg}Try increasing `gpu_memory_utilization` "
-            "(which also controls CPU memory on the CPU backend) or decreasing `max_model_len` "
-            "when initializing the engine. See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
-        ),
-        source="v1/core/kv_cache_utils.py",
+    "kv-too-small": _Ours(
         stage="start-up",
-        cause="One request at max_model_len needs more KV blocks than the cache holds.",
-        setting="--max-model-len, --gpu-memory-utilization, --kv-cache-dtype",
+        cause=_kv_cause_too_small,
+        setting=_kv_setting,
         command="plan_serving(model, max_model_len=…).capacity(memory)",
         answer=_kv_too_small,
+        pieces=_KV_HINTS,
     ),
-    VllmError(
-        name="max-model-len-above-model",
-        template=(
-            "User-specified max_model_len ({max_model_len}) is greater than the derived "
-            "max_model_len ({max_len_key}={derived_max_model_len} or model_max_length="
-            "{model_max_length} in model's config.json)."
-        ),
-        source="config/model.py",
+    "kv-dtype-mismatch": _Ours(
+        stage="start-up",
+        cause="vLLM refuses an explicit float16 or bfloat16 KV cache dtype that differs from "
+        "the model's dtype (the released Gemma checkpoints are bfloat16); auto and the fp8 "
+        "dtypes pass.",
+        setting="--kv-cache-dtype",
+        command="plan_serving(model, kv_cache_dtype=…)",
+        answer=_kv_dtype,
+    ),
+    "max-model-len-above-model": _Ours(
         stage="start-up",
         cause="The asked length is beyond the model's positions (text_config's "
         "max_position_embeddings).",
         setting="--max-model-len",
-        command="gemma-explore serve-args MODEL",
-        answer=lambda f, plan: (
+        command=_SERVE_ARGS,
+        answer=lambda f, plan, p: (
             f"Set --max-model-len {_int(f['derived_max_model_len'])} or "
             "less (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 overrides the check, at the cost of positions "
             "the model never learned)."
         ),
     ),
-    VllmError(
-        name="batch-below-max-model-len",
-        template=(
-            "max_num_batched_tokens ({max_num_batched_tokens}) is smaller than max_model_len "
-            "({max_model_len}). This effectively limits the maximum sequence length to "
-            "max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
-            "max_num_batched_tokens or decrease max_model_len."
-        ),
-        source="config/scheduler.py",
+    "batch-below-max-model-len": _Ours(
         stage="start-up",
         cause="With chunked prefill off, a whole prompt must fit one batch.",
         setting="--enable-chunked-prefill, --max-num-batched-tokens, --max-model-len",
-        command="gemma-explore serve-args MODEL",
-        answer=lambda f, plan: (
+        command=_SERVE_ARGS,
+        answer=lambda f, plan, p: (
             "Leave chunked prefill on (drop --no-enable-chunked-prefill), or "
             f"set --max-num-batched-tokens {_int(f['max_model_len'])}, or --max-model-len "
             f"{_int(f['max_num_batched_tokens'])}."
         ),
     ),
-    VllmError(
-        name="batch-below-seqs",
-        template=(
-            "max_num_batched_tokens ({max_num_batched_tokens}) must be greater than or equal to "
-            "max_num_seqs ({max_num_seqs})."
-        ),
-        source="config/scheduler.py",
+    "batch-below-seqs": _Ours(
         stage="start-up",
         cause="Each running sequence needs at least one token of the batch.",
         setting="--max-num-batched-tokens, --max-num-seqs",
-        command="gemma-explore serve-args MODEL",
-        answer=lambda f, plan: (
+        command=_SERVE_ARGS,
+        answer=lambda f, plan, p: (
             f"Set --max-num-batched-tokens {_int(f['max_num_seqs'])} or "
             f"more, or --max-num-seqs {_int(f['max_num_batched_tokens'])} or less."
         ),
     ),
-    VllmError(
-        name="context-tokens",
-        template=(
-            "This model's maximum context length is {max_total_tokens} tokens. However, your "
-            "prompt contains {qualifier}{token_count} input tokens, which exceeds this limit "
-            "even without any output tokens. Please reduce the length of the input prompt."
-        ),
-        source="renderers/params.py",
+    "context-tokens": _Ours(
         stage="request",
         cause="`vllm serve`'s HTTP layer counts the rendered prompt before the engine sees it.",
         setting="--max-model-len",
         command="gemma-explore plan …, plan.admit(…)",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             f"Set --max-model-len {_int(f['token_count']) + 1} or more, or send a shorter prompt."
         ),
     ),
-    VllmError(
-        name="context-characters",
-        template=(
-            "This model's maximum context length is {max_total_tokens} tokens. However, your "
-            "prompt contains {chars} characters (more than {max_input_chars} characters, which "
-            "is the upper bound for {max_input_tokens} input tokens). Please reduce the length "
-            "of the input prompt."
-        ),
-        source="renderers/params.py",
+    "context-characters": _Ours(
         stage="request",
         cause="Before tokenizing, the HTTP layer refuses text longer than the tokens allowed "
         "times the tokenizer's most characters per token.",
         setting="--max-model-len",
         command="ge.layout_prompt(messages, bundle=…) (the prompt, token by token)",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             "Send a shorter text, or raise --max-model-len above "
             f"{_int(f['max_input_tokens'])} input tokens."
         ),
     ),
-    VllmError(
-        name="audio-decode-too-long-metadata",
-        template=(
-            "Audio exceeds maximum allowed duration of {max_duration_s}s (metadata reports "
-            "{metadata_duration_s:.1f}s). Set VLLM_MAX_AUDIO_DECODE_DURATION_S to increase this "
-            "limit."
-        ),
-        source="multimodal/media/audio.py",
+    "media-decode-budget": _Ours(
         stage="request",
-        cause="vLLM's audio decoder refuses files longer than VLLM_MAX_AUDIO_DECODE_DURATION_S "
-        "(600 s by default): the only length limit of its endpoints.",
+        cause=lambda p: (
+            "An audio clip found no room left to decode in, or its decoder (every channel) "
+            "overran the room the request's earlier media left it (the same words come from "
+            "multimodal/media/audio.py). " + _media_cause(p)
+        ),
+        setting="VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES (on the server)",
+        command="plan.admit(request, entry_point='serve')",
+        answer=_media_decode,
+    ),
+    "media-decode-budget-bytes": _Ours(
+        stage="request",
+        cause=_media_cause,
+        setting="VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES (on the server)",
+        command="plan.admit(request, entry_point='serve')",
+        answer=_media_decode_bytes,
+    ),
+    "media-download-budget": _Ours(
+        stage="request",
+        cause="The media URLs of one request downloaded more than "
+        "VLLM_MAX_MEDIA_REQUEST_DOWNLOAD_SIZE_MB (MiB), retried attempts included.",
+        setting="VLLM_MAX_MEDIA_REQUEST_DOWNLOAD_SIZE_MB (on the server)",
+        command="the size of the request's media files",
+        answer=_media_download,
+    ),
+    "audio-decode-too-long-metadata": _Ours(
+        stage="request",
+        cause=_audio_decode_cause,
         setting="VLLM_MAX_AUDIO_DECODE_DURATION_S",
         command="gemma-explore plan CLIP",
         answer=_split_the_clip,
     ),
-    VllmError(
-        name="audio-decode-too-long-samples",
-        template=(
-            "Audio exceeds maximum allowed duration of {max_duration_s}s (decoded "
-            "{total_samples} samples at {sr}Hz). Set VLLM_MAX_AUDIO_DECODE_DURATION_S to "
-            "increase this limit."
-        ),
-        source="multimodal/media/audio.py",
+    "audio-decode-too-long-samples": _Ours(
         stage="request",
         cause="The same decode limit, found while decoding (no duration in the metadata).",
         setting="VLLM_MAX_AUDIO_DECODE_DURATION_S",
         command="gemma-explore plan CLIP",
         answer=_split_the_clip,
     ),
-    VllmError(
-        name="audio-decode-too-long-file",
-        template=(
-            "Audio exceeds maximum allowed duration of {max_duration_s}s (file contains "
-            "{file_duration_s:.1f}s at {native_sr}Hz). Set VLLM_MAX_AUDIO_DECODE_DURATION_S "
-            "to increase this limit."
-        ),
-        source="multimodal/media/audio.py",
+    "audio-decode-too-long-file": _Ours(
         stage="request",
         cause="The same decode limit, read from a WAV or FLAC file's header.",
         setting="VLLM_MAX_AUDIO_DECODE_DURATION_S",
         command="gemma-explore plan CLIP",
         answer=_split_the_clip,
     ),
-    VllmError(
-        name="audio-no-target-rate",
-        template="Audio resampling is not supported when `target_sr` is not provided",
-        source="multimodal/audio.py",
+    "audio-no-target-rate": _Ours(
         stage="request",
         cause="The checkpoint's processor declares no audio sampling rate: it has no audio "
         "tower (Gemma 4 26B and 31B), so a clip sent with its rate cannot be resampled. "
         "This comes before the 'does not have an audio tower' check.",
         setting="the checkpoint (one with an audio_config)",
-        command="gemma-explore serve-args MODEL",
-        answer=lambda f, plan: (
+        command=_SERVE_ARGS,
+        answer=lambda f, plan, p: (
             "Serve a checkpoint with an audio tower (Gemma 3n, Gemma 4 "
             "E2B/E4B, Unified), or send no audio to this one."
         ),
     ),
-    VllmError(
-        name="no-audio-tower",
-        template=(
-            "Audio input was provided but the model '{model}' does not have an audio tower. "
-            "Audio inference is only supported for Gemma4 models that include an audio_config "
-            "(i.e., models that include an audio_config)."
-        ),
-        source="model_executor/models/gemma4_mm.py",
+    "no-audio-tower": _Ours(
         stage="request",
         cause="A Gemma 4 checkpoint without an audio_config (26B, 31B) got a clip.",
         setting="the checkpoint",
-        command="gemma-explore serve-args MODEL",
-        answer=lambda f, plan: (
-            f"The model '{f['model']}' hears nothing: serve Gemma 4 E2B/E4B, Gemma 3n or Unified for audio."
+        command=_SERVE_ARGS,
+        answer=lambda f, plan, p: (
+            f"The model '{f['model']}' hears nothing: serve Gemma 4 E2B/E4B, Gemma 3n or "
+            "Unified for audio."
         ),
     ),
-    VllmError(
-        name="audio-longer-than-model",
-        template="Audio duration exceeds max: %f > %f seconds",
-        source="model_executor/models/gemma4_mm.py",
+    "audio-longer-than-model": _Ours(
         stage="log",
         cause="Gemma 4's placeholder arithmetic counts every sample and caps at 750 tokens, "
         "but transformers' extractor hands the tower only the first 30 s: the rest is "
         "silently unheard.",
         setting="the clip's length",
         command="gemma-explore plan CLIP --family gemma4",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             "Split the clip into windows of at most 30 s and send each "
             "(the warning is a log line; the request still runs on the first 30 s)."
         ),
     ),
-    VllmError(
-        name="processor-cache-item-too-large",
-        template=(
-            "Skipping multi-modal processor cache insert for an item of %s GiB because it "
-            "exceeds --mm-processor-cache-gb=%s. The item will be processed uncached; "
-            "increase --mm-processor-cache-gb to cache items of this size."
-        ),
-        source="multimodal/cache/base.py",
+    "processor-cache-item-too-large": _Ours(
         stage="log",
         cause="One processed item (its tensors, at the model's dtype) is larger than the "
-        "whole multimodal processor cache. vLLM 0.32 serves it uncached; before "
+        "whole multimodal processor cache. vLLM serves it uncached; before "
         'vllm-project/vllm#53016 the same case raised ValueError("value too large") and, for '
         "the profiling dummy, stopped the engine at start-up (vllm-project/vllm#52835).",
         setting="--mm-processor-cache-gb",
         command="ge.processor_cache(plan_serving(MODEL), mm_processor_cache_gb=GB)",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             f"Set --mm-processor-cache-gb above {f['arg1']} (GiB) to cache such items, or "
             "leave it: the item still runs, only its repeats are processed again."
         ),
     ),
-    VllmError(
-        name="unsupported-language",
-        template=("Unsupported language: {language!r}.  Must be one of {supported}."),
-        source="model_executor/models/interfaces.py",
+    "unsupported-language": _Ours(
         stage="request",
         cause="The transcription endpoint's language is outside Whisper's table of codes.",
         setting="the request's language",
         command="gemma-explore transcribe CLIP --language CODE",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             "Send an ISO 639-1 code from the list in the message (e.g. "
             "'en'), or leave language out."
         ),
     ),
-    VllmError(
-        name="max-tokens-above-context",
-        template=(
-            "{max_output_tokens_param}={max_output_tokens} cannot be greater than "
-            "{max_total_tokens_param}={max_total_tokens}. Please request fewer output tokens."
-        ),
-        source="renderers/params.py",
+    "max-tokens-above-context": _Ours(
         stage="request",
         cause="`vllm serve` refuses a request whose max_tokens (or max_completion_tokens) alone "
         "exceeds max_model_len, before it tokenizes anything. When only max_tokens + prompt "
         "exceeds it, vLLM lowers max_tokens to what is left and answers 200, without a word.",
         setting="the request's max_tokens, --max-model-len",
         command="plan.admit(request, entry_point='serve')",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             f"Send max_tokens {_int(f['max_total_tokens'])} or less (minus the prompt's "
             f"tokens), or start with --max-model-len {_int(f['max_output_tokens'])} plus the "
             "prompt's tokens."
         ),
     ),
-    VllmError(
-        name="request-mm-kwargs-untrusted",
-        template=(
-            "Per-request mm_processor_kwargs are disabled by default because they can change "
-            "multimodal preprocessing resource usage. Start the server with "
-            "--trust-request-mm-kwargs only when clients are trusted."
-        ),
-        source="entrypoints/generate/base/protocol.py",
+    "request-mm-kwargs-untrusted": _Ours(
         stage="request",
         cause="A request sent mm_processor_kwargs (e.g. a per-request max_soft_tokens) to a "
         "server started without --trust-request-mm-kwargs. On Gemma 3n the budget is ignored "
         "even when trusted (its processor takes none).",
         setting="--trust-request-mm-kwargs",
         command="gemma-explore serve-args MODEL --budget B",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             "Start vllm serve with --trust-request-mm-kwargs (trusted clients only), or drop "
             "mm_processor_kwargs and set the budget at start-up with --mm-processor-kwargs."
         ),
     ),
-    VllmError(
-        name="input-above-context",
-        template=(
-            "Input length ({input_length}) exceeds model's maximum context length "
-            "({max_model_len})."
-        ),
-        source="entrypoints/serve/utils/api_utils.py",
+    "input-above-context": _Ours(
         stage="request",
         cause="`vllm serve` computes the output room from the rendered prompt; a prompt longer "
         "than max_model_len leaves none.",
         setting="--max-model-len",
         command="plan.admit(request, entry_point='serve')",
-        answer=lambda f, plan: (
+        answer=lambda f, plan, p: (
             f"Set --max-model-len {_int(f['input_length']) + 1} or more, or send a shorter prompt."
         ),
     ),
-)
+}
 
 
-def error_named(name: str) -> VllmError:
-    """The message with this handle.
+# ------------------------------------------------------------------ one release's messages
+
+
+@functools.cache
+def _errors(version: str) -> tuple[VllmError, ...]:
+    """The messages of one supported release (a key of PROFILES), built once."""
+    p = PROFILES[version]
+    texts, files = templates_for(p), files_for(p)
+    return tuple(
+        VllmError(
+            name=name,
+            template=texts[name],
+            source=files[name],
+            stage=ours.stage,
+            cause=_for(ours.cause, p),
+            setting=_for(ours.setting, p),
+            command=ours.command,
+            vllm_version=p.version,
+            answer=functools.partial(ours.answer, p=p),
+        )
+        for name, ours in OURS.items()
+        if name in texts
+    )
+
+
+def _profile(plan: Any, vllm_version: str | None) -> VllmProfile:
+    """``vllm_version``'s profile, else the plan's (a plan carries its release), else the
+    installed vLLM's (else the newest)."""
+    if vllm_version is not None:
+        return vllm_profile(vllm_version)
+    own = getattr(plan, "vllm", None)
+    return own if isinstance(own, VllmProfile) else vllm_profile(None)
+
+
+def errors_for(*, vllm_version: str | None = None) -> tuple[VllmError, ...]:
+    """Every message one release has, in its words and files (None: the installed vLLM's
+    release, else the newest supported).
+
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> [e.source for e in errors_for(vllm_version=SUPPORTED[-1]) if e.name == "kv-too-small"]
+    ['v1/core/kv_cache_planning.py']
+    """
+    return _errors(vllm_profile(vllm_version).version)
+
+
+# The installed vLLM's messages (without vLLM: the newest supported release's).
+VLLM_ERRORS: tuple[VllmError, ...] = errors_for()
+
+
+def error_named(name: str, *, vllm_version: str | None = None) -> VllmError:
+    """The message with this handle, in one release's words (None: the installed vLLM's,
+    else the newest). A message that release does not have is a ValueError naming the
+    releases that have it.
 
     >>> error_named("kv-no-memory").stage
     'start-up'
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> try:
+    ...     error_named("kv-dtype-mismatch", vllm_version=SUPPORTED[0])
+    ... except ValueError as exc:
+    ...     print(str(exc).split(":")[0].endswith("has no message 'kv-dtype-mismatch'"))
+    True
     """
-    for error in VLLM_ERRORS:
+    if name not in OURS:
+        raise KeyError(f"no vLLM message named {name!r}: one of {list(OURS)}")
+    p = vllm_profile(vllm_version)
+    for error in _errors(p.version):
         if error.name == name:
             return error
-    raise KeyError(f"no vLLM message named {name!r}: one of {[e.name for e in VLLM_ERRORS]}")
+    having = [v for v in SUPPORTED if any(e.name == name for e in _errors(v))]
+    raise ValueError(
+        f"{p.label} has no message {name!r}: vLLM {_versions(having)} "
+        f"{'has' if len(having) == 1 else 'have'} it (vllm_version= in Python, --vllm on the "
+        "command line)."
+    )
+
+
+def _versions(versions: list[str] | tuple[str, ...]) -> str:
+    """The releases joined for a sentence: "A, B and C" (their keys, never written here)."""
+    versions = list(versions)
+    if len(versions) <= 1:
+        return "".join(versions)
+    return f"{', '.join(versions[:-1])} and {versions[-1]}"
+
+
+def kv_memory_hint(
+    *,
+    vllm_version: str | None = None,
+    extensible: bool | None = None,
+    utilization: float | None = None,
+    after_warmup: bool = False,
+) -> str:
+    """The ``{hint}`` a release fills into its two KV refusals (``kv-no-memory``,
+    ``kv-too-small``), as vLLM's ``_more_kv_cache_memory_hint`` builds it; "" for a
+    release whose messages carry a fixed sentence instead.
+
+    ``extensible`` (None: the release's default on CUDA) is the extensible KV cache, off on
+    the CPU backend and with ``--kv-cache-memory-bytes``; ``utilization`` the resolved
+    ``gpu_memory_utilization`` (None: 1.0, the extensible default); ``after_warmup`` the
+    refusal after CUDA-graph capture and warm-up.
+
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> kv_memory_hint(vllm_version=SUPPORTED[0])
+    ''
+    >>> kv_memory_hint(vllm_version=SUPPORTED[-1], extensible=False).startswith("Try increasing")
+    True
+    """
+    p = vllm_profile(vllm_version)
+    texts = templates_for(p)
+    if "{hint}" not in texts.get("kv-too-small", ""):
+        return ""
+    if extensible is None:
+        extensible = p.kv_sizing == "extensible"
+    if not extensible:
+        return texts["kv-memory-hint"]
+    used_by = texts["kv-memory-hint-used-by-warmup" if after_warmup else "kv-memory-hint-used-by"]
+    graphs = texts["kv-memory-hint-graphs"] if after_warmup else ""
+    value = 1.0 if utilization is None else utilization
+    key = "kv-memory-hint-capped" if value < 1.0 else "kv-memory-hint-full"
+    return texts[key].format(used_by=used_by, utilization=value, graphs_hint=graphs)
+
+
+# ------------------------------------------------------------------------------ explain
 
 
 @dataclass(frozen=True)
 class Explanation:
     """What a pasted vLLM message means, and what to set."""
 
-    error: VllmError  # the message it matched
+    error: VllmError  # the message it matched, in the words of the release that has them
     fields: dict[str, str]  # the values the message printed, by template field
     answer: str  # the value to set, for this message (and model, when given)
     model: str | None = None  # the model the answer was computed for
     steps: tuple[str, ...] = ()
+    vllm_version: str = ""  # the release whose words matched (error.vllm_version)
+    releases: tuple[str, ...] = ()  # every supported release whose words match the text
+    asked: str = ""  # the release explain was asked for (vllm_version=, the plan's, installed)
 
     def text(self) -> str:
         """The explanation as the CLI prints it."""
         e = self.error
-        lines = [
-            f"vLLM's {e.stage} message '{e.name}' (vllm/{e.source})",
+        label = PROFILES[e.vllm_version].label
+        lines = [f"{label}'s {e.stage} message '{e.name}' (vllm/{e.source})"]
+        if self.asked and self.asked not in self.releases:
+            lines.append(
+                f"not in {PROFILES[self.asked].label}'s words: these are the words of vLLM "
+                f"{_versions(self.releases)}"
+            )
+        lines += [
             f"cause: {e.cause}",
             f"set: {self.answer}",
             f"computes it: {e.command}",
@@ -618,25 +794,64 @@ class Explanation:
         return "\n".join(lines)
 
 
-def explain(text: str, *, plan: Any = None) -> Explanation:
-    """Match a pasted vLLM error (or log line) against :data:`VLLM_ERRORS` and say what to
-    set; with ``plan`` (a :class:`~gemma_explore.serving.plan.ServingPlan`, e.g.
+def _best(text: str, errors: tuple[VllmError, ...]) -> tuple[VllmError, re.Match[str]] | None:
+    """The message with the most fixed text that matches, or None."""
+    found = [(e, m) for e in errors if (m := e.pattern().search(text))]
+    return max(found, key=lambda pair: pair[0].literal_chars) if found else None
+
+
+def explain(text: str, *, plan: Any = None, vllm_version: str | None = None) -> Explanation:
+    """Match a pasted vLLM error (or log line) against one release's messages and say what
+    to set; with ``plan`` (a :class:`~gemma_explore.serving.plan.ServingPlan`, e.g.
     ``plan_serving("google/gemma-4-E4B-it")``) the answer also uses the model: which budget
     would hold an item, which fits a batch.
+
+    The release is ``vllm_version``, else the plan's, else the installed vLLM's (else the
+    newest). Text in none of its messages is tried against the other supported releases:
+    an older or newer vLLM's message still gets its answer, and the explanation names the
+    release whose words matched (``vllm_version``, ``releases``).
 
     >>> explain("At most 1 image(s) may be provided in one prompt.").answer.split(",")[0]
     'Start with --limit-mm-per-prompt \\'{"image": N}\\''
     """
-    found = [(e, m) for e in VLLM_ERRORS if (m := e.pattern().search(text))]
-    if not found:
+    asked = _profile(plan, vllm_version).version
+    hit = _best(text, _errors(asked))
+    if hit is None:
+        others = [(v, h) for v in SUPPORTED if v != asked and (h := _best(text, _errors(v)))]
+        if others:
+            most = max(h[0].literal_chars for _, h in others)
+            # The nearest release to the one asked for answers (a newer one on a tie).
+            order = {
+                v: (abs(SUPPORTED.index(v) - SUPPORTED.index(asked)), -i)
+                for i, v in enumerate(SUPPORTED)
+            }
+            _, hit = min(
+                ((v, h) for v, h in others if h[0].literal_chars == most),
+                key=lambda vh: order[vh[0]],
+            )
+    if hit is None:
+        count = len({e.name for v in SUPPORTED for e in _errors(v)})
         raise ValueError(
             "This text matches none of the vLLM messages gemma-explore explains "
-            f"({len(VLLM_ERRORS)} of them, listed in docs/vllm_errors.md): paste the whole "
-            "error line, from vLLM's log or the HTTP response."
+            f"({count} of them, in vLLM {_versions(SUPPORTED)}, listed in docs/vllm_errors.md): "
+            "paste the whole error line, from vLLM's log or the HTTP response."
         )
-    error, match = max(found, key=lambda pair: pair[0].literal_chars)
+    error, match = hit
+    releases = tuple(
+        v
+        for v in SUPPORTED
+        if any(e.name == error.name and e.pattern().search(text) for e in _errors(v))
+    )
     fields = {k: v.strip() for k, v in match.groupdict().items()}
-    steps = [f"matched {error.name} ({error.literal_chars} characters of fixed text)"]
+    label = PROFILES[error.vllm_version].label
+    steps = [
+        f"matched {error.name} in {label}'s words ({error.literal_chars} characters of fixed text)"
+    ]
+    if error.vllm_version != asked:
+        steps.append(
+            f"{PROFILES[asked].label}'s messages hold none of this text: it is vLLM "
+            f"{_versions(releases)}'s; the answer follows {label}"
+        )
     if plan is not None:
         steps.append(f"answered for {plan.model.name}")
     return Explanation(
@@ -645,34 +860,85 @@ def explain(text: str, *, plan: Any = None) -> Explanation:
         answer=error.answer(fields, plan),
         model=None if plan is None else plan.model.name,
         steps=tuple(steps),
+        vllm_version=error.vllm_version,
+        releases=releases,
+        asked=asked,
     )
 
 
+# ------------------------------------------------------------------------------- the page
+
+
+def _grouped(values: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """(value, the releases that have it), in release order."""
+    out: dict[str, list[str]] = {}
+    for version, value in values.items():
+        out.setdefault(value, []).append(version)
+    return list(out.items())
+
+
+def _release_list(versions: list[str]) -> str:
+    return f"vLLM {', '.join(versions)}"
+
+
 def errors_page() -> str:
-    """``docs/vllm_errors.md``: every message verbatim, its cause, setting and command."""
+    """``docs/vllm_errors.md``: every message verbatim in each supported release's words
+    (each text with the releases that have it, where they differ), its file per release,
+    its cause, setting and command."""
     out = [
         "# vLLM's errors, explained",
         "",
         "<!-- Rendered from gemma_explore/serving/vllm_errors.py (errors_page); "
         "tests/serving/test_vllm_errors.py keeps it equal. -->",
         "",
-        "Each message below is vLLM 0.32's own text, as its source formats it (`{…}` marks "
-        "a value vLLM fills in), so a search for the error finds it. Paste one into "
-        '`gemma-explore explain "<error>" --model <id>` for the value to set for your '
-        "checkpoint. `tests/serving/test_vllm_errors.py` holds every template to the string "
-        "literal in vLLM's installed source.",
+        "Each message below is vLLM's own text, as its source formats it (`{…}` marks a value "
+        f"vLLM fills in), for every release this package supports ({_release_list(list(SUPPORTED))}); "
+        "where the words or the file differ between releases, each is given with the releases "
+        "that have it. So a search for the error finds it. Paste one into "
+        '`gemma-explore explain "<error>" --model <id> --vllm <release>` for the value to set '
+        "for your checkpoint (a message in another release's words is still found, and said "
+        "so). `tests/serving/test_vllm_errors.py` holds every text to the string literal in "
+        "its release's source.",
         "",
     ]
-    for e in VLLM_ERRORS:
-        out += [
-            f"## {e.name}",
-            "",
-            f"> {e.template}",
-            "",
-            f"- **where:** `vllm/{e.source}`, at {e.stage}",
-            f"- **cause:** {e.cause}",
-            f"- **setting:** {e.setting}",
-            f"- **computes the value:** `{e.command}`",
-            "",
-        ]
+    for name, ours in OURS.items():
+        per = {v: e for v in SUPPORTED for e in _errors(v) if e.name == name}
+        if not per:
+            continue
+        have = list(per)
+        out += [f"## {name}", ""]
+        if len(have) < len(SUPPORTED):
+            missing = [v for v in SUPPORTED if v not in have]
+            out += [f"In {_release_list(have)} (not in {_release_list(missing)}).", ""]
+        texts = _grouped({v: e.template for v, e in per.items()})
+        for text, versions in texts:
+            if len(texts) > 1:
+                out += [f"{_release_list(versions)}:", ""]
+            out += [f"> {text}", ""]
+        out += _pieces_section(ours.pieces, have)
+        files = _grouped({v: e.source for v, e in per.items()})
+        where = ", ".join(
+            f"`vllm/{file}`" + (f" ({_release_list(vs)})" if len(files) > 1 else "")
+            for file, vs in files
+        )
+        out.append(f"- **where:** {where}, at {ours.stage}")
+        for label, key in (("cause", "cause"), ("setting", "setting")):
+            values = _grouped({v: getattr(e, key) for v, e in per.items()})
+            for value, vs in values:
+                tag = f" ({_release_list(vs)})" if len(values) > 1 else ""
+                out.append(f"- **{label}{tag}:** {value}")
+        out += [f"- **computes the value:** `{ours.command}`", ""]
     return "\n".join(out)
+
+
+def _pieces_section(pieces: tuple[str, ...], have: list[str]) -> list[str]:
+    """The texts vLLM fills into a message's ``{hint}``, per release that has them."""
+    out: list[str] = []
+    per = {
+        v: [templates_for(PROFILES[v])[k] for k in pieces if k in templates_for(PROFILES[v])]
+        for v in have
+    }
+    for texts, versions in _grouped({v: "\n".join(t) for v, t in per.items() if t}):
+        out += [f"`{{hint}}` in {_release_list(versions)} is one of:", ""]
+        out += [f"> {t}\n" for t in texts.split("\n")]
+    return out

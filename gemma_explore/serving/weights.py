@@ -1,7 +1,7 @@
 """Loading a checkpoint into vLLM: what each released weight name becomes.
 
 vLLM does not load a Gemma checkpoint name for name. Its model class says how
-(seeds ``gemma3n_mm.py``, ``gemma4_mm.py``):
+(``gemma3n_mm.py``, ``gemma4_mm.py``):
 
 * ``hf_to_vllm_mapper``: a prefix map from the checkpoint's names to vLLM's module
   paths (``model.language_model.`` → ``language_model.model.``, ``model.vision_tower`` →
@@ -13,16 +13,18 @@ vLLM does not load a Gemma checkpoint name for name. Its model class says how
   from Gemma 3n, and every audio weight when the model has no audio tower.
 * ``get_mm_mapping``: which modules are the language model, the connectors and the
   towers (what multimodal LoRA targets).
-* Tower quantization: which towers and embedders get the quantization config. Two rules
-  exist, and they part when the audio tower's sizes and the vision tower's disagree:
+* Tower quantization: which towers and embedders get the quantization config, by the
+  profile's ``tower_quant_rule`` (:func:`tower_quantized`). Both rules hand it at any
+  size with bitsandbytes, torchao or compressed-tensors, otherwise only to Linear sizes
+  that are multiples of 64; they part on *whose* sizes count, which matters when the
+  audio tower's sizes and the vision tower's disagree:
 
-  - the seed (``gemma4_mm.py: _get_tower_quant_config``, newer than vLLM 0.32) judges
-    each tower by its *own* config: any size with bitsandbytes, torchao or
-    compressed-tensors, otherwise only when its ``hidden_size`` and (where it has one)
-    ``intermediate_size`` are multiples of 64 (the audio config has no
-    ``intermediate_size``, so its ``hidden_size`` decides): :func:`seed_tower_quantized`;
-  - vLLM 0.32 (``Gemma4ForConditionalGeneration.__init__``, a local ``tower_quant``)
-    reads the *vision* config for both towers: :func:`vllm_tower_quantized`.
+  - ``"single"`` (``Gemma4ForConditionalGeneration.__init__``, a local ``tower_quant``):
+    the *vision* config's ``hidden_size`` and ``intermediate_size`` decide for both
+    towers and both embedders;
+  - ``"per-tower"`` (the module function ``_get_tower_quant_config``, called once per
+    tower): each tower by its *own* config, its ``hidden_size`` and, where it has one,
+    its ``intermediate_size`` (the audio config has none, so its ``hidden_size`` decides).
 
   For every released checkpoint the two agree (E2B/E4B: vision 768 and 3072, audio 1024;
   26B/31B: vision 4304 is no multiple and there is no audio tower). Unified's class hands
@@ -30,14 +32,16 @@ vLLM does not load a Gemma checkpoint name for name. Its model class says how
   ``Gemma4MultimodalEmbedder``; Gemma 3n's class passes no quantization to its towers or
   embedders, and its ``get_mm_mapping`` names a ``multi_modal_projector`` connector the
   model does not have. :func:`vllm_quantized_modules` reads all of this by running the
-  class's own ``__init__`` with its tower constructors swapped for recorders.
+  installed class's own ``__init__`` with its tower constructors swapped for recorders.
 
 :func:`loading_plan` runs these from vLLM's own class (so vLLM must be installed) on a
-bundle's weight names, and lays them out as a table.
+bundle's weight names, and lays them out as a table; ``vllm_version=`` naming another
+release than the installed one answers Gemma 4's tower rule from that release's profile.
 
-:func:`vllm_loaded_weights` counts what vLLM 0.32 *allocates* (pure arithmetic on the
+:func:`vllm_loaded_weights` counts what vLLM *allocates* (pure arithmetic on the
 config's meta-device build, no vLLM needed; tests/serving/test_weights.py holds it to
-vLLM's own model classes built on the meta device for every released checkpoint):
+the installed vLLM's own model classes built on the meta device for every released
+checkpoint; another release differs only by its tower rule, ``vllm_version=``):
 
 * a tower whose modalities all have limit 0 is not allocated (``_mark_tower_model`` in
   gemma4_mm.py / gemma3n_mm.py builds it as a ``StageMissingLayer`` on the meta device):
@@ -45,7 +49,7 @@ vLLM's own model classes built on the meta device for every released checkpoint)
   Unified's class marks no tower, so its limits skip nothing;
 * ``attention_k_eq_v`` full layers get a V shard in ``qkv_proj`` that the checkpoint
   lacks (gemma4.py loads K into both): +110.1 M (31B), +14.4 M (26B-A4B), +15.7 M (12B);
-* under ``--quantization fp8`` (online from bf16; vLLM 0.32 reads it as
+* under ``--quantization fp8`` (online from bf16; vLLM reads it as
   ``fp8_per_tensor``) only Linear and MoE weights take 1 byte: the embeddings, the
   per-layer embeddings, norms, the MoE router (a ``GateLinear``) and the towers vLLM
   hands no quantization config (26B/31B, all of Gemma 3n's) stay in bf16: E2B 7.33 GiB,
@@ -60,6 +64,7 @@ vLLM's own model classes built on the meta device for every released checkpoint)
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 import types
@@ -70,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 from gemma_explore.facts.families import FamilySpec, get_family
 from gemma_explore.serving.caches import Memo
 from gemma_explore.tables import Table
+from gemma_explore.vllm_versions import PROFILES, VllmProfile, installed_vllm, vllm_profile
 
 if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
@@ -82,16 +88,25 @@ __all__ = [
     "LoadingPlan",
     "WeightRow",
     "loading_plan",
-    "seed_tower_quantized",
+    "tower_quantized",
     "vllm_model_class",
     "vllm_quantized_modules",
     "vllm_loaded_weights",
-    "vllm_tower_quantized",
 ]
 
-# Quantization methods whose kernels take any tower size (gemma4_mm.py: the seed's
-# _get_tower_quant_config and vLLM 0.32's __init__ list the same three).
+# Quantization methods whose kernels take any tower size (gemma4_mm.py: both tower rules
+# list the same three).
 ANY_SIZE_METHODS = ("bitsandbytes", "torchao", "compressed-tensors")
+# Gemma 4's towers (tower_quantized's ``tower``) → the config each is built from, and
+# each tower or embedder module of Gemma 4's class → its tower.
+TOWER_CONFIGS = {"vision": "vision_config", "audio": "audio_config"}
+GEMMA4_TOWER_MODULES = {
+    "vision_tower": "vision",
+    "embed_vision": "vision",
+    "audio_tower": "audio",
+    "embed_audio": "audio",
+}
+_GEMMA4 = "Gemma4ForConditionalGeneration"
 _CAPTURE_LOCK = threading.Lock()
 
 
@@ -115,12 +130,14 @@ class LoadingPlan:
 
     family: str
     architecture: str  # the vLLM class that loads it
+    vllm_version: str  # the profile whose tower rule the quantized column follows
     rows: tuple[WeightRow, ...]
     ignored_prefixes: tuple[str, ...]  # what load_weights tells its loader to skip
     packed: dict[str, tuple[str, ...]]  # fused module → the checkpoint modules it takes
     quant_method: str | None  # the method the quantized column assumes (None: none)
     # Each tower or embedder module and whether vLLM's __init__ gave it the quantization
-    # config (vllm_quantized_modules): the rule as the installed class applies it.
+    # config (vllm_quantized_modules): the installed class's answer, or the profile's tower
+    # rule for another release.
     modules_quantized: dict[str, bool]
     steps: tuple[str, ...]
 
@@ -164,36 +181,52 @@ def _quantizable(config: Any) -> bool:
     return config.hidden_size % 64 == 0 and (intermediate is None or intermediate % 64 == 0)
 
 
-def seed_tower_quantized(quant_method: str | None, tower_config: Any) -> bool:
-    """The seed's rule (``gemma4_mm.py: _get_tower_quant_config``, not in vLLM 0.32): a
-    tower and its embedder are quantized with bitsandbytes, torchao or
-    compressed-tensors at any size, otherwise only when *its own* sizes are multiples of
-    64 (``tower_config`` is that tower's config: vision or audio).
+def tower_quantized(
+    quant_method: str | None, config: Any, tower: str, *, vllm_version: str | None = None
+) -> bool:
+    """Does vLLM hand Gemma 4's ``tower`` ("vision" or "audio") and its embedder the
+    quantization config of ``quant_method`` (a vLLM method name; None: unquantized)?
+    ``config`` is the model's config (its ``vision_config`` and ``audio_config`` matter).
+
+    Under bitsandbytes, torchao or compressed-tensors always; under any other method
+    only when the sizes that count are multiples of 64, and the release's
+    ``tower_quant_rule`` says whose count:
+
+    * "single": the vision config's ``hidden_size`` and ``intermediate_size``, for every
+      tower (``Gemma4ForConditionalGeneration.__init__``'s local ``tower_quant``);
+    * "per-tower": the tower's own config (``_get_tower_quant_config``), where a config
+      without ``intermediate_size`` (the audio one) counts as divisible there.
+
+    A big vision tower (4304 is no multiple of 64) beside a 1024-wide audio tower, in each
+    supported release:
 
     >>> from types import SimpleNamespace as C
-    >>> audio = C(hidden_size=1024)  # Gemma 4's audio config has no intermediate_size
-    >>> seed_tower_quantized("fp8", audio), seed_tower_quantized("fp8", C(hidden_size=1000))
-    (True, False)
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> config = C(vision_config=C(hidden_size=1152, intermediate_size=4304),
+    ...            audio_config=C(hidden_size=1024))
+    >>> [tower_quantized("fp8", config, "audio", vllm_version=v) for v in SUPPORTED]
+    [False, True, True]
+    >>> tower_quantized("bitsandbytes", config, "vision")
+    True
     """
+    if tower not in TOWER_CONFIGS:
+        raise ValueError(f"tower={tower!r}: Gemma 4's towers are {sorted(TOWER_CONFIGS)}.")
+    own = getattr(config, TOWER_CONFIGS[tower], None)
+    if own is None:
+        raise ValueError(f"This config has no {tower} tower ({TOWER_CONFIGS[tower]} is None).")
+    p = vllm_profile(vllm_version)
     if quant_method is None:
         return False
-    return quant_method in ANY_SIZE_METHODS or _quantizable(tower_config)
-
-
-def vllm_tower_quantized(quant_method: str | None, vision_config: Any) -> bool:
-    """vLLM 0.32's rule (``Gemma4ForConditionalGeneration.__init__``): one answer for
-    both towers and embedders, from the *vision* config's ``hidden_size`` and
-    ``intermediate_size`` (multiples of 64), or any size with bitsandbytes, torchao or
-    compressed-tensors. E2B/E4B: 768 and 3072 are; 26B/31B: 4304 is not.
-
-    >>> from types import SimpleNamespace as C
-    >>> big = C(hidden_size=1152, intermediate_size=4304)
-    >>> vllm_tower_quantized("fp8", big), vllm_tower_quantized("bitsandbytes", big)
-    (False, True)
-    """
-    if quant_method is None:
-        return False
-    return quant_method in ANY_SIZE_METHODS or _quantizable(vision_config)
+    if quant_method in ANY_SIZE_METHODS:
+        return True
+    if p.tower_quant_rule == "single":
+        return _quantizable(config.vision_config)
+    if p.tower_quant_rule == "per-tower":
+        return _quantizable(own)
+    raise ValueError(
+        f"{p.label}'s tower_quant_rule {p.tower_quant_rule!r} is unknown here: name a "
+        "supported release with vllm_version=."
+    )
 
 
 def vllm_model_class(architecture: str) -> Any:
@@ -206,7 +239,7 @@ def vllm_model_class(architecture: str) -> Any:
         ) from e
     cls = ModelRegistry._try_load_model_cls(architecture)
     if cls is None:
-        raise ValueError(f"vLLM 0.32 has no model class for {architecture!r}.")
+        raise ValueError(f"The installed vLLM has no model class for {architecture!r}.")
     return cls
 
 
@@ -251,13 +284,19 @@ def _mm_parts(cls: Any, has_audio: bool) -> dict[str, list[str]]:
 
 
 def loading_plan(
-    bundle: Bundle, *, quant_method: str | None = "fp8", names: list[str] | None = None
+    bundle: Bundle,
+    *,
+    quant_method: str | None = "fp8",
+    names: list[str] | None = None,
+    vllm_version: str | None = None,
 ) -> LoadingPlan:
     """Map every weight of ``bundle``'s checkpoint the way vLLM's class loads it.
 
     ``names`` are the checkpoint's weight names (default: the model's state dict, tied
     weights left out, which is what ``save_pretrained`` writes). ``quant_method`` is a
     vLLM quantization method name for the "quantized" column (None: not quantized).
+    The names, fusions and skips are the installed class's; the towers' quantization
+    follows ``vllm_version``'s profile (None: the installed vLLM, whose class answers).
     """
     import torch
 
@@ -273,7 +312,8 @@ def loading_plan(
     packed = {k: tuple(v) for k, v in getattr(cls, "packed_modules_mapping", {}).items()}
     ignored = _run_loader_setup(cls, has_audio)
     parts = _mm_parts(cls, has_audio)
-    modules_q = vllm_quantized_modules(cls, config, quant_method)
+    p = vllm_profile(vllm_version)
+    modules_q = vllm_quantized_modules(cls, config, quant_method, vllm_version=p.version)
     lm_prefixes = tuple(parts["language model"])
     rows = []
     for name in names:
@@ -288,9 +328,17 @@ def loading_plan(
             quant = modules_q.get((mapped or "").split(".")[0], False)
         part = _part_of(mapped, parts)
         rows.append(WeightRow(name, None if skip else mapped, shard, skip, part, quant))
-    steps = _loading_steps(arch, rows, packed, ignored, quant_method, modules_q, config)
+    steps = _loading_steps(arch, rows, packed, ignored, quant_method, modules_q, config, p)
     return LoadingPlan(
-        bundle.spec.name, arch, tuple(rows), ignored, packed, quant_method, modules_q, steps
+        bundle.spec.name,
+        arch,
+        p.version,
+        tuple(rows),
+        ignored,
+        packed,
+        quant_method,
+        modules_q,
+        steps,
     )
 
 
@@ -308,7 +356,9 @@ class _Stub:
         return None
 
 
-def vllm_quantized_modules(cls: Any, config: Any, quant_method: str | None) -> dict[str, bool]:
+def vllm_quantized_modules(
+    cls: Any, config: Any, quant_method: str | None, *, vllm_version: str | None = None
+) -> dict[str, bool]:
     """Which tower and embedder modules vLLM's ``cls`` quantizes under ``quant_method``,
     read by running the class's own ``__init__`` on ``config`` (a transformers config:
     only its towers' sizes matter) with ``AutoModel``, the embedder classes and
@@ -317,20 +367,58 @@ def vllm_quantized_modules(cls: Any, config: Any, quant_method: str | None) -> d
     ``AutoModel`` towers are transformers modules: vLLM quantizes one only where
     ``recursive_replace_linear`` gives it a config; an embedder where its constructor does.
 
+    ``vllm_version`` (None: the installed vLLM) naming another release: the installed
+    class still says which modules exist, and Gemma 4's towers follow that release's
+    ``tower_quant_rule`` (:func:`tower_quantized`; Unified's and Gemma 3n's rules are the
+    same in every supported release).
+
     >>> from gemma_explore.facts.released import released_config
     >>> config = released_config("google/gemma-4-31B-it")
     >>> cls = vllm_model_class("Gemma4ForConditionalGeneration")  # doctest: +SKIP
     >>> vllm_quantized_modules(cls, config, "fp8")  # doctest: +SKIP
     {'vision_tower': False, 'embed_vision': False}
     """
-    import inspect
-
-    import torch
-    from torch import nn
-
     init = cls.__init__
     namespace = init.__globals__
-    quant = None if quant_method is None else types.SimpleNamespace(get_name=lambda: quant_method)
+    swaps = _recorder_swaps(namespace)
+    vllm_config = _recording_vllm_config(config, quant_method)
+    p = vllm_profile(vllm_version)
+    model = cls.__new__(cls)
+    # The towers' and language model's markers (a limit of 0 skips a tower; here every
+    # limit is 1) ask for the pipeline-parallel group in some releases, which no engine
+    # has set up here: they mark nothing, so they stand aside.
+    for marker in ("_mark_tower_model", "_mark_language_model"):
+        if hasattr(cls, marker):
+            object.__setattr__(model, marker, lambda *_a, **_k: contextlib.nullcontext())
+    with _CAPTURE_LOCK:
+        saved = {name: namespace[name] for name in swaps}
+        namespace.update(swaps)
+        try:
+            init(model, vllm_config=vllm_config, prefix="")
+        except _Stop:
+            pass
+        finally:
+            namespace.update(saved)
+    modules = {
+        name: value.quant is not None
+        for name, value in vars(model).items()
+        if isinstance(value, _Stub)
+    }
+    if cls.__name__ == _GEMMA4 and not _is_installed(p):
+        for name in modules:
+            if name in GEMMA4_TOWER_MODULES:
+                tower = GEMMA4_TOWER_MODULES[name]
+                modules[name] = tower_quantized(quant_method, config, tower, vllm_version=p.version)
+    return modules
+
+
+def _recorder_swaps(namespace: dict[str, Any]) -> dict[str, Any]:
+    """The recorders that stand in, in the model module's ``namespace``, for what builds
+    the towers and embedders (each records the quantization config it is handed) and for
+    the language model's builder (which stops ``__init__`` with :class:`_Stop`)."""
+    import inspect
+
+    from torch import nn
 
     def auto_model(**_kwargs: Any) -> _Stub:
         return _Stub()
@@ -358,8 +446,18 @@ def vllm_quantized_modules(cls: Any, config: Any, quant_method: str | None) -> d
     for name, value in namespace.items():
         if isinstance(value, type) and issubclass(value, nn.Module) and name.endswith("Embedder"):
             swaps[name] = embedder(value)
+    return swaps
+
+
+def _recording_vllm_config(config: Any, quant_method: str | None) -> Any:
+    """The least ``VllmConfig`` a class's ``__init__`` reads up to its language model:
+    ``config`` as the HF config, a limit of 1 per modality (every tower is built), and a
+    quantization config that only says its name (None: unquantized)."""
+    import torch
+
+    quant = None if quant_method is None else types.SimpleNamespace(get_name=lambda: quant_method)
     multimodal = types.SimpleNamespace(get_limit_per_prompt=lambda _m: 1, mm_encoder_only=False)
-    vllm_config = types.SimpleNamespace(
+    return types.SimpleNamespace(
         model_config=types.SimpleNamespace(
             hf_config=config,
             multimodal_config=multimodal,
@@ -369,21 +467,15 @@ def vllm_quantized_modules(cls: Any, config: Any, quant_method: str | None) -> d
         quant_config=quant,
         lora_config=None,
     )
-    model = cls.__new__(cls)
-    with _CAPTURE_LOCK:
-        saved = {name: namespace[name] for name in swaps}
-        namespace.update(swaps)
-        try:
-            init(model, vllm_config=vllm_config, prefix="")
-        except _Stop:
-            pass
-        finally:
-            namespace.update(saved)
-    return {
-        name: value.quant is not None
-        for name, value in vars(model).items()
-        if isinstance(value, _Stub)
-    }
+
+
+def _is_installed(p: VllmProfile) -> bool:
+    """Is ``p`` the installed vLLM's release (so its own classes answer for it)?"""
+    found = installed_vllm()
+    try:
+        return found is not None and vllm_profile(found).version == p.version
+    except ValueError:  # an installed vLLM older than every profile
+        return False
 
 
 def _fused(mapped: str, packed: dict[str, tuple[str, ...]]) -> tuple[str, str | None]:
@@ -412,6 +504,7 @@ def _loading_steps(
     quant_method: str | None,
     modules_q: dict[str, bool],
     config: Any,
+    p: VllmProfile,
 ) -> tuple[str, ...]:
     """The plan in three sentences: renames and fusions, skips, quantization."""
     renamed = sum(r.vllm != r.released for r in rows if r.vllm)
@@ -425,20 +518,22 @@ def _loading_steps(
         f"{getattr(vision, 'intermediate_size', None)}; audio hidden "
         f"{getattr(audio, 'hidden_size', None)}"
     )
-    if quant_method is not None and "vision_tower" in modules_q and audio is not None:
-        seed = seed_tower_quantized(quant_method, audio)
-        if seed != modules_q.get("audio_tower"):
-            sizes += (
-                f"; the seed's per-tower rule would {'' if seed else 'not '}quantize the "
-                "audio tower (vLLM 0.32 reads the vision sizes for both)"
-            )
+    if quant_method is not None and "audio_tower" in modules_q and audio is not None:
+        rules = {q.tower_quant_rule: q for q in reversed(PROFILES.values())}  # oldest each
+        for rule, q in rules.items():
+            other = tower_quantized(quant_method, config, "audio", vllm_version=q.version)
+            if rule != p.tower_quant_rule and other != modules_q["audio_tower"]:
+                sizes += (
+                    f"; {q.label}'s {rule} rule would {'' if other else 'not '}quantize "
+                    "the audio tower"
+                )
     return (
         f"vLLM's {arch} renames {renamed} of {len(rows)} weights (hf_to_vllm_mapper) and "
         f"fuses {sum(r.shard is not None for r in rows)} into {fusions}.",
         "load_weights skips "
         + (", ".join(ignored) if ignored else "nothing")
         + f" ({sum(r.ignored for r in rows)} weights here).",
-        f"Under {quant_method or 'no quantization'}: vLLM's __init__ hands the config to "
+        f"Under {quant_method or 'no quantization'}: {p.label}'s __init__ hands the config to "
         f"{', '.join(given) or 'no tower or embedder'} and keeps "
         f"{', '.join(kept) or 'none'} unquantized ({sizes}); "
         f"{sum(r.quantized for r in rows)} Linear weights quantized.",
@@ -449,7 +544,7 @@ def _loading_steps(
 # What vLLM allocates: skipped towers, the extra value projections, FP8's bf16 leftovers.
 # ---------------------------------------------------------------------------------------
 
-# Online FP8 (weights quantized at load time from a bf16 checkpoint): vLLM 0.32 reads
+# Online FP8 (weights quantized at load time from a bf16 checkpoint): vLLM reads
 # ``--quantization fp8`` on an unquantized checkpoint as the deprecated alias of
 # ``fp8_per_tensor`` (config/quantization.py; layers/quantization/online/fp8.py). Each
 # quantized weight takes 1 byte per value (float8_e4m3fn) plus a few float32 scales.
@@ -484,6 +579,7 @@ class LoadedWeights:
 
     spec: FamilySpec
     model: str
+    vllm_version: str  # the profile whose tower rule the quantized towers follow
     quantization: str | None  # the --quantization method assumed (None: none)
     dtype_bytes: int  # bytes per unquantized value (2: bf16 / fp16)
     parameters: int  # parameters vLLM allocates (skipped towers left out, extra V in)
@@ -558,12 +654,15 @@ def _limit(limits: Mapping[str, Any], modality: str) -> int:
     return int(value.get("count", 999)) if isinstance(value, Mapping) else int(value)
 
 
-def _tower_gets_quant(model_class: str, part: str, config: Any, quantization: str) -> bool:
-    """Whether vLLM 0.32's class hands a tower or embedder the quantization config:
-    Gemma 4's vision tower by its own rule, Unified's vision embedder always, Gemma 3n's
+def _tower_gets_quant(
+    model_class: str, part: str, config: Any, quantization: str, p: VllmProfile
+) -> bool:
+    """Whether vLLM's class hands a tower or embedder the quantization config: Gemma 4's
+    towers by the profile's tower rule, Unified's vision embedder always, Gemma 3n's
     towers never."""
-    if model_class == "Gemma4ForConditionalGeneration":
-        return vllm_tower_quantized(quantization, config.vision_config)
+    if model_class == _GEMMA4:
+        tower = GEMMA4_TOWER_MODULES.get(part, "vision")
+        return tower_quantized(quantization, config, tower, vllm_version=p.version)
     return model_class == "Gemma4UnifiedForConditionalGeneration" and part == "vision_embedder"
 
 
@@ -623,8 +722,10 @@ def vllm_loaded_weights(
     quantization: str | None = None,
     dtype_bytes: int = 2,
     max_num_batched_tokens: int | None = None,
+    vllm_version: str | None = None,
 ) -> LoadedWeights:
-    """The weights vLLM 0.32 allocates for ``model`` (tensor parallel size 1).
+    """The weights vLLM allocates for ``model`` (tensor parallel size 1), under the
+    release ``vllm_version`` names (None: the installed vLLM, else the newest).
 
     Against the checkpoint's own count: a tower whose modalities all have limit 0 is not
     allocated (``_mark_tower_model``); ``attention_k_eq_v`` full layers get a V shard
@@ -644,45 +745,28 @@ def vllm_loaded_weights(
             f"FP8 ({', '.join(FP8_METHODS)}) or None; a pre-quantized checkpoint's "
             "weights are its safetensors' size."
         )
+    p = vllm_profile(vllm_version)
     config = _CONFIGS.get_or_make(model.name, lambda: _config_of_model(model))
     text = config.get_text_config()
     kinds = _WEIGHT_KINDS.get_or_make(
         config.to_json_string(use_diff=False), lambda: _weight_kinds(config)
     )
-    limits = limit_mm_per_prompt or {}
-    towers = TOWER_MODALITIES.get(model_class := get_family(model.family).classes.model, {})
-    skipped = {
-        part: sum(kinds[part].values())
-        for part, modalities in towers.items()
-        if part in kinds and all(_limit(limits, m) == 0 for m in modalities)
-    }
+    model_class = get_family(model.family).classes.model
+    skipped = _skipped_towers(kinds, model_class, limit_mm_per_prompt or {})
     extra = _extra_value_parameters(model, text)
-    by_part: dict[str, int] = {}
-    bytes_by_part: dict[str, int] = {}
-    quantized = 0
-    for part, by_kind in kinds.items():
-        if part in skipped:
-            continue
-        count = sum(by_kind.values()) + (extra if part == "language_model" else 0)
-        q = 0
-        if quantization is not None:
-            if part == "language_model":
-                q = by_kind.get("linear", 0) + by_kind.get("experts", 0) + extra
-            elif _tower_gets_quant(model_class, part, config, quantization):
-                q = by_kind.get("linear", 0)
-        by_part[part] = count
-        wide = by_kind.get("float32", 0)
-        bytes_by_part[part] = q + (count - q - wide) * dtype_bytes + wide * 4
-        quantized += q
+    by_part, bytes_by_part, quantized = _allocated_parts(
+        kinds, skipped, extra, quantization, dtype_bytes, (model_class, config, p)
+    )
     total = sum(by_part.values())
     buffers, buffer_text = _buffer_bytes(model, text, dtype_bytes, max_num_batched_tokens)
     result_bytes = sum(bytes_by_part.values()) + buffers
     steps = _weights_steps(model, skipped, extra, quantization, quantized, total, dtype_bytes)
     steps += (f"buffers: {buffers / 2**30:.2f} GiB ({buffer_text})",)
-    steps += (f"vLLM allocates {result_bytes / 2**30:.2f} GiB for the weights and buffers",)
+    steps += (f"{p.label} allocates {result_bytes / 2**30:.2f} GiB for the weights and buffers",)
     return LoadedWeights(
         spec=model.spec,
         model=model.name,
+        vllm_version=p.version,
         quantization=quantization,
         dtype_bytes=dtype_bytes,
         parameters=total,
@@ -696,6 +780,53 @@ def vllm_loaded_weights(
         bytes=result_bytes,
         steps=steps,
     )
+
+
+def _skipped_towers(
+    kinds: dict[str, dict[str, int]], model_class: str, limits: Mapping[str, Any]
+) -> dict[str, int]:
+    """The towers vLLM does not allocate (``_mark_tower_model``: every modality a tower
+    serves has limit 0), each with its parameter count."""
+    towers = TOWER_MODALITIES.get(model_class, {})
+    return {
+        part: sum(kinds[part].values())
+        for part, modalities in towers.items()
+        if part in kinds and all(_limit(limits, m) == 0 for m in modalities)
+    }
+
+
+def _allocated_parts(
+    kinds: dict[str, dict[str, int]],
+    skipped: dict[str, int],
+    extra: int,
+    quantization: str | None,
+    dtype_bytes: int,
+    model: tuple[str, Any, VllmProfile],
+) -> tuple[dict[str, int], dict[str, int], int]:
+    """Per allocated part: its parameters (the language model's with the ``extra`` V
+    shards) and bytes (quantized ones at 1 B, float32 ones at 4, the rest at
+    ``dtype_bytes``), and the quantized total. Under ``quantization`` the language model's
+    Linear and MoE weights are quantized; a tower's Linear weights only where ``model``'s
+    (class, config, profile) hands it the quantization config."""
+    model_class, config, p = model
+    by_part: dict[str, int] = {}
+    bytes_by_part: dict[str, int] = {}
+    quantized = 0
+    for part, by_kind in kinds.items():
+        if part in skipped:
+            continue
+        count = sum(by_kind.values()) + (extra if part == "language_model" else 0)
+        q = 0
+        if quantization is not None:
+            if part == "language_model":
+                q = by_kind.get("linear", 0) + by_kind.get("experts", 0) + extra
+            elif _tower_gets_quant(model_class, part, config, quantization, p):
+                q = by_kind.get("linear", 0)
+        by_part[part] = count
+        wide = by_kind.get("float32", 0)
+        bytes_by_part[part] = q + (count - q - wide) * dtype_bytes + wide * 4
+        quantized += q
+    return by_part, bytes_by_part, quantized
 
 
 def _weights_steps(

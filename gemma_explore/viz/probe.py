@@ -2,7 +2,7 @@
 server counted.
 
 Gids: ``"probe_expected"`` (one bar per case: the reference), ``"probe_vllm"`` (a tick
-where vLLM's own count differs), ``"probe_measured"`` (one marker per answered case,
+where vLLM's own count differs; the legend names the release whose arithmetic it is), ``"probe_measured"`` (one marker per answered case,
 green where it matches, vermillion where a fault was named), ``"probe_verdict"`` (the
 verdict written beside each case).
 """
@@ -30,7 +30,8 @@ def _cell(value: int | None) -> str:
 def show_probe(result: ProbeResult, *, ax: Any = None) -> Figure:
     """Horizontal bars (log scale): each case's expected cost in prompt tokens, with the
     server's measured cost as a marker on it, and "measured / expected: verdict" beside it; a
-    failure line, when the probe stopped, is the title.
+    failure line, when the probe stopped, is the title, else the title names the model and
+    the vLLM release whose arithmetic the ticks follow.
 
     >>> from gemma_explore.conformance.probe import probe
     >>> fig = show_probe(probe("http://127.0.0.1:9", model="gemma-4-E2B", timeout=1))
@@ -51,18 +52,21 @@ def show_probe(result: ProbeResult, *, ax: Any = None) -> Figure:
         fig = ax.figure
     rows = list(range(len(cases)))[::-1]  # the first case on top
     expected = [max(c.expected, 1) for c in cases]
-    ax.barh(rows, expected, 0.6, color=OKABE_ITO["sky"], label="expected (transformers)")
+    bar = 0.6  # each bar's height; vLLM's tick reaches a little past it
+    ax.barh(rows, expected, bar, color=OKABE_ITO["sky"], label="expected (transformers)")
     for patch in ax.patches:
         patch.set_gid("probe_expected")
+    named = False  # the legend names the release on the first tick drawn
     for y, c in zip(rows, cases, strict=True):
         if c.vllm_expected != c.expected:
             ax.plot(
                 [c.vllm_expected] * 2,
-                [y - 0.35, y + 0.35],
+                [y - bar / 2 - 0.05, y + bar / 2 + 0.05],
                 color=OKABE_ITO["purple"],
                 gid="probe_vllm",
-                label="vLLM's count" if y == rows[0] else None,
+                label=None if named else f"{result.vllm_label}'s count",
             )
+            named = True
         if c.measured is not None:
             good = c.verdict in _GOOD
             ax.plot(
@@ -90,7 +94,9 @@ def show_probe(result: ProbeResult, *, ax: Any = None) -> Figure:
     right.tick_params(length=0)
     right.set_gid("probe_verdict")
     ax.set_xlabel("prompt tokens the item adds (log scale)")
-    title = result.failure or f"{result.model}: {result.spec.display_name}, probed"
+    title = result.failure or (
+        f"{result.model}: {result.spec.display_name}, probed ({result.vllm_label}'s arithmetic)"
+    )
     ax.set_title(st.fill(title, 5.5), loc="left")  # within the bars' width
     ax.plot([], [], "D", color=OKABE_ITO["green"], label="measured: matches")
     ax.plot([], [], "X", color=OKABE_ITO["vermillion"], label="measured: differs")
@@ -101,14 +107,20 @@ def show_probe(result: ProbeResult, *, ax: Any = None) -> Figure:
 
 
 def probe_view(
-    url: str, *, model: str, family: str | None = None, timeout: float = 60.0
+    url: str,
+    *,
+    model: str,
+    family: str | None = None,
+    timeout: float = 60.0,
+    vllm_version: str | None = None,
 ) -> tuple[Figure, str]:
     """What the demo's Serving tab shows for a server: the probe's figure and its table
-    as markdown (the failure line is the figure's title and the table's first note).
+    as markdown (the failure line is the figure's title and the table's first note), by
+    ``vllm_version``'s arithmetic (the table's column and title name the release).
 
     >>> fig, text = probe_view("http://127.0.0.1:9", model="gemma-4-E2B", timeout=1)
     >>> "unreachable" in text
     True
     """
-    result = probe(url, model=model, family=family, timeout=timeout)
+    result = probe(url, model=model, family=family, timeout=timeout, vllm_version=vllm_version)
     return show_probe(result), probe_table(result).markdown()

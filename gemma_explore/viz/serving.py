@@ -1,5 +1,8 @@
 """Where a served checkpoint's GPU memory goes, and how big one item can get.
 
+Each memory bar's title names the vLLM release whose rules planned it and the share of the
+GPU it is measured against (the release's own when none is given).
+
 Gids: ``"mem_weights"``, ``"mem_kv"``, ``"mem_encoder_cache"``, ``"mem_headroom"`` (the
 stacked bar; a released checkpoint set beside it carries the same gids with
 ``"_released"`` appended), ``"item_tokens"`` (one bar per modality: worst-case tokens of
@@ -12,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gemma_explore.colors import KIND_COLORS, OKABE_ITO
-from gemma_explore.serving.kv import GPU_MEMORY_UTILIZATION
 from gemma_explore.serving.plan import ServingPlan
 from gemma_explore.viz.palette import panels
 from gemma_explore.viz.style import current_style
@@ -38,6 +40,14 @@ def _is_tiny(plan: ServingPlan) -> bool:
     return plan.model.name in TINY_NAMES or plan.model.config_source == "tiny build"
 
 
+def _utilization(plan: ServingPlan, asked: float | None) -> float:
+    """The share of the GPU the bar is measured against: yours, else what the plan's release
+    uses with the flag unset (its default share, or 1.0 with the extensible KV cache)."""
+    if asked is not None:
+        return float(asked)
+    return float(plan.vllm.gpu_memory_utilization or 1.0)
+
+
 def _memory_parts(plan: ServingPlan, gpu_memory_gib: float | None, utilization: float):
     """(label, bytes, colour, gid) for each part of one engine's memory, and whether it
     fits: the plan's own :meth:`~ServingPlan.memory_fit` (the demo's verdict reads it too)."""
@@ -59,11 +69,20 @@ def _memory_parts(plan: ServingPlan, gpu_memory_gib: float | None, utilization: 
     return parts, fit.fits
 
 
-def _gpu_text(gpu_memory_gib: float | None, utilization: float) -> str:
-    """What the bars are measured against: "80 GiB GPU × 0.9 = 72.0 GiB" (or no GPU)."""
+def _gpu_text(plan: ServingPlan, gpu_memory_gib: float | None, asked: float | None) -> str:
+    """What the bars are measured against, under which release: "80 GiB GPU × 0.9 =
+    72.0 GiB (yours, <release>)", the release's default share, or no GPU."""
+    p = plan.vllm
     if gpu_memory_gib is None:
-        return "no GPU given: the engine's own bytes only"
-    return f"{gpu_memory_gib:g} GiB GPU × {utilization:g} = {gpu_memory_gib * utilization:,.1f} GiB"
+        return f"no GPU given: the engine's own bytes only ({p.label})"
+    util = _utilization(plan, asked)
+    if asked is not None:
+        whose = f"yours, {p.label}"
+    elif p.kv_sizing == "extensible":
+        whose = f"{p.label}: unset, extensible KV cache; vLLM measures the pool at start-up"
+    else:
+        whose = f"{p.label}'s default"
+    return f"{gpu_memory_gib:g} GiB GPU × {util:g} = {gpu_memory_gib * util:,.1f} GiB ({whose})"
 
 
 def _draw_memory(
@@ -174,7 +193,7 @@ def show_serving(
     *,
     released: ServingPlan | None = None,
     gpu_memory_gib: float | None = None,
-    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+    gpu_memory_utilization: float | None = None,
     ax: Any = None,
 ) -> Figure:
     """Left: a stacked bar of the memory one engine holds: weights, KV for one request of
@@ -185,8 +204,9 @@ def show_serving(
     checkpoint). Right: per modality, the worst-case tokens of the items one prompt may
     hold (``max_tokens_per_item × max_items_per_prompt``) against ``max_model_len`` and the
     encoder budget. Each bar's title names the GPU it is measured against (its size and
-    utilisation, as passed here), and says when the engine does not fit. With ``ax=`` the
-    panels go in a sub-grid at that axes' place.
+    utilisation: ``gpu_memory_utilization``, else what the plan's vLLM release uses with
+    the flag unset) and that release, and says when the engine does not fit. With ``ax=``
+    the panels go in a sub-grid at that axes' place.
 
     >>> fig = show_serving(ge.plan_serving("tiny-gemma4"), gpu_memory_gib=24)  # doctest: +SKIP
     """
@@ -201,8 +221,8 @@ def show_serving(
         fig, grid = panels(ax, (11, 9.0 * grow), 2, 2, height_ratios=[1.5, 1])
         mem_cells, tok_cell, tok_in = [grid[0, 0], grid[0, 1]], grid[1, :], 10.0
     for i, (p, cell) in enumerate(zip(plans, mem_cells, strict=True)):
-        parts, fits = _memory_parts(p, gpu_memory_gib, gpu_memory_utilization)
-        gpu = _gpu_text(gpu_memory_gib, gpu_memory_utilization)
+        parts, fits = _memory_parts(p, gpu_memory_gib, _utilization(p, gpu_memory_utilization))
+        gpu = _gpu_text(p, gpu_memory_gib, gpu_memory_utilization)
         _draw_memory(fig.add_subplot(cell), p, parts, fits, gpu, "_released" if i else "")
     _draw_item_tokens(fig.add_subplot(tok_cell), plan, tok_in)
     return fig

@@ -511,7 +511,7 @@ def test_controls_follow_the_family_chosen(page):
         _tab(page, "Audio")
         page.wait_for_function(
             "([on]) => document.querySelector('#transcribe_btn').disabled === !on",
-            arg=[spec.transcription_max_s is not None],
+            arg=[spec.transcribes],
             timeout=30_000,
         )
         for tab, box in (("Prompt layout", "#layout_budget"), ("Chat", "#chat_budget")):
@@ -534,7 +534,9 @@ def test_the_serving_tab_says_what_it_assumes_and_refuses_in_one_place(page):
     table = _settled(page, "#serving_table", other_than="")
     assert "verdict" in table and "fits" in table
     assumption = page.locator("#serving_assumption").inner_text()
-    assert "80 GiB" in assumption and "0.9" in assumption
+    from gemma_explore.app.serving_tab import VLLM_DEFAULT, utilization_default
+
+    assert "80 GiB" in assumption and f"{utilization_default(VLLM_DEFAULT):g}" in assumption
     gpu = page.locator("#serving_gpu_memory_gib input")
     gpu.fill("4")
     gpu.press("Enter")

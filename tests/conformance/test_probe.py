@@ -17,8 +17,10 @@ from gemma_explore.conformance.probe import (
     plan_probe,
     probe,
     probe_command_text,
+    probe_json,
 )
 from gemma_explore.viz.probe import show_probe
+from gemma_explore.vllm_versions import SUPPORTED, vllm_profile
 
 from .faulty_server import faulty_server
 
@@ -55,7 +57,7 @@ def test_each_fault_gets_its_verdict_and_no_other(request, fault):
     name, key = FAULT_VERDICT[fault]
     result, _ = _probe(request.getfixturevalue(name), fault)
     assert {c.verdict for c in result.cases} == {"matches", key}
-    # A Unified clip cut at 30 s is also what vLLM 0.32 counts: named, and not a failure.
+    # A Unified clip cut at 30 s is also what vLLM counts: named, and not a failure.
     assert result.ok == (fault == "audio_cut_30s")
     flagged = [c for c in result.cases if c.verdict == key]
     assert all(VERDICTS[key].split(" (")[0] in c.words for c in flagged)
@@ -72,6 +74,39 @@ def test_the_unified_cut_names_vllms_own_difference(tinyu):
     (case,) = honest.cases
     assert case.verdict == "matches" and case.vllm_expected < case.expected
     assert "capped at 750" in case.note
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_the_expectations_name_the_release_whose_arithmetic_they_used(tinyu, version):
+    """vllm_version names the release beside the reference: on each case, the result, the
+    note and words of a known difference, the table's column and title, the JSON and the
+    figure's legend. The counts are the same in every supported release (vLLM's count code
+    did not change), so only the name moves."""
+    label = vllm_profile(version).label
+    result, _ = _probe(
+        tinyu, "audio_cut_30s", images=(), video=None, clips=(35.0,), budgets=(),
+        vllm_version=version,
+    )  # fmt: skip
+    (case,) = result.cases
+    assert result.vllm_version == case.vllm_version == version
+    assert case.note.startswith(f"{label} counts Gemma 4 Unified audio")
+    assert f"as {label} counts it too" in case.words
+    assert any(f"{label}'s own arithmetic" in step for step in result.steps)
+    table = result.table()
+    assert table.header[2] == label and f"{label}'s arithmetic" in table.title
+    assert json.loads(probe_json(result))["vllm_version"] == version
+    fig = show_probe(result)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert f"{label}'s count" in legend
+    first = plan_probe("gemma4_unified", clips=(35.0,), vllm_version=SUPPORTED[0])
+    here = plan_probe("gemma4_unified", clips=(35.0,), vllm_version=version)
+    assert [c.vllm_expected for c in here] == [c.vllm_expected for c in first]
+    assert {c.vllm_version for c in here} == {version}
+
+
+def test_without_a_release_the_installed_one_answers():
+    cases = plan_probe("gemma4", images=((480, 640),), clips=(), budgets=(), video=None)
+    assert {c.vllm_version for c in cases} == {vllm_profile(None).version}
 
 
 def test_a_server_without_the_trust_flag_refuses_the_budget_once(tiny4):

@@ -175,9 +175,11 @@ def test_accepted_requests_always_fit_the_pool(engine4):
     null block (check_enough_kv_cache_memory), and a shorter request takes no more blocks.
     admit() sets the longest admitted request's blocks against the running engine's pool,
     and with one block too little of memory says what vLLM's own start-up check says."""
-    from vllm.v1.core.kv_cache_utils import check_enough_kv_cache_memory
-
     from gemma_explore.serving.admission import admit
+    from tests.serving.test_vllm_errors import installed_function
+
+    # Where the installed release keeps it (the profile's locations: KV planning moved).
+    check_enough_kv_cache_memory = installed_function("check_enough_kv_cache_memory")
 
     from .facts import engine_core, model_runner
     from .test_startup import _plan

@@ -103,3 +103,30 @@ def test_corrupt_image_is_a_clear_error_and_the_next_request_works(tiny4, photo)
     with pytest.raises(ge.MediaError, match="PNG or JPEG"):
         tiny4.generate(msgs, max_new_tokens=1)
     assert tiny4.generate(_image_msg(photo), max_new_tokens=1).generated_tokens == 1
+
+
+@pytest.mark.parametrize("name", ["tiny4", "tinyu"])
+def test_a_video_forward_works_in_the_installed_transformers(name, request):
+    """forward_drops_video_frames says what the installed transformers' forward does with
+    a video (raise before 5.23, take it from 5.23 on); encoder_free_video_inputs makes a
+    direct forward work either way, with the same logits; generate needs no help."""
+    import torch
+
+    from gemma_explore.engines.hf import encoder_free_video_inputs, forward_drops_video_frames
+
+    bundle = request.getfixturevalue(name)
+    frames = np.random.RandomState(4).randint(0, 255, (6, 96, 128, 3), np.uint8)
+    video = ge.load_video(frames, fps=3.0)
+    prepared = ge.prepare_inputs("What happens?", bundle=bundle, videos=[video])
+    inputs = prepared.to_model(bundle.model)
+    with torch.inference_mode():
+        fixed = bundle.model(**encoder_free_video_inputs(bundle.model, inputs)).logits
+        if forward_drops_video_frames():
+            with pytest.raises(ValueError, match="num_frames_per_video"):
+                bundle.model(**inputs)
+        else:
+            assert encoder_free_video_inputs(bundle.model, inputs) is inputs
+            torch.testing.assert_close(bundle.model(**inputs).logits, fixed)
+    assert fixed.shape[1] == len(prepared.input_ids)
+    gen = bundle.generate("What happens?", videos=[video], max_new_tokens=2)
+    assert gen.generated_tokens == 2

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from gemma_explore.engines.serve_args import serving_advice, serving_plan_for, serving_recipe
+from gemma_explore.engines.serve_args import (
+    serve_command,
+    serving_advice,
+    serving_plan_for,
+    serving_recipe,
+)
 from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.serving.kv import capacity, kv_memory_estimate
+from gemma_explore.vllm_versions import SUPPORTED
 from tests.serving.test_kv import (  # noqa: F401 (the fixture)
     released_text_config,
     vllm_capacity,
@@ -52,3 +58,19 @@ def test_serve_args_quotes_capacity_and_vllm_agrees(vllm_config, model, gpu, wor
     assert ours.max_concurrency == conc
     if "max_model_len" in workload:  # a value you give wins, and its reason says so
         assert reasons["max_model_len"].startswith(f"{workload['max_model_len']}: yours")
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_serve_args_plans_by_the_release_asked_for(version):
+    """vllm_version reaches the plan, and the advice quotes that release's KV estimate (a
+    share of the GPU, or the extensible KV cache's measured pool); no utilization is
+    proposed, so the release's own sizing applies."""
+    args = serving_recipe("google/gemma-4-E4B-it", images=1, gpu="H100 80GB", vllm_version=version)
+    assert "gpu_memory_utilization" not in args
+    plan = serving_plan_for(args, gpu="H100 80GB", vllm_version=version)
+    assert plan.vllm_version == version
+    est = kv_memory_estimate(plan, gpu_memory_bytes=plan.gpu_memory_bytes)
+    assert est.vllm_version == version
+    advice = serving_advice(args, plan=plan)
+    assert f"~{est.kv_cache_memory_bytes / 2**30:.2f} GiB of KV memory" in advice["--max-num-seqs"]
+    assert serve_command(args, vllm_version=version).endswith(f"  # vLLM {version}")

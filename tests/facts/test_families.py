@@ -60,7 +60,7 @@ def test_audio_facts_are_the_extractors_own(spec):
 def test_only_gemma3n_transcribes_and_its_audio_tower_takes_the_padding_mask():
     """The two facts that replaced `spec.name == "gemma3n"` in transcription and flops."""
     assert SPEECH_TO_TEXT_FAMILY is GEMMA3N
-    assert [s.name for s in SPECS if s.transcription_max_s] == [GEMMA3N.name]
+    assert [s.name for s in SPECS if s.transcribes] == [GEMMA3N.name]
     assert [s.name for s in SPECS if s.audio.tower_mask_is_padding] == [GEMMA3N.name]
 
 

@@ -1,7 +1,7 @@
 """Family knowledge lives in families.py: no other module names a family in its code.
 
 Code outside ``gemma_explore/facts/families.py`` reads what a family decides from its
-``FamilySpec`` (``spec.encoder_free``, ``spec.classes``, ``spec.transcription_max_s``, …)
+``FamilySpec`` (``spec.encoder_free``, ``spec.classes``, ``spec.transcribes``, …)
 and takes its default from ``families.DEFAULT_FAMILY``. So a family's name, as a string,
 appears nowhere else: not in a comparison (``spec.name == "gemma3n"``), not as a default
 (``family: str = "gemma4"``, ``family or "gemma3n"``), not as the key of a lookup table,

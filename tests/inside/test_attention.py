@@ -88,7 +88,7 @@ def test_masks_equal_the_models_own(tiny4, tinyu, photo, flag, family):
     else:  # each image's s soft tokens see each other: s·(s−1)/2 future pairs per image
         sizes = [p.num_embeds for p in layout.placeholders]
         assert masks.future_pairs("sliding_attention") == sum(s * (s - 1) // 2 for s in sizes)
-        # Unified in transformers 5.19 opens full layers too (vLLM does not; see attention.py).
+        # Unified in transformers opens full layers too (vLLM does not; see attention.py).
         open_full = sum(s * (s - 1) // 2 for s in sizes) if family == "gemma4_unified" else 0
         assert masks.future_pairs("full_attention") == open_full
 

@@ -116,22 +116,22 @@ def test_gemma3n_image_reshape_and_scale(tiny3n):
 
 @pytest.mark.parametrize("name", ["tiny4", "tiny3n"])
 def test_per_layer_ids_equal_transformers_forward(name, request):
+    """The ids transformers' forward looks up in the per-layer table itself (its
+    embed_tokens_per_layer's input): Gemma 3n remaps them in Gemma3nModel.forward before
+    transformers 5.21 and inside get_per_layer_inputs from 5.21 on, so only the table's
+    input is the same place in every version."""
     bundle = request.getfixturevalue(name)
     prepared = _prepared(bundle)
     lm = bundle.model.model.language_model
     seen = []
-    original = lm.get_per_layer_inputs
-
-    def spy(input_ids, *args, **kwargs):
-        seen.append(input_ids.clone())
-        return original(input_ids, *args, **kwargs)
-
-    lm.get_per_layer_inputs = spy
+    handle = lm.embed_tokens_per_layer.register_forward_pre_hook(
+        lambda _module, args: seen.append(args[0].clone())
+    )
     try:
         with torch.inference_mode():
             bundle.model(**prepared.to_model(bundle.model))
     finally:
-        del lm.get_per_layer_inputs
+        handle.remove()
     ours = per_layer_ids(prepared.input_ids, bundle=bundle)
     assert tuple(seen[0][0].tolist()) == ours.per_layer
     assert ours.agrees_with_vllm

@@ -51,9 +51,10 @@ def _transformers_embeds(bundle, prepared):
 
     from gemma_explore.engines.hf import encoder_free_video_inputs
 
-    # transformers 5.19's Gemma4ForConditionalGeneration.forward, like Unified's, drops
-    # num_frames_per_video: the video features go in as mm_encoder_outputs (computed by the
-    # model's own get_video_features), and forward still scatters every modality itself.
+    # Before transformers 5.23, Gemma4ForConditionalGeneration.forward, like Unified's,
+    # drops num_frames_per_video: the video features then go in as mm_encoder_outputs
+    # (computed by the model's own get_video_features), and forward still scatters every
+    # modality itself; from 5.23 the inputs go in as they are.
     inputs = encoder_free_video_inputs(bundle.model, prepared.to_model(bundle.model))
     handle = bundle.model.model.language_model.register_forward_pre_hook(grab, with_kwargs=True)
     try:
@@ -198,7 +199,8 @@ def test_a_hand_edited_prompt_gets_a_mismatch_report_not_a_crash(bundle_name, me
     total = sum(counts)
     expr = " + ".join(map(str, counts))
     assert "placeholders" in message and report.items[0].num_placeholders == counts[0] - 1
-    # vLLM 0.32's own words (models/utils.py _merge_multimodal_embeddings):
+    # vLLM's own words, the same in every supported release (models/utils.py
+    # _merge_multimodal_embeddings):
     assert report.vllm_error == (
         f"ValueError: Attempted to assign {expr} = {total} multimodal tokens to {total - 1} "
         "placeholders"

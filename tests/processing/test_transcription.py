@@ -2,11 +2,13 @@
 
 The limits are held to vLLM's own endpoint code (``SpeechToTextBaseServing.
 _decode_and_chunk_speech`` with Gemma 3n's ``get_speech_to_text_config``, and
-``vllm.envs``) and to transformers' ``Gemma3nAudioFeatureExtractor`` run on real clips.
+``vllm.envs``), to each supported release's ``envs.py``, and to transformers'
+``Gemma3nAudioFeatureExtractor`` run on real clips.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import io
 import itertools
@@ -19,7 +21,6 @@ from gemma_explore.plans.long_audio import plan_long_audio
 from gemma_explore.processing.transcription import (
     HEARD_S,
     LANGUAGES,
-    MAX_DECODE_S,
     join_window_texts,
     require_language,
     speech_to_text_config,
@@ -27,6 +28,10 @@ from gemma_explore.processing.transcription import (
     transcription_request,
     transcription_warnings,
 )
+from gemma_explore.vllm_versions import SUPPORTED, vllm_profile
+from tests.vllm_sources import read_source
+
+pytestmark = pytest.mark.vllm_version  # the decode limit is read from each release's profile
 
 CODES = [None, *sorted(LANGUAGES)]
 
@@ -200,13 +205,49 @@ def test_the_refusal_bound_is_vllms_decode_limit(monkeypatch):
 
     monkeypatch.delenv("VLLM_MAX_AUDIO_DECODE_DURATION_S", raising=False)
     monkeypatch.delenv("VLLM_MAX_AUDIO_CLIP_FILESIZE_MB", raising=False)
-    assert MAX_DECODE_S == envs.VLLM_MAX_AUDIO_DECODE_DURATION_S  # 600, vLLM's default
+    ours = speech_to_text_config()  # the installed release's profile
+    assert ours.vllm_version == vllm_profile().version
+    assert ours.max_decode_s == envs.VLLM_MAX_AUDIO_DECODE_DURATION_S  # 600, vLLM's default
     # The upload limit is not met first: the longest clip we take, as the openai engine
     # uploads it (16 kHz, 16-bit WAV), stays under VLLM_MAX_AUDIO_CLIP_FILESIZE_MB.
     from gemma_explore.engines.openai import _wav_base64
 
-    upload = len(_wav_base64(np.zeros(MAX_DECODE_S * 16_000, np.float32), 16_000)) * 3 // 4
+    upload = len(_wav_base64(np.zeros(ours.max_decode_s * 16_000, np.float32), 16_000)) * 3 // 4
     assert upload <= envs.VLLM_MAX_AUDIO_CLIP_FILESIZE_MB * 2**20
+
+
+def _envs_default(source: str, name: str) -> str:
+    """The default string of ``os.getenv(name, default)`` in vLLM's ``environment_variables``
+    table (envs.py), read with ``ast``."""
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Dict):
+            continue
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value == name:
+                for call in ast.walk(value):
+                    if (
+                        isinstance(call, ast.Call)
+                        and getattr(call.func, "attr", None) == "getenv"
+                        and len(call.args) == 2
+                    ):
+                        return call.args[1].value
+    raise LookupError(f"{name} has no os.getenv default in this envs.py")
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_each_releases_decode_limit_is_its_envs_default(version):
+    """The limit we refuse past, per release, is that release's envs.py default."""
+    theirs = int(_envs_default(read_source(version, "envs.py"), "VLLM_MAX_AUDIO_DECODE_DURATION_S"))
+    ours = speech_to_text_config(vllm_version=version)
+    assert (ours.max_decode_s, ours.vllm_version) == (theirs, version)
+    assert vllm_profile(version).label in ours.steps[2]
+    limit = ours.max_decode_s
+    request = transcription_request((np.zeros(8_000, np.float32), 16_000), vllm_version=version)
+    assert request.vllm_version == version and f"≤ {limit} s" in request.steps[0]
+    with pytest.raises(MediaError, match=f"at most {limit} s"):
+        transcription_request(
+            (np.zeros(limit * 16_000 + 160, np.float32), 16_000), vllm_version=version
+        )
 
 
 @pytest.mark.vllm

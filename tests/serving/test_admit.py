@@ -3,28 +3,46 @@ two checkpoints: the 31B's released shapes (a config-only folder: config.json fr
 facts and the tiny processor files, no weights) and the tiny Gemma 3n. Among them: an image
 at a per-request max_soft_tokens of 1120 on an engine started at 280, accepted when the
 encoder cache holds it and refused when it does not. The start-up defaults and the forced
-disable_chunked_mm_input are held to vLLM's EngineArgs and its ModelConfig."""
+disable_chunked_mm_input are held to vLLM's EngineArgs and its ModelConfig. A chat
+request's decoded media are held, per release, to that release's own byte budget
+(``MediaDecodedBudget`` and its audio loader, run from the release's source)."""
 
 from __future__ import annotations
 
+import io
+import re
+import threading
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+import soundfile
 from PIL import Image
 
 from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.serving.admission import HTTP_MESSAGES, Request, admit, admit_many
 from gemma_explore.serving.kv import start_settings
 from gemma_explore.serving.plan import plan_serving
+from gemma_explore.vllm_versions import PROFILES, SUPPORTED
 from tests.serving.fake_gpu import FakeGpu
+from tests.vllm_sources import read_source
 
 from .test_kv import config_only_folder, released_text_config, text_plan
+from .test_vllm_errors import vllm_definition
 
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.slow,
-    pytest.mark.skipif(not vllm_available(), reason="vllm is not installed"),
-]
+pytestmark = pytest.mark.vllm_version
 GiB = 1 << 30
+
+
+def needs_vllm(test):
+    """A test against vLLM's own InputProcessor or EngineArgs: slow, skipped without vLLM."""
+    for mark in (
+        pytest.mark.vllm,
+        pytest.mark.slow,
+        pytest.mark.skipif(not vllm_available(), reason="vllm is not installed"),
+    ):
+        test = mark(test)
+    return test
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +149,7 @@ G4 = {"image": "<|image|>", "audio": "<|audio|>", "video": "<|video|>"}
 G3N = {"image": "<image_soft_token>", "audio": "<audio_soft_token>"}
 
 
+@needs_vllm
 def test_31b_requests(folders):
     """Engine started at the default budget (280) with max_num_batched_tokens 8192: the
     encoder cache holds 8192 embeddings, so a 1120 image is accepted."""
@@ -158,6 +177,7 @@ def test_31b_requests(folders):
     assert bad.reason == "budget"
 
 
+@needs_vllm
 def test_31b_small_batches_refuse_the_1120_image(folders):
     """max_num_batched_tokens 512: the encoder cache is max(512, 280) = 512 embeddings; the
     same 1120 request is refused with vLLM's encoder-cache message, the 280 one accepted."""
@@ -180,6 +200,7 @@ def test_31b_small_batches_refuse_the_1120_image(folders):
     assert mid.reason == "encoder_cache_size"
 
 
+@needs_vllm
 def test_gemma3n_requests(folders):
     ip, plan = _engine(folders["3n"], max_model_len=1024, mnbt=256, limits={"image": 1, "audio": 1})
     both = _compare(
@@ -193,6 +214,7 @@ def test_gemma3n_requests(folders):
     assert long.reason == "max_model_len"
 
 
+@needs_vllm
 def test_videos_and_a_workload_table(folders):
     """Video requests (Gemma 4: every frame at the video budget) and the batch form, each
     row held to vLLM's InputProcessor verdict."""
@@ -216,6 +238,7 @@ def test_videos_and_a_workload_table(folders):
     assert len(table.table().rows) == 4 and table.accepted == 2
 
 
+@needs_vllm
 def test_gemma3n_ignores_a_request_budget_and_the_audio_past_30_s(folders, caplog):
     """vLLM passes mm_processor_kwargs on to Gemma3nProcessor, which logs and drops
     max_soft_tokens: accepted, 256 per image, with a warning. A 45 s clip: transformers'
@@ -241,6 +264,7 @@ def test_gemma3n_ignores_a_request_budget_and_the_audio_past_30_s(folders, caplo
     assert np.array_equal(np.asarray(whole["input_features"]), np.asarray(head["input_features"]))
 
 
+@needs_vllm
 def test_serve_http_layer_is_vllms():
     """What a `vllm serve` chat client meets before the engine, with vLLM's own functions:
     max_tokens above max_model_len (TokenizeParams), per-request mm_processor_kwargs
@@ -278,6 +302,7 @@ def test_serve_http_layer_is_vllms():
 # ----------------------------------------------------------------------- start-up settings
 
 
+@needs_vllm
 @pytest.mark.parametrize(
     "memory,name",
     [
@@ -315,6 +340,7 @@ def test_entry_point_defaults_equal_vllms(monkeypatch, folders, memory, name):
         assert ours.disable_chunked_mm_input
 
 
+@needs_vllm
 def test_forced_chunked_mm_input_refuses_like_vllm(folders):
     """An explicit max_num_batched_tokens below the largest item stops the engine: the same
     words as vLLM's compute_mm_encoder_budget once the flag is on."""
@@ -337,6 +363,124 @@ def test_forced_chunked_mm_input_refuses_like_vllm(folders):
     assert not start_settings(plan_serving("tiny-gemma3n")).disable_chunked_mm_input
 
 
+@needs_vllm
 def test_text_plan_helper_is_the_released_shape():
     text = released_text_config("google/gemma-4-31B-it")
     assert text_plan(text, max_model_len=4096).model.use_bidirectional_attention == "vision"
+
+
+# ------------------------------------------------------- decoded media of a chat request
+
+MEDIA = "multimodal/media"
+PHOTO = (3000, 4000)  # a 12 MP photo, (height, width): 48,000,000 B decoded
+# In admit's order (images, audio, videos), as vLLM would decode them one after another.
+DECODED = [
+    Request(images=(PHOTO,) * 14),  # 672,000,000 B: fits
+    Request(images=(PHOTO,) * 15),  # the 15th photo crosses 715,827,880 B
+    # 150 s of 48 kHz stereo after 14 photos: the clip's reservation is cut to the
+    # 43,827,880 B left, and its decoder counts both channels (57,600,000 B) ...
+    Request(
+        images=(PHOTO,) * 14, audio_seconds=(150.0,), audio_sample_rate=48_000, audio_channels=2
+    ),
+    # ... while the same clip in mono (28,800,000 B) fits.
+    Request(images=(PHOTO,) * 14, audio_seconds=(150.0,), audio_sample_rate=48_000),
+    # Two clips each hold 256 MiB only while they decode: 2 photos and both fit.
+    Request(images=(PHOTO,) * 2, audio_seconds=(30.0, 30.0), audio_sample_rate=44_100),
+    # 7 photos and two 32-frame 1080p videos (199,065,600 B each): the second video crosses.
+    Request(images=(PHOTO,) * 7, videos=((32, 1080, 1920),) * 2),
+]
+
+
+def _env_default(version: str, name: str) -> int | None:
+    """An envs.py default of the release (None: the release has no such variable)."""
+    found = re.search(rf'os\.getenv\(\s*"{name}",\s*"(\d+)"\s*\)', read_source(version, "envs.py"))
+    return int(found.group(1)) if found else None
+
+
+def _vllm_decodes(version: str, request: Request, limit: int) -> tuple[str | None, int]:
+    """The release's own decoded-media count of a chat request (its MediaDecodedBudget,
+    AudioMediaIO._load_with_budget and soundfile loader, run from its source, on real WAV
+    bytes): (its message or None, the bytes it counted)."""
+    envs = SimpleNamespace(
+        VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES=limit,
+        VLLM_MAX_AUDIO_DECODE_BYTES=_env_default(version, "VLLM_MAX_AUDIO_DECODE_BYTES"),
+        VLLM_MAX_AUDIO_DECODE_DURATION_S=_env_default(version, "VLLM_MAX_AUDIO_DECODE_DURATION_S"),
+    )
+    audio = f"{MEDIA}/audio.py"
+    budget = vllm_definition(
+        version, f"{MEDIA}/base.py", "MediaDecodedBudget", threading=threading, envs=envs
+    )()
+    from_file = vllm_definition(
+        version, audio, "load_audio_soundfile", soundfile=soundfile, np=np, MiB_bytes=1 << 20
+    )
+
+    def load_audio(source, *, sr, max_duration_s, max_decode_bytes, backend):
+        return from_file(
+            source, sr=sr, max_duration_s=max_duration_s, max_decode_bytes=max_decode_bytes
+        )
+
+    load = vllm_definition(
+        version, audio, "AudioMediaIO._load_with_budget", envs=envs, load_audio=load_audio
+    )
+    media_io = SimpleNamespace(decoded_budget=budget, audio_backend=None)
+    # What the release's image and video readers charge (their own lines).
+    assert "self.decoded_budget.charge(w * h * 4)" in read_source(version, f"{MEDIA}/image.py")
+    assert "else frames.nbytes" in read_source(version, f"{MEDIA}/video.py")
+    try:
+        for h, w in request.images:
+            budget.charge(w * h * 4)
+        for seconds in request.audio_seconds:
+            rate = request.audio_sample_rate
+            wav = io.BytesIO()
+            pcm = np.zeros((round(seconds * rate), request.audio_channels), np.int16)
+            soundfile.write(wav, pcm, rate, format="WAV")
+            wav.seek(0)
+            load(media_io, wav)
+        for frames, h, w in request.videos:  # OpenCV's uint8 RGB frames
+            budget.charge(np.broadcast_to(np.zeros((), np.uint8), (frames, h, w, 3)).nbytes)
+    except ValueError as exc:
+        return str(exc), budget.used
+    return None, budget.used
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_a_chat_requests_decoded_media_are_the_releases_count(version):
+    """vllm serve refuses (400) exactly the chat requests the release's own decoded-media
+    budget refuses, with its message; LLM (LLM.generate) accepts them with a warning; a
+    release without the limit counts nothing. The limit admit names lets the whole
+    request through that budget, and one byte less does not."""
+    plan = plan_serving(
+        "tiny-gemma4", max_model_len=8192, limit_mm_per_prompt={"image": 20, "audio": 4, "video": 2}
+    )
+    profile = PROFILES[version]
+    limit = _env_default(version, "VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES")
+    assert profile.media_decode_limit_bytes == limit
+    if limit is not None:
+        reservation = _env_default(version, "VLLM_MAX_AUDIO_DECODE_BYTES")
+        assert profile.audio_decode_reservation_bytes == reservation
+    verdicts = []
+    for request in DECODED:
+        serve = admit(plan, request, entry_point="serve", vllm_version=version)
+        llm = admit(plan, request, vllm_version=version)
+        assert serve.vllm_version == llm.vllm_version == version
+        assert serve.steps[0].startswith(f"{profile.label}'s checks")
+        warned = [w for w in llm.warnings if "VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES" in w]
+        if limit is None:
+            assert serve.accepted and serve.decoded_media_bytes is None and not warned
+            verdicts.append(None)
+            continue
+        theirs, used = _vllm_decodes(version, request, limit)
+        verdicts.append(theirs is None)
+        if theirs is None:
+            assert serve.accepted and not warned, request
+            assert serve.decoded_media_bytes == used
+            continue
+        assert (serve.accepted, serve.status, serve.reason) == (False, 400, "media_decode")
+        assert serve.message == theirs and llm.accepted and theirs in warned[0]
+        needed = int(re.search(r"=(\d+) or more", serve.fix).group(1))
+        assert _vllm_decodes(version, request, needed)[0] is None
+        assert _vllm_decodes(version, request, needed - 1)[0] is not None
+    if limit is None:
+        assert "MediaDecodedBudget" not in read_source(version, f"{MEDIA}/base.py")
+    else:
+        assert verdicts == [True, False, False, True, True, False]

@@ -1,18 +1,38 @@
 """Engine interfaces (issue 22, item 9), asked of vLLM's own checkers and held to the
-class declarations in its model files."""
+class declarations in its model files; the placeholder strings per release, held to the
+installed class and to each release's model files."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 
 import pytest
 
 from gemma_explore.engines.vllm_processor import vllm_available
-from gemma_explore.serving.interfaces import vllm_interfaces
+from gemma_explore.facts.released import RELEASED
+from gemma_explore.serving.interfaces import raw_prompt_placeholders, vllm_interfaces
+from gemma_explore.vllm_versions import SUPPORTED, vllm_profile
+from tests.vllm_sources import read_source
 
-pytestmark = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
+needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
+# get_placeholder_str differs between releases: each profile's strings are checked here.
+pytestmark = pytest.mark.vllm_version
+
+ARCHS = (
+    "Gemma3nForConditionalGeneration",
+    "Gemma4ForConditionalGeneration",
+    "Gemma4UnifiedForConditionalGeneration",
+)
+# The model file (under model_executor/models/) that defines each class.
+FILES = {
+    "Gemma3nForConditionalGeneration": "gemma3n_mm.py",
+    "Gemma4ForConditionalGeneration": "gemma4_mm.py",
+    "Gemma4UnifiedForConditionalGeneration": "gemma4_unified.py",
+}
 
 
+@needs_vllm
 @pytest.mark.parametrize(
     "arch", ["Gemma3nForConditionalGeneration", "Gemma4ForConditionalGeneration"]
 )
@@ -35,6 +55,7 @@ def test_interfaces_are_the_declared_bases(arch):
     assert found["tower and connector LoRA"] == found["encoder CUDA graphs"] == gemma4
 
 
+@needs_vllm
 def test_only_gemma3n_transcribes_and_only_gemma4_is_pipelined():
     g3 = {i.name: i.supported for i in vllm_interfaces("Gemma3nForConditionalGeneration")}
     g4 = {i.name: i.supported for i in vllm_interfaces("Gemma4ForConditionalGeneration")}
@@ -42,14 +63,84 @@ def test_only_gemma3n_transcribes_and_only_gemma4_is_pipelined():
     assert g4["pipeline parallelism"] and not g3["pipeline parallelism"]
 
 
+def _returned_strings(source: str, cls: str) -> dict[str, str] | None:
+    """``get_placeholder_str`` of class ``cls`` in a model file, read with ``ast``: modality
+    → the constant it returns (None: the class defines no such method)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "get_placeholder_str":
+                    found = {}
+                    for branch in ast.walk(item):
+                        if not isinstance(branch, ast.If):
+                            continue
+                        test, ret = branch.test, branch.body[0]
+                        if (
+                            isinstance(test, ast.Compare)
+                            and isinstance(test.left, ast.Name)
+                            and test.left.id == "modality"
+                            and isinstance(ret, ast.Return)
+                        ):
+                            found[test.comparators[0].value] = ret.value.value
+                    return found
+            return None
+    raise LookupError(f"no class {cls} in this file")
+
+
+def _bases(source: str, cls: str) -> list[str]:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return [ast.unparse(b) for b in node.bases]
+    raise LookupError(f"no class {cls} in this file")
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_each_profiles_placeholder_strings_are_its_releases(version):
+    """Each release's get_placeholder_str, read from its model files: what the profile
+    holds, and so what raw_prompt_placeholders answers for that release. Unified defines
+    none and inherits Gemma 4's."""
+    profile = vllm_profile(version)
+    files = {a: read_source(version, f"model_executor/models/{f}") for a, f in FILES.items()}
+    unified = "Gemma4UnifiedForConditionalGeneration"
+    assert _returned_strings(files[unified], unified) is None
+    assert "Gemma4ForConditionalGeneration" in _bases(files[unified], unified)
+    theirs = {a: _returned_strings(files[a], a) for a in ARCHS if a != unified}
+    theirs[unified] = theirs["Gemma4ForConditionalGeneration"]
+    assert profile.placeholder_str == theirs
+    for arch, strings in theirs.items():
+        family = next(r.model_type for r in RELEASED.values() if r.architecture == arch)
+        for rule in raw_prompt_placeholders(family=family, architecture=arch, vllm_version=version):
+            assert rule.vllm_version == version
+            assert rule.vllm_placeholder_str == strings[rule.modality]
+            assert profile.label in rule.steps[-1]
+
+
+@needs_vllm
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_installed_profile_is_the_installed_classs(arch):
+    """The installed release's profile holds what the installed class returns, for every
+    modality (a ValueError there: the profile holds none)."""
+    from gemma_explore.serving.weights import vllm_model_class
+
+    cls = vllm_model_class(arch)
+    strings = vllm_profile().placeholder_str[arch]
+    for modality in ("image", "audio", "video"):
+        try:
+            theirs = cls.get_placeholder_str(modality, 0)
+        except ValueError:
+            theirs = None
+        assert strings.get(modality) == theirs, (arch, modality)
+
+
+@needs_vllm
 @pytest.mark.parametrize("name", ["tiny4", "tiny3n"])
 def test_raw_prompt_placeholders_against_vllms_processor(name, request, photo):
     """vLLM's own get_placeholder_str, and vLLM's processor on a raw prompt: the string we
-    say a raw prompt must hold is expanded into the plan's soft tokens; vLLM's placeholder
-    string, where it differs (Gemma 4), is not found by vLLM's own processor."""
+    say a raw prompt must hold is expanded into the plan's soft tokens in every release;
+    vLLM's placeholder string, where the installed release's differs (Gemma 4's class in a
+    release that returns Gemma 3n's strings), is not found by vLLM's own processor."""
     import gemma_explore as ge
     from gemma_explore.engines.vllm_processor import vllm_process
-    from gemma_explore.serving.interfaces import raw_prompt_placeholders
     from gemma_explore.serving.weights import vllm_model_class
 
     bundle = request.getfixturevalue(name)
@@ -57,6 +148,7 @@ def test_raw_prompt_placeholders_against_vllms_processor(name, request, photo):
     rules = {r.modality: r for r in raw_prompt_placeholders(family=bundle)}
     arch = type(bundle.model).__name__  # what a saved folder names in config.json
     for modality, rule in rules.items():
+        assert rule.vllm_version == vllm_profile().version  # the installed release
         assert rule.vllm_placeholder_str == vllm_model_class(arch).get_placeholder_str(modality, 0)
     image = rules["image"]
 
@@ -69,7 +161,7 @@ def test_raw_prompt_placeholders_against_vllms_processor(name, request, photo):
     plan = ge.plan_image(photo, family=spec)
     assert spec.count_placeholders(out["prompt_token_ids"]) == plan.num_soft_tokens
     if image.agrees:
-        assert image.vllm_placeholder_str == image.must_contain
+        assert image.vllm_placeholder_str == image.must_contain  # the string format's too
     else:
         assert "content parts" in image.steps[-1]
         with pytest.raises(Exception, match="prompt replacement|placeholder"):
@@ -92,6 +184,7 @@ def _vllm_items(bundle, prepared):
 
 
 @pytest.mark.parametrize("request_budget", [None, 140])
+@needs_vllm
 def test_lora_token_counts_are_vllms(tiny4, request_budget):
     """vLLM's own get_mm_lora_token_counts on vLLM's own processor output (an image, a
     clip and a video of one request), against lora_token_counts; and the engine-budget
@@ -161,6 +254,7 @@ def _recording_lm(seen):
     return types.SimpleNamespace(model=model)
 
 
+@needs_vllm
 def test_gemma3n_forward_needs_inputs_embeds_on_the_first_rank(tiny3n):
     """vLLM's own Gemma 3n forward: neither inputs_embeds nor intermediate tensors is
     refused; on a later rank the per-layer slice is sized by the hidden states."""
@@ -187,6 +281,7 @@ def test_gemma3n_forward_needs_inputs_embeds_on_the_first_rank(tiny3n):
     assert not {i.name: i.supported for i in vllm_interfaces(G.__name__)}["pipeline parallelism"]
 
 
+@needs_vllm
 def test_gemma4_later_ranks_drop_the_embeddings(tiny4):
     """vLLM's own Gemma 4 forward: the first rank slices the per-layer buffer to its
     tokens; a later rank passes neither embeddings nor per-layer inputs (they arrive in

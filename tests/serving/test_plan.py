@@ -333,6 +333,7 @@ def test_weights_from_config_shapes_equal_the_loaded_model(tiny3n, tiny4, tinyu,
         plan.model,
         limit_mm_per_prompt=plan.limits,
         max_num_batched_tokens=plan.max_num_batched_tokens,
+        vllm_version=plan.vllm_version,
     )
     assert plan.weights_bytes == loaded.bytes
 

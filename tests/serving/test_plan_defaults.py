@@ -110,13 +110,15 @@ def test_the_l4_plan_is_what_vllm_sizes_on_an_l4(vllm_config):  # noqa: F811
 
 
 def test_the_memory_share_is_vllms_default():
-    """vLLM 0.32 takes 0.92 of the GPU unless told (0.9 before): the estimate starts there."""
+    """The installed vLLM's default share of the GPU is the profile's (None where the
+    extensible KV cache resolves it at start-up), and the estimate starts from it as
+    vLLM's request_memory does: ceil(total × share)."""
+    import math
+
     from vllm.engine.arg_utils import EngineArgs
 
-    from gemma_explore.serving.kv import GPU_MEMORY_UTILIZATION
-
-    assert EngineArgs.gpu_memory_utilization == GPU_MEMORY_UTILIZATION  # the field's default
     plan = plan_serving("tiny-gemma4", gpu="L4")
-    assert kv_memory_estimate(plan, gpu_memory_bytes=GPUS["L4"].memory_bytes).requested_bytes == (
-        int(GPUS["L4"].memory_bytes * GPU_MEMORY_UTILIZATION)
-    )
+    share = plan.vllm.gpu_memory_utilization
+    assert EngineArgs.gpu_memory_utilization == share  # the field's default
+    est = kv_memory_estimate(plan, gpu_memory_bytes=GPUS["L4"].memory_bytes)
+    assert est.requested_bytes == math.ceil(GPUS["L4"].memory_bytes * (share or 1.0))

@@ -1,8 +1,12 @@
-"""The processor-cache figures equal vLLM 0.32's own: its processor run on CPU
+"""The processor-cache figures equal the installed vLLM's own: its processor run on CPU
 (``vllm_apply``, ``get_dummy_mm_inputs``), its size function
-(``MultiModalCache.get_item_size``) and its LRU (``get_lru_cache``, ``put_if_fits``)."""
+(``MultiModalCache.get_item_size``) and its LRU (``get_lru_cache``, ``put_if_fits``). What
+each release does when one request overflows the cache is read from that release's
+source."""
 
 from __future__ import annotations
+
+import ast
 
 import numpy as np
 import pytest
@@ -10,11 +14,21 @@ from PIL import Image
 
 from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_apply, vllm_available
 from gemma_explore.serving.processor_cache import GIB, cached_item, processor_cache
+from gemma_explore.vllm_versions import PROFILES, SUPPORTED
+from tests.vllm_sources import read_source
 
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.skipif(not vllm_available(), reason="vllm is not installed"),
-]
+pytestmark = pytest.mark.vllm_version
+
+
+def needs_vllm(test):
+    """A test against the installed vLLM's own processor, size function or LRU."""
+    for mark in (
+        pytest.mark.vllm,
+        pytest.mark.skipif(not vllm_available(), reason="vllm is not installed"),
+    ):
+        test = mark(test)
+    return test
+
 
 # A 5 s clip, a length off the 128-sample grid, and 95 s (past what the models hear).
 CLIPS = (16_000 * 5, 16_000 * 7 + 77, 16_000 * 95 + 77)
@@ -38,6 +52,7 @@ def bundle(request):
     return request.getfixturevalue(request.param)
 
 
+@needs_vllm
 def test_every_budgets_image_is_vllms_size(bundle):
     spec = bundle.spec
     odd = Image.new("RGB", (3000, 200))  # the size does not matter: padded to the budget
@@ -48,6 +63,7 @@ def test_every_budgets_image_is_vllms_size(bundle):
         assert _vllm_sizes(out) == {"image": [ours.bytes]}, budget
 
 
+@needs_vllm
 def test_clips_are_vllms_size(bundle):
     spec = bundle.spec
     for n in CLIPS:
@@ -57,6 +73,7 @@ def test_clips_are_vllms_size(bundle):
         assert _vllm_sizes(out) == {"audio": [ours.bytes]}, n
 
 
+@needs_vllm
 def test_the_profiling_dummy_is_vllms_size(bundle):
     """vLLM's own dummy (what start-up warms the cache with), one item per modality."""
     proc = VLLM_PROCESSORS.get(bundle)
@@ -66,6 +83,7 @@ def test_the_profiling_dummy_is_vllms_size(bundle):
     assert sizes == {m: [ours.item(m, dummy=True).bytes] for m in mods}
 
 
+@needs_vllm
 def test_bfloat16_halves_the_floating_tensors(tiny4):
     """vLLM casts floating tensors to the model dtype: a bfloat16 engine's items."""
     from vllm.config import ModelConfig
@@ -88,6 +106,7 @@ def test_bfloat16_halves_the_floating_tensors(tiny4):
     assert _vllm_sizes(out) == {"audio": [ours.item("audio").bytes]}
 
 
+@needs_vllm
 @pytest.mark.parametrize("family", ["gemma3n", "gemma4", "gemma4_unified"])
 def test_items_per_gib_and_fits_are_vllms_lru(family):
     """vLLM's own LRU of 1 GiB keeps exactly items_per_gib copies of an item, and
@@ -120,6 +139,7 @@ def test_items_per_gib_and_fits_are_vllms_lru(family):
         tiny_lru.clear()
 
 
+@needs_vllm
 def test_a_serving_plans_dummy_is_at_its_start_up_budget(tiny4):
     """From a serving plan: the dummy image is profiled at the plan's
     --mm-processor-kwargs budget, as vLLM's own dummy at that budget."""
@@ -140,3 +160,36 @@ def test_a_serving_plans_dummy_is_at_its_start_up_budget(tiny4):
     ours = processor_cache(plan_serving(tiny4, max_soft_tokens=1120), dtype="float32")
     assert sizes == {"image": [ours.item("image", dummy=True).bytes]}
     assert ours.item("image", dummy=True).what == "image at budget 1120"
+
+
+def _merge_source(version: str) -> str:
+    """The release's BaseMultiModalProcessor._merge_mm_kwargs, as written."""
+    text = read_source(version, "multimodal/processing/processor.py")
+    node = next(
+        n
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, ast.FunctionDef) and n.name == "_merge_mm_kwargs"
+    )
+    return ast.get_source_segment(text, node)
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_a_request_that_overflows_the_cache_is_the_releases(version):
+    """Whether a request keeps its own cached items while it inserts its new ones: the
+    release's _merge_mm_kwargs reads their payloads first (get_cached_item) or it does not,
+    and the steps of a plan of that release say which, in the release's name."""
+    from gemma_explore.serving.plan import plan_serving
+
+    keeps = "get_cached_item" in _merge_source(version)
+    for cache in (
+        processor_cache(plan_serving("tiny-gemma4", vllm_version=version)),
+        processor_cache("gemma4", vllm_version=version),
+    ):
+        assert cache.vllm_version == version
+        (step,) = [s for s in cache.steps if "overflow the cache" in s]
+        assert step.startswith(f"{PROFILES[version].label}: ")
+        assert ("keeps its own cached items" in step) == keeps, step
+    small = processor_cache("gemma4", mm_processor_cache_gb=0.01, vllm_version=version)
+    assert small.message and any(
+        s.startswith(f"At start-up {PROFILES[version].label}") for s in small.steps
+    )

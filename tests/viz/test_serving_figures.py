@@ -12,6 +12,7 @@ from gemma_explore.inside.attention import attention_mask
 from gemma_explore.serving.plan import plan_serving
 from gemma_explore.viz.attention import show_attention
 from gemma_explore.viz.serving import show_serving
+from gemma_explore.vllm_versions import SUPPORTED
 
 
 def _gid(fig, gid):
@@ -75,3 +76,22 @@ def test_serving_figure_names_the_gpu_it_assumes():
     tiny = show_serving(plan, gpu_memory_gib=0.001)
     assert "does not fit" in tiny.axes[0].get_title()
     assert "no GPU given" in show_serving(plan).axes[0].get_title()
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_serving_figure_names_the_release_and_its_own_share(version):
+    """Without a gpu_memory_utilization the bar is measured against what the plan's release
+    uses with the flag unset (the plan's memory_fit), and the title names that release;
+    with one, the title says it is yours."""
+    plan = plan_serving("tiny-gemma4", max_model_len=2048, vllm_version=version)
+    fig = show_serving(plan, gpu_memory_gib=24)
+    title = fig.axes[0].get_title().replace("\n", " ")  # filled to the bar's width
+    assert f"vLLM {version}" in title
+    room = plan.memory_fit(24).room_bytes
+    scale = {"GiB": 2**30, "MiB": 2**20}[fig.axes[0].get_ylabel()]
+    assert sum(p.get_height() for p in fig.axes[0].patches) * scale == pytest.approx(room)
+    assert f"= {room / 2**30:,.1f} GiB" in title
+    if plan.vllm.kv_sizing == "extensible":
+        assert "unset, extensible KV cache" in title
+    mine = show_serving(plan, gpu_memory_gib=24, gpu_memory_utilization=0.5).axes[0].get_title()
+    assert f"24 GiB GPU × 0.5 = 12.0 GiB (yours, vLLM {version})" in mine.replace("\n", " ")
