@@ -28,20 +28,44 @@ PORT ?= 7860
 PYTEST_ARGS ?=
 
 # make test's pytest in .venv runs in phases, one process each, so what a phase holds is
-# freed before the next starts (one process for all of it peaked at 16.7 GiB):
-#   serve:    the two real `vllm serve` servers (about 10 GiB together)
-#   engine:   the in-process vLLM engines, one per tiny family
-#   children: notebook kernels, headless Chromium on the demo and on the built site
-#   rest:     everything else, the package's doctests included
+# freed before the next starts (one process for all of it peaked at 16.7 GiB; a make check
+# that held a third of the rest reached 9 GiB):
+#   serve:      the two real `vllm serve` servers (about 10 GiB together)
+#   engine:     the in-process vLLM engines (one per tiny family; the sentences' own)
+#   children:   notebook kernels, headless Chromium on the demo and on the built site
+#   serving:    the serving plans against vLLM's processors and model files
+#   processors: the other tests that hold vLLM's multimodal processors or the towers
+#   rest:       everything else, the package's doctests included
+# (tests/serving and the processors' folders in one process went past 10.5 GiB.)
 SERVE_TESTS := tests/serve
-ENGINE_TESTS := tests/engine tests/engines
+ENGINE_TESTS := tests/engine tests/engines tests/plans/test_sentences.py
 CHILD_TESTS := tests/test_notebooks.py tests/test_headless.py tests/app/test_browser.py tests/test_site.py
-PHASED := $(SERVE_TESTS) $(ENGINE_TESTS) $(CHILD_TESTS)
-# make check leaves out, besides those, what builds a wheel, a venv or a site, or starts a
-# demo server, a kernel, `vllm` or Ray (each file says so in its name or its fixtures);
-# -m "not slow" the rest of the tests that take more than a few seconds.
-CHECK_IGNORE := $(PHASED) tests/app/test_wheel.py tests/app/test_client.py tests/test_install_vllm.py \
-	tests/bill/test_bill_datasets.py tests/conformance/test_golden.py
+SERVING_TESTS := tests/serving
+PROCESSOR_TESTS := tests/processing tests/plans tests/inside tests/parity tests/conformance
+PHASED := $(SERVE_TESTS) $(ENGINE_TESTS) $(CHILD_TESTS) $(SERVING_TESTS) $(PROCESSOR_TESTS)
+# make check: the tests that start nothing, in under 2 minutes on 2 cores (1 min 43 s,
+# 2026-12-07). It leaves out the phases above; what starts something else (the demo's
+# gradio app, a fake server, Ray, a child process: CHECK_STARTS); the files whose tests
+# took the most time in a make check run on 2 cores (model forwards, vLLM's processor, the
+# released checkpoints' configs: CHECK_SLOW; a `slow` mark on their few slow tests would let
+# the rest back in); and, with -m, the tests marked slow or vllm (needs the vllm package).
+CHECK_STARTS := tests/app tests/conformance tests/bill tests/test_cli.py tests/test_doctor.py
+CHECK_SLOW := tests/inside/test_towers.py tests/inside/test_embedders.py tests/inside/test_logits.py \
+	tests/parity tests/plans/test_plans.py tests/plans/test_vllm_video.py \
+	tests/plans/test_vllm_video_encoding.py tests/test_unified.py \
+	tests/processing/test_layout_raw.py tests/processing/test_analysis.py \
+	tests/processing/test_transcription.py tests/serving/test_plan_defaults.py \
+	tests/serving/test_processor_cache.py tests/serving/test_weights.py \
+	tests/serving/test_dummy_inputs.py tests/serving/test_flops.py \
+	tests/serving/test_released_serving.py tests/serving/test_plan.py tests/serving/test_recipe.py \
+	tests/viz/test_projector.py tests/viz/test_readable.py tests/course/test_widgets.py \
+	tests/facts/test_family_knowledge.py tests/media/test_fuzz_media.py \
+	tests/serving/test_interfaces.py tests/plans/test_sentences.py \
+	tests/serving/test_vllm_errors.py tests/serving/test_encoder.py \
+	tests/serving/test_block_size.py tests/serving/test_levers.py tests/serving/test_admit.py \
+	tests/course/test_buildit.py tests/course/test_course_claims.py tests/models/test_vocabulary.py \
+	tests/viz/test_figures.py tests/inside/test_attention.py tests/test_strip_notebooks.py
+CHECK_IGNORE := $(SERVE_TESTS) $(ENGINE_TESTS) $(CHILD_TESTS) $(CHECK_STARTS) $(CHECK_SLOW)
 PYTEST := $(PY) -m pytest
 
 # pytest on the tests marked $(2), in the environment whose python is $(1). Only the files
@@ -52,15 +76,15 @@ marked = files=$$(grep -rlE 'mark\.$(2)\b' tests --include='test_*.py' | sort); 
 	if [ -z "$$files" ]; then echo "make: no test is marked $(2) yet"; \
 	else $(1) -m pytest -m $(2) $$files $(PYTEST_ARGS) || [ $$? -eq 5 ]; fi
 
-.PHONY: demo test check test-lint vllm-sources test-serve test-engine test-children test-rest test-vllm-newest test-demo-env env light-env vllm-newest-env demo-test-env lab lint format bench bench-suite clean-env browser html gallery vocabulary teacher teacher-env
+.PHONY: demo test check test-lint vllm-sources test-serve test-engine test-children test-serving test-processors test-rest test-vllm-newest test-demo-env env light-env vllm-newest-env demo-test-env lab lint format bench bench-suite clean-env browser html gallery vocabulary teacher teacher-env
 
 demo: $(LIGHT_STAMP)
 	$(LIGHT_PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
 
 # make test's steps, in this order; each is a target of its own (make test-serve), which
 # benchmarks/bench_suite.py times one by one. The environments are built first.
-TEST_STEPS := test-lint vllm-sources test-serve test-engine test-children test-rest \
-	test-vllm-newest test-demo-env
+TEST_STEPS := test-lint vllm-sources test-serve test-engine test-children test-serving \
+	test-processors test-rest test-vllm-newest test-demo-env
 
 test: $(STAMP) $(NEWEST_STAMP) $(LIGHT_VENV)/.test-installed browser vocabulary
 	@for step in $(TEST_STEPS); do $(MAKE) --no-print-directory $$step || exit 1; done
@@ -78,6 +102,12 @@ test-engine: $(STAMP)
 test-children: $(STAMP)
 	$(PYTEST) $(CHILD_TESTS) $(PYTEST_ARGS)
 
+test-serving: $(STAMP)
+	$(PYTEST) $(SERVING_TESTS) $(PYTEST_ARGS)
+
+test-processors: $(STAMP)
+	$(PYTEST) $(PROCESSOR_TESTS) $(addprefix --ignore=,$(ENGINE_TESTS)) $(PYTEST_ARGS)
+
 test-rest: $(STAMP)
 	$(PYTEST) $(addprefix --ignore=,$(PHASED)) $(PYTEST_ARGS)
 
@@ -90,7 +120,7 @@ test-demo-env: $(LIGHT_VENV)/.test-installed
 # The quick loop (CONTRIBUTING.md): ruff, lint-imports and the tests that start no engine,
 # server, browser, kernel, demo or new environment, in .venv.
 check: test-lint
-	$(PYTEST) -q -m "not slow" $(addprefix --ignore=,$(CHECK_IGNORE)) $(PYTEST_ARGS)
+	$(PYTEST) -q -m "not slow and not vllm" $(addprefix --ignore=,$(CHECK_IGNORE)) $(PYTEST_ARGS)
 
 # The Python source of every supported vLLM release, unpacked into your cache
 # (~/.cache/gemma_explore/vllm-src) for the tests that hold each profile to its release's

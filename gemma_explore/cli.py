@@ -634,7 +634,7 @@ def _print_serve_args(
         # request's own mm_processor_kwargs (its image budget). It trusts the clients.
         args = {**args, "trust_request_mm_kwargs": True}
     # Always the same order: the command, the release, why each argument, then advice.
-    typer.echo(serve_command(args, vllm_version=release.version))
+    typer.echo(serve_command(args))
     typer.echo(f"# {release_line(release)}")
     for key, why in reasons.items():  # the workload recipe: why each argument
         typer.echo(f"# {key}: {why}")

@@ -299,7 +299,8 @@ def install_code_only(release: str, constraints: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--vllm", default="cpu-build", help="cpu-build, newest, or a line: 0.33")
+    lines = ", ".join(versions().SUPPORTED)
+    parser.add_argument("--vllm", default="cpu-build", help=f"cpu-build, newest, or {lines}")
     parser.add_argument("--build", choices=["auto", "cpu", "cuda", "code-only"], default="auto")
     parser.add_argument("-c", "--constraints", default="constraints.txt")
     parser.add_argument("--show", action="store_true", help="print the pins; install nothing")

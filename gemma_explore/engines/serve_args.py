@@ -5,7 +5,7 @@ Every function takes ``vllm_version`` (None: the installed vLLM, else the newest
 release; :func:`~gemma_explore.vllm_versions.vllm_profile`): the release whose defaults
 size the KV pool and whose name the printed line carries.
 
->>> serve_command({"model": "m", "max_model_len": 8192}).split("  # ")[0]
+>>> serve_command({"model": "m", "max_model_len": 8192})
 'vllm serve m --max-model-len 8192'
 """
 
@@ -245,17 +245,14 @@ def _margin_words() -> str:
     return f"max({floor:g} GiB, {EXTENSIBLE_MARGIN_FRACTION:g} × the transient peak)"
 
 
-def serve_command(args: dict[str, Any], *, vllm_version: str | None = None) -> str:
+def serve_command(args: dict[str, Any]) -> str:
     """Engine arguments as a ``vllm serve`` command line (vLLM's flags: dashes, JSON dicts),
-    ending in a shell comment that names the release it was made for (``vllm_version``; a
-    pasted line runs the same).
+    one a shell or ``shlex.split`` runs as it is (``gemma-explore serve-args`` names the
+    release it was made for on the next line).
 
-    >>> line = serve_command({"model": "m", "max_model_len": 8192, "enforce_eager": True,
-    ...                       "trust_remote_code": False, "limit_mm_per_prompt": {"image": 4}})
-    >>> line.split("  # ")[0]
+    >>> serve_command({"model": "m", "max_model_len": 8192, "enforce_eager": True,
+    ...                "trust_remote_code": False, "limit_mm_per_prompt": {"image": 4}})
     'vllm serve m --max-model-len 8192 --enforce-eager --limit-mm-per-prompt \\'{"image": 4}\\''
-    >>> line.endswith(vllm_profile(None).label)
-    True
     """
     parts = ["vllm", "serve", shlex.quote(str(args["model"]))]
     for key, value in args.items():
@@ -268,7 +265,7 @@ def serve_command(args: dict[str, Any], *, vllm_version: str | None = None) -> s
             parts += [flag, shlex.quote(json.dumps(value))]
         else:
             parts += [flag, shlex.quote(str(value))]
-    return " ".join(parts) + f"  # {vllm_profile(vllm_version).label}"
+    return " ".join(parts)
 
 
 def serving_plan_for(

@@ -207,7 +207,6 @@ def _cache_arg() -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-
 def _vision_masks(
     bundle: Bundle, config: Any, types: list[int], kwargs: dict[str, Any]
 ) -> tuple[dict[str, Any], str]:

@@ -73,4 +73,4 @@ def test_serve_args_plans_by_the_release_asked_for(version):
     assert est.vllm_version == version
     advice = serving_advice(args, plan=plan)
     assert f"~{est.kv_cache_memory_bytes / 2**30:.2f} GiB of KV memory" in advice["--max-num-seqs"]
-    assert serve_command(args, vllm_version=version).endswith(f"  # vLLM {version}")
+    assert "#" not in serve_command(args)  # runs as printed, through a shell or shlex

@@ -19,6 +19,10 @@ from gemma_explore.plans.video import format_timestamp, timestamp_tokens
 from tests.conftest import examples
 from tests.parity.vllm_side import USE_VLLM, assert_vllm_side
 
+# The plans held to the installed transformers processor: run again in .venv-demo, which
+# takes the newest transformers (make test-demo-env).
+pytestmark = pytest.mark.transformers_version
+
 BUDGETS = (70, 140, 280, 560, 1120)
 MAX_AREA = 16_000_000  # keeps each real processor call well under a second
 

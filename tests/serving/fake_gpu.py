@@ -6,10 +6,15 @@ from __future__ import annotations
 
 
 class FakeGpu:
-    """What vLLM's platform reports about a GPU: its total memory and its name."""
+    """What vLLM's platform reports about a GPU: its total memory, its name and its compute
+    capability (which later releases' tiers read: a GB10 is 12.1)."""
 
-    def __init__(self, memory: int, name: str) -> None:
-        self.memory, self.name = memory, name
+    def __init__(self, memory: int, name: str, capability: tuple[int, int] = (9, 0)) -> None:
+        self.memory, self.name, self.capability = memory, name, tuple(capability)
+
+    def is_device_capability(self, capability: tuple[int, int] | int) -> bool:
+        """vLLM's exact match on (major, minor)."""
+        return tuple(capability) == self.capability if isinstance(capability, tuple) else False
 
     def get_device_total_memory(self) -> int:
         return self.memory

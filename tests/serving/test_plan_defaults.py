@@ -40,6 +40,7 @@ def _folder(root: Path, model_id: str) -> Path:
     return root
 
 
+@pytest.mark.vllm_version  # also run against the newest release's EngineArgs
 @pytest.mark.parametrize("model_id", RELEASED_IDS)
 def test_plan_defaults_equal_vllms_engine_args(monkeypatch, tmp_path, model_id):
     from vllm.config import ModelConfig, ParallelConfig
@@ -52,7 +53,9 @@ def test_plan_defaults_equal_vllms_engine_args(monkeypatch, tmp_path, model_id):
     usage = {"serve": UsageContext.OPENAI_API_SERVER, "LLM": UsageContext.LLM_CLASS}
     for gpu in GPU_NAMES:
         g = GPUS[gpu]
-        monkeypatch.setattr(arg_utils, "current_platform", FakeGpu(g.memory_bytes, g.device_name))
+        monkeypatch.setattr(
+            arg_utils, "current_platform", FakeGpu(g.memory_bytes, g.device_name, g.capability)
+        )
         for entry, context in usage.items():
             args = EngineArgs(model=str(folder))
             args._set_default_chunked_prefill_and_prefix_caching_args(mc)
@@ -109,6 +112,7 @@ def test_the_l4_plan_is_what_vllm_sizes_on_an_l4(vllm_config):  # noqa: F811
     assert kv_memory_estimate(plan, gpu_memory_bytes=plan.gpu_memory_bytes).kv_cache_memory_bytes
 
 
+@pytest.mark.vllm_version
 def test_the_memory_share_is_vllms_default():
     """The installed vLLM's default share of the GPU is the profile's (None where the
     extensible KV cache resolves it at start-up), and the estimate starts from it as
