@@ -11,7 +11,6 @@ refusals, rules, strings, limits and locations, each with its source in that rel
 'vLLM 0.34'
 """
 
-from gemma_explore.vllm_versions.release import BatchTier, VllmProfile
 from gemma_explore.vllm_versions.choice import (
     CPU_BUILD,
     PROFILES,
@@ -20,6 +19,7 @@ from gemma_explore.vllm_versions.choice import (
     newest,
     vllm_profile,
 )
+from gemma_explore.vllm_versions.release import BatchTier, VllmProfile
 
 __all__ = [
     "CPU_BUILD",
