@@ -28,15 +28,16 @@ PORT ?= 7860
 PYTEST_ARGS ?=
 
 # make test's pytest in .venv runs in phases, one process each, so what a phase holds is
-# freed before the next starts (one process for all of it peaked at 16.7 GiB; a make check
-# that held a third of the rest reached 9 GiB):
+# freed before the next starts. One process for all of it peaked at 16.7 GiB, and
+# tests/serving with the processors' folders in one went past 10.5 GiB; apart, on 2 cores
+# (2026-12-07), serving peaked at 8.6 GiB and processors at 6.0 GiB
+# (benchmarks/bench_suite.py measures every phase):
 #   serve:      the two real `vllm serve` servers (about 10 GiB together)
 #   engine:     the in-process vLLM engines (one per tiny family; the sentences' own)
 #   children:   notebook kernels, headless Chromium on the demo and on the built site
 #   serving:    the serving plans against vLLM's processors and model files
 #   processors: the other tests that hold vLLM's multimodal processors or the towers
 #   rest:       everything else, the package's doctests included
-# (tests/serving and the processors' folders in one process went past 10.5 GiB.)
 SERVE_TESTS := tests/serve
 ENGINE_TESTS := tests/engine tests/engines tests/plans/test_sentences.py
 CHILD_TESTS := tests/test_notebooks.py tests/test_headless.py tests/app/test_browser.py tests/test_site.py
@@ -60,7 +61,7 @@ CHECK_SLOW := tests/inside/test_towers.py tests/inside/test_embedders.py tests/i
 	tests/serving/test_released_serving.py tests/serving/test_plan.py tests/serving/test_recipe.py \
 	tests/viz/test_projector.py tests/viz/test_readable.py tests/course/test_widgets.py \
 	tests/facts/test_family_knowledge.py tests/media/test_fuzz_media.py \
-	tests/serving/test_interfaces.py tests/plans/test_sentences.py \
+	tests/serving/test_interfaces.py \
 	tests/serving/test_vllm_errors.py tests/serving/test_encoder.py \
 	tests/serving/test_block_size.py tests/serving/test_levers.py tests/serving/test_admit.py \
 	tests/course/test_buildit.py tests/course/test_course_claims.py tests/models/test_vocabulary.py \
