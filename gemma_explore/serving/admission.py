@@ -33,7 +33,7 @@ from gemma_explore.plans.vllm import (
 from gemma_explore.serving.vllm_errors import error_named
 from gemma_explore.sizes import size_label
 from gemma_explore.tables import Table
-from gemma_explore.vllm_versions import CPU_BUILD, VllmProfile, vllm_profile
+from gemma_explore.vllm_versions import CPU_BUILD, VllmProfile, profile_of
 
 __all__ = ["AdmissionTable", "AdmitResult", "Request", "admit", "admit_jsonl_text", "admit_many"]
 
@@ -594,7 +594,7 @@ def admit(
     if entry_point not in ("LLM", "serve"):
         raise ValueError(f"entry_point={entry_point!r}: use 'LLM' or 'serve'.")
     req = _request(request, items)
-    p = _release(plan, vllm_version)
+    p = profile_of(plan, vllm_version)
     spec = get_family(plan.model.family)
     mml, cache = plan.max_model_len, plan.encoder_cache_size
     media = _decoded_media(req, spec, p)
@@ -627,15 +627,6 @@ def admit(
         return AdmitResult(True, None, None, prompt, tuple(per), steps=tuple(steps), **done)
     base = (prompt, tuple(per), tuple(steps), done)
     return _kv_verdict(plan, base, out.value, kv_cache_memory_bytes, dict(capacity_options or {}))
-
-
-def _release(plan: Any, vllm_version: str | None) -> VllmProfile:
-    """``vllm_version``'s profile, else the plan's (a plan carries its release), else the
-    installed vLLM's (else the newest)."""
-    if vllm_version is not None:
-        return vllm_profile(vllm_version)
-    own = getattr(plan, "vllm", None)
-    return own if isinstance(own, VllmProfile) else vllm_profile(None)
 
 
 def _kv_verdict(

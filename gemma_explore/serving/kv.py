@@ -54,7 +54,7 @@ from gemma_explore.facts.families import get_family
 from gemma_explore.plans.rules import Rule
 from gemma_explore.plans.vllm import vllm_video_tokens
 from gemma_explore.serving.vllm_errors import error_named
-from gemma_explore.vllm_versions import VllmProfile, vllm_profile
+from gemma_explore.vllm_versions import VllmProfile, profile_of, vllm_profile
 
 __all__ = [
     "KVCapacity",
@@ -565,7 +565,7 @@ def capacity(
         max_model_len=mml,
         device=device,
     )
-    profile = _profile_of(plan, None)
+    profile = profile_of(plan, None)
     refusal = _refusal_rule(blocks, bytes_per_block, need, kv_cache_memory_bytes, mml, profile)
     if refusal.value is not None:
         msg, best = refusal.value
@@ -663,7 +663,7 @@ def kv_memory_estimate(
 
     >>> kv_memory_estimate(plan, gpu_memory_bytes=80 * 2**30).kv_cache_memory_bytes  # doctest: +SKIP
     """
-    profile = _profile_of(plan, vllm_version)
+    profile = profile_of(plan, vllm_version)
     util = gpu_memory_utilization
     extensible = profile.kv_sizing == "extensible"
     if util is None:
@@ -732,14 +732,6 @@ def _extensible_estimate(
         gpu_memory_bytes, util, requested, weights, enc, activation_bytes, left,
         "extensible", margin, profile.version, tuple(steps),
     )  # fmt: skip
-
-
-def _profile_of(plan: Any, vllm_version: str | None) -> VllmProfile:
-    """``vllm_version``'s profile, else the plan's (a plan carries the release it used)."""
-    if vllm_version is not None:
-        return vllm_profile(vllm_version)
-    own = getattr(plan, "vllm", None)
-    return own if isinstance(own, VllmProfile) else vllm_profile(None)
 
 
 # ----------------------------------------------------------------------- start-up settings
@@ -884,7 +876,7 @@ def cuda_block_size(
     >>> [cuda_block_size(m, GPUS["L4"], 2, vllm_version=v).value for v in SUPPORTED[::2]]
     [16, 64]
     """
-    profile = _profile_of(plan, vllm_version)
+    profile = profile_of(plan, vllm_version)
     default = profile.default_block_size
     widest = max((la.head_dim for la in plan.layers), default=0)
     major = None if gpu is None else gpu.capability[0]
@@ -1066,5 +1058,5 @@ def start_settings(
         max_num_seqs=max_num_seqs,
         enable_chunked_prefill=enable_chunked_prefill,
         gpu_capability=gpu_capability,
-        vllm_version=_profile_of(plan, None).version,
+        vllm_version=profile_of(plan, None).version,
     )

@@ -52,7 +52,7 @@ from typing import Any
 
 from gemma_explore.facts.families import FamilySpec, get_family
 from gemma_explore.plans.audio import plan_audio
-from gemma_explore.vllm_versions import VllmProfile, vllm_profile
+from gemma_explore.vllm_versions import VllmProfile, profile_of
 from gemma_explore.vllm_versions.messages import fact
 
 __all__ = [
@@ -252,7 +252,7 @@ def processor_cache(
     False
     """
     spec, name, plan_dtype, _, modalities, dummy = _source(plan_or_model)
-    p = _release(plan_or_model, vllm_version)
+    p = profile_of(plan_or_model, vllm_version)
     dtype = dtype or plan_dtype
     if mm_processor_cache_gb < 0:
         raise ValueError("mm_processor_cache_gb must be 0 or more (vLLM's ge=0).")
@@ -316,15 +316,6 @@ def _too_large_message(too_big: list[CachedItem], cap: int, p: VllmProfile) -> s
     # vLLM formats both sizes with format_gib: str(round(bytes / GiB, 2)).
     template = error_named("processor-cache-item-too-large", vllm_version=p.version).template
     return template % (round(worst.bytes / GIB, 2), round(cap / GIB, 2))
-
-
-def _release(plan_or_model: Any, vllm_version: str | None) -> VllmProfile:
-    """``vllm_version``'s profile, else a plan's own (``plan.vllm``), else the installed
-    vLLM's (else the newest)."""
-    if vllm_version is not None:
-        return vllm_profile(vllm_version)
-    own = getattr(plan_or_model, "vllm", None)
-    return own if isinstance(own, VllmProfile) else vllm_profile(None)
 
 
 def _eviction_step(p: VllmProfile) -> str:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gemma_explore.vllm_versions import PROFILES, SUPPORTED, VllmProfile, vllm_profile
+from gemma_explore.vllm_versions import PROFILES, SUPPORTED, VllmProfile, profile_of, vllm_profile
 from gemma_explore.vllm_versions.messages import files_for, templates_for
 
 __all__ = [
@@ -663,15 +663,6 @@ def _errors(version: str) -> tuple[VllmError, ...]:
     )
 
 
-def _profile(plan: Any, vllm_version: str | None) -> VllmProfile:
-    """``vllm_version``'s profile, else the plan's (a plan carries its release), else the
-    installed vLLM's (else the newest)."""
-    if vllm_version is not None:
-        return vllm_profile(vllm_version)
-    own = getattr(plan, "vllm", None)
-    return own if isinstance(own, VllmProfile) else vllm_profile(None)
-
-
 def errors_for(*, vllm_version: str | None = None) -> tuple[VllmError, ...]:
     """Every message one release has, in its words and files (None: the installed vLLM's
     release, else the newest supported).
@@ -814,7 +805,7 @@ def explain(text: str, *, plan: Any = None, vllm_version: str | None = None) -> 
     >>> explain("At most 1 image(s) may be provided in one prompt.").answer.split(",")[0]
     'Start with --limit-mm-per-prompt \\'{"image": N}\\''
     """
-    asked = _profile(plan, vllm_version).version
+    asked = profile_of(plan, vllm_version).version
     hit = _best(text, _errors(asked))
     if hit is None:
         others = [(v, h) for v in SUPPORTED if v != asked and (h := _best(text, _errors(v)))]

@@ -17,6 +17,7 @@ from gemma_explore.vllm_versions.choice import (
     SUPPORTED,
     installed_vllm,
     newest,
+    profile_of,
     vllm_profile,
 )
 from gemma_explore.vllm_versions.release import BatchTier, VllmProfile
@@ -29,5 +30,6 @@ __all__ = [
     "VllmProfile",
     "installed_vllm",
     "newest",
+    "profile_of",
     "vllm_profile",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "SUPPORTED",
     "installed_vllm",
     "newest",
+    "profile_of",
     "vllm_profile",
 ]
 
@@ -113,3 +114,17 @@ def _pick(version: str, why: str) -> VllmProfile:
         f"({', '.join(SUPPORTED)}): upgrade vLLM, or name one of those (vllm_version= in "
         "Python, --vllm on the command line)."
     )
+
+
+def profile_of(source: object, vllm_version: str | None = None) -> VllmProfile:
+    """``vllm_version``'s profile, else the one ``source`` carries (a serving plan's
+    ``vllm``: the release it was planned for), else :func:`vllm_profile`'s default.
+
+    >>> from types import SimpleNamespace
+    >>> profile_of(SimpleNamespace(vllm=vllm_profile(SUPPORTED[0]))).version == SUPPORTED[0]
+    True
+    """
+    if vllm_version is not None:
+        return vllm_profile(vllm_version)
+    own = getattr(source, "vllm", None)
+    return own if isinstance(own, VllmProfile) else vllm_profile(None)
