@@ -138,7 +138,8 @@ def release_line(profile: VllmProfile) -> str:
 
 
 def _release_json(profile: VllmProfile) -> dict[str, str]:
-    """The release, for a command's ``--json``: version, label and why."""
+    """The release, for a command's ``--json`` (its key ``vllm_release``): version, label
+    and why."""
     return {
         "version": profile.version,
         "label": profile.label,
@@ -611,11 +612,11 @@ def _print_serve_args(
     release: VllmProfile,
     as_json: bool,
 ) -> None:
-    """serve-args' output, always in the same order: the command (ending in the release it
-    is for), the release and why, why each argument has its value, the levers (the most
+    """serve-args' output, always in the same order: the command (runs as printed), the
+    release and why, why each argument has its value, the levers (the most
     useful first), then the other advice."""
     if as_json:
-        out: dict[str, Any] = {"args": args, "vllm": _release_json(release)}
+        out: dict[str, Any] = {"args": args, "vllm_release": _release_json(release)}
         pairs = (
             ("reasons", reasons),
             ("levers", levers),
@@ -671,7 +672,7 @@ def explain(
     if as_json:
         out = {"name": found.error.name, "fields": found.fields, "answer": found.answer}
         out |= {"cause": found.error.cause, "model": found.model}
-        typer.echo(json.dumps(out | {"vllm": _release_json(release)}, indent=2))
+        typer.echo(json.dumps(out | {"vllm_release": _release_json(release)}, indent=2))
         return
     typer.echo(release_line(release))
     typer.echo(found.text())
@@ -1024,7 +1025,7 @@ def doctor(
         typer.Option(
             "--check",
             metavar="NAME",
-            help="Only this check (repeatable): python, environment, widgets, vocabulary, demo, kernel; teacher (only when asked).",
+            help="Only this check (repeatable): python, environment, vllm, widgets, vocabulary, demo, kernel; teacher (only when asked).",
         ),
     ] = None,
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -190,6 +191,19 @@ def test_an_unknown_check_name_says_which_exist():
     run = _doctor("--check", "wifi")
     assert run.returncode == 2
     assert "Unknown check 'wifi': choose from python, environment, vllm, widgets" in run.stderr
+
+
+def test_the_flags_help_names_every_check():
+    """--check's help lists every check, those run by default and those run on request."""
+    import typer.main
+
+    from gemma_explore.cli import app
+
+    command = typer.main.get_command(app).commands["doctor"]
+    (option,) = [p for p in command.params if p.name == "check"]
+    listed = option.help.split(":", 1)[1].replace("(only when asked)", "")
+    named = set(re.findall(r"[a-z]+", listed))
+    assert named == set(doctor.CHECKS) | set(doctor.ON_REQUEST), option.help
 
 
 def test_the_vocabulary_check_says_whether_it_is_fetched(tmp_path, monkeypatch):
