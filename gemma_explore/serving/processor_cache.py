@@ -53,7 +53,6 @@ from typing import Any
 from gemma_explore.facts.families import FamilySpec, get_family
 from gemma_explore.plans.audio import plan_audio
 from gemma_explore.vllm_versions import VllmProfile, profile_of
-from gemma_explore.vllm_versions.messages import fact
 
 __all__ = [
     "CachedItem",
@@ -320,7 +319,7 @@ def _too_large_message(too_big: list[CachedItem], cap: int, p: VllmProfile) -> s
 
 def _eviction_step(p: VllmProfile) -> str:
     """What the release does when one request's items overflow the cache."""
-    if fact(p, "processor_cache_keeps_request_hits"):
+    if p.processor_cache_keeps_request_hits:
         return (
             f"{p.label}: a request whose items overflow the cache keeps its own cached items "
             "while it inserts its new ones, in the API process's own cache "

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gemma_explore.vllm_versions import PROFILES, SUPPORTED, VllmProfile, profile_of, vllm_profile
-from gemma_explore.vllm_versions.messages import files_for, templates_for
 
 __all__ = [
     "VLLM_ERRORS",
@@ -645,7 +644,7 @@ OURS: dict[str, _Ours] = {
 def _errors(version: str) -> tuple[VllmError, ...]:
     """The messages of one supported release (a key of PROFILES), built once."""
     p = PROFILES[version]
-    texts, files = templates_for(p), files_for(p)
+    texts, files = p.message_templates, p.message_files
     return tuple(
         VllmError(
             name=name,
@@ -737,7 +736,7 @@ def kv_memory_hint(
     True
     """
     p = vllm_profile(vllm_version)
-    texts = templates_for(p)
+    texts = p.message_templates
     if "{hint}" not in texts.get("kv-too-small", ""):
         return ""
     if extensible is None:
@@ -926,7 +925,7 @@ def _pieces_section(pieces: tuple[str, ...], have: list[str]) -> list[str]:
     """The texts vLLM fills into a message's ``{hint}``, per release that has them."""
     out: list[str] = []
     per = {
-        v: [templates_for(PROFILES[v])[k] for k in pieces if k in templates_for(PROFILES[v])]
+        v: [PROFILES[v].message_templates[k] for k in pieces if k in PROFILES[v].message_templates]
         for v in have
     }
     for texts, versions in _grouped({v: "\n".join(t) for v, t in per.items() if t}):

@@ -1,43 +1,25 @@
-"""vLLM's words, release by release: the first supported release's catalogue, and what
-later releases added.
+"""vLLM's words as the first supported release has them: the catalogue every later
+release starts from.
 
 :data:`TEMPLATES` holds every message ``serving/vllm_errors.py`` explains as the oldest
 supported release (vLLM 0.32) formats it, its f-string fields named, and :data:`FILES` the
 file under ``vllm/`` that raises or logs it there. ``v0_32.py`` copies both into its
-profile; a later profile overrides only what its release changed: ``v0_33.py`` the file of
-the two KV messages (moved to ``v1/core/kv_cache_planning.py``), ``v0_34.py`` their words
-(vLLM's own advice, ``{hint}``, in place of the fixed sentence).
-
-:data:`ADDED` holds what a later release added: new messages and the pieces vLLM fills into
-one, each with the first release that has it. :func:`templates_for` and :func:`files_for`
-merge them into a profile's own, so a release has them from its first release on and an
-older one never does (until its profile lists them itself).
+profile. A later profile changes only what its release changed, in its own module:
+``v0_33.py`` adds its new messages (the KV-dtype refusal, the media budgets) and moves the
+two KV messages' file; ``v0_34.py`` gives those two vLLM's own advice (``{hint}``) and adds
+the pieces it fills in. A profile's ``message_templates`` is then the whole catalogue of its
+release, and an older release never has a newer one's message.
 
 >>> from gemma_explore.vllm_versions import vllm_profile
->>> "kv-dtype-mismatch" in templates_for(vllm_profile("0.32"))
+>>> "kv-dtype-mismatch" in vllm_profile("0.32").message_templates
 False
->>> files_for(vllm_profile("0.33"))["kv-dtype-mismatch"]
+>>> vllm_profile("0.33").message_files["kv-dtype-mismatch"]
 'config/vllm.py'
 """
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from gemma_explore.vllm_versions.release import VllmProfile
-
-__all__ = [
-    "ADDED",
-    "FILES",
-    "PENDING_FACTS",
-    "TEMPLATES",
-    "fact",
-    "files_for",
-    "first_release",
-    "templates_for",
-]
+__all__ = ["FILES", "TEMPLATES"]
 
 # Each message as vLLM 0.32 formats it: the literal of FILES[key], its f-string fields (and
 # a logger's %s / %f) kept, each field named as the package fills it ({max_model_len}, …).
@@ -177,138 +159,3 @@ FILES: dict[str, str] = {
     "request-mm-kwargs-untrusted": "entrypoints/generate/base/protocol.py",
     "input-above-context": "entrypoints/serve/utils/api_utils.py",
 }
-
-_KV_PLANNING = "v1/core/kv_cache_planning.py"
-
-# What a later release added: key -> (first release that has it, its text, its file).
-ADDED: dict[str, tuple[str, str, str]] = {
-    # VllmConfig._reject_mismatched_float_kv_cache: an explicit float16/bfloat16 KV cache
-    # dtype that differs from the model's dtype stops the engine at start-up.
-    "kv-dtype-mismatch": (
-        "0.33",
-        'kv_cache_dtype="{cache_dtype}" is incompatible with dtype="{model_dtype}". '
-        "Please set `--kv-cache-dtype` to {allowed}.",
-        "config/vllm.py",
-    ),
-    # MediaDecodedBudget (one per chat request): reserve() with nothing left, and an audio
-    # clip that overruns a reservation cut below VLLM_MAX_AUDIO_DECODE_BYTES
-    # (AudioMediaIO._load_with_budget, multimodal/media/audio.py: the same words).
-    "media-decode-budget": (
-        "0.33",
-        "Request decoded media exceeds VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES.",
-        "multimodal/media/base.py",
-    ),
-    # MediaDecodedBudget.charge (an image, a video's frames) and settle (a decoded clip).
-    "media-decode-budget-bytes": (
-        "0.33",
-        "Request decoded media exceeds VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES={limit} ({used} bytes).",
-        "multimodal/media/base.py",
-    ),
-    # MediaRequestDownloadBudget.charge: the bytes downloaded for one request's media URLs.
-    "media-download-budget": (
-        "0.33",
-        "Request media downloads exceed VLLM_MAX_MEDIA_REQUEST_DOWNLOAD_SIZE_MB={limit_mb:g} "
-        "({received} bytes received, including retried attempts).",
-        "connections.py",
-    ),
-    # _more_kv_cache_memory_hint: the {hint} of the two KV messages. The extensible KV
-    # cache off (the CPU backend, --kv-cache-memory-bytes, num_gpu_blocks_override, …):
-    "kv-memory-hint": (
-        "0.34",
-        "Try increasing `gpu_memory_utilization` when initializing the engine (this flag "
-        "also controls CPU memory reservation on the CPU backend, despite its name).",
-        _KV_PLANNING,
-    ),
-    # ... on, with --gpu-memory-utilization set below 1.0:
-    "kv-memory-hint-capped": (
-        "0.34",
-        "The KV cache gets what is left after {used_by} within "
-        "`gpu_memory_utilization`={utilization}; increase it (with the extensible KV cache "
-        "it defaults to 1.0) or decrease `max_model_len` or `max_num_seqs`.{graphs_hint}",
-        _KV_PLANNING,
-    ),
-    # ... on, at its default (the utilization resolves to 1.0):
-    "kv-memory-hint-full": (
-        "0.34",
-        "The extensible KV cache already takes all device memory left after {used_by}; "
-        "decrease `max_model_len` or `max_num_seqs`, or the model needs a device with more "
-        "memory.{graphs_hint}",
-        _KV_PLANNING,
-    ),
-    # {used_by} before warm-up, and after it (the fit is checked again on measured memory)
-    "kv-memory-hint-used-by": ("0.34", "the model and its activations", _KV_PLANNING),
-    "kv-memory-hint-used-by-warmup": (
-        "0.34",
-        "the model, its activations, CUDA graphs and warmup",
-        _KV_PLANNING,
-    ),
-    # {graphs_hint} after warm-up ("" before)
-    "kv-memory-hint-graphs": (
-        "0.34",
-        " CUDA graphs take less with fewer or smaller capture sizes in the compilation config.",
-        _KV_PLANNING,
-    ),
-}
-
-# Facts a surface needs that no profile field holds yet: field name -> release -> value.
-# fact() prefers the profile's own field once it exists.
-PENDING_FACTS: dict[str, dict[str, object]] = {
-    # The processor cache keeps a request's own cached items while it inserts the same
-    # request's new ones (multimodal/processing/processor.py _merge_mm_kwargs:
-    # get_cached_item before the misses are inserted); earlier, a request whose items
-    # overflow the cache could evict its own later hits.
-    "processor_cache_keeps_request_hits": {"0.32": False, "0.33": False, "0.34": True},
-}
-
-
-def _line(version: str) -> tuple[int, ...]:
-    """(0, 33) of "0.33"."""
-    return tuple(int(n) for n in re.findall(r"\d+", version)[:2])
-
-
-def first_release(key: str) -> str | None:
-    """The release that added message ``key`` (None: every supported release has it).
-
-    >>> first_release("media-decode-budget"), first_release("too-many-items")
-    ('0.33', None)
-    """
-    return ADDED[key][0] if key in ADDED else None
-
-
-def templates_for(profile: VllmProfile) -> dict[str, str]:
-    """Every message ``profile``'s release has: its own templates, and what :data:`ADDED`
-    holds from that release on (the profile's own text wins).
-
-    >>> from gemma_explore.vllm_versions import vllm_profile
-    >>> "kv-memory-hint" in templates_for(vllm_profile("0.34"))
-    True
-    """
-    added = {
-        k: text for k, (first, text, _) in ADDED.items() if _line(profile.version) >= _line(first)
-    }
-    return {**added, **profile.message_templates}
-
-
-def files_for(profile: VllmProfile) -> dict[str, str]:
-    """The file (under ``vllm/``) of each message in :func:`templates_for`.
-
-    >>> from gemma_explore.vllm_versions import vllm_profile
-    >>> files_for(vllm_profile("0.33"))["kv-too-small"]
-    'v1/core/kv_cache_planning.py'
-    """
-    added = {
-        k: file for k, (first, _, file) in ADDED.items() if _line(profile.version) >= _line(first)
-    }
-    return {**added, **profile.message_files}
-
-
-def fact(profile: VllmProfile, name: str) -> object:
-    """A release's value of a fact in :data:`PENDING_FACTS` (the profile's field if it has one).
-
-    >>> from gemma_explore.vllm_versions import vllm_profile
-    >>> fact(vllm_profile("0.34"), "processor_cache_keeps_request_hits")
-    True
-    """
-    if hasattr(profile, name):
-        return getattr(profile, name)
-    return PENDING_FACTS[name][profile.version]

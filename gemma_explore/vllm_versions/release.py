@@ -111,6 +111,10 @@ class VllmProfile:
     # VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES: decoded media one request may hold (None: no cap)
     media_decode_limit_bytes: int | None = None
     audio_decode_reservation_bytes: int | None = None  # what each audio clip counts against it
+    # The processor cache keeps a request's own cached items while it inserts the same
+    # request's new ones (_merge_mm_kwargs reads them before the misses go in); without it,
+    # a request whose items overflow the cache can evict its own later hits.
+    processor_cache_keeps_request_hits: bool = False
 
     # -- the messages ---------------------------------------------------------------------
     # A message key of serving/vllm_errors.py → vLLM's text in this release, its fields

@@ -28,6 +28,37 @@ TIERS: tuple[BatchTier, ...] = (
     replace(_SMALL, name="a GPU under 70 GiB, an A100 or a GB10"),
 )
 
+_KV_PLANNING = "v1/core/kv_cache_planning.py"
+
+# The messages 0.33 added: key -> (text, file under vllm/).
+_ADDED_MESSAGES: dict[str, tuple[str, str]] = {
+    # VllmConfig._reject_mismatched_float_kv_cache: an explicit float16/bfloat16 KV cache
+    # dtype that differs from the model's dtype stops the engine at start-up.
+    "kv-dtype-mismatch": (
+        'kv_cache_dtype="{cache_dtype}" is incompatible with dtype="{model_dtype}". '
+        "Please set `--kv-cache-dtype` to {allowed}.",
+        "config/vllm.py",
+    ),
+    # MediaDecodedBudget (one per chat request): reserve() with nothing left, and an audio
+    # clip that overruns a reservation cut below VLLM_MAX_AUDIO_DECODE_BYTES
+    # (AudioMediaIO._load_with_budget, multimodal/media/audio.py: the same words).
+    "media-decode-budget": (
+        "Request decoded media exceeds VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES.",
+        "multimodal/media/base.py",
+    ),
+    # MediaDecodedBudget.charge (an image, a video's frames) and settle (a decoded clip).
+    "media-decode-budget-bytes": (
+        "Request decoded media exceeds VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES={limit} ({used} bytes).",
+        "multimodal/media/base.py",
+    ),
+    # MediaRequestDownloadBudget.charge: the bytes downloaded for one request's media URLs.
+    "media-download-budget": (
+        "Request media downloads exceed VLLM_MAX_MEDIA_REQUEST_DOWNLOAD_SIZE_MB={limit_mb:g} "
+        "({received} bytes received, including retried attempts).",
+        "connections.py",
+    ),
+}
+
 # Gemma 4's get_placeholder_str now names Gemma 4's own strings.
 _GEMMA4_STRINGS = {"image": "<|image|>", "audio": "<|audio|>", "video": "<|video|>"}
 
@@ -47,16 +78,21 @@ PROFILE = replace(
     },
     media_decode_limit_bytes=715_827_880,
     audio_decode_reservation_bytes=256 << 20,
+    message_templates={
+        **v0_32.PROFILE.message_templates,
+        **{key: text for key, (text, _) in _ADDED_MESSAGES.items()},
+    },
     # KV planning moved out of kv_cache_utils.py; the two messages keep their words.
     message_files={
         **v0_32.PROFILE.message_files,
-        "kv-no-memory": "v1/core/kv_cache_planning.py",
-        "kv-too-small": "v1/core/kv_cache_planning.py",
+        **{key: file for key, (_, file) in _ADDED_MESSAGES.items()},
+        "kv-no-memory": _KV_PLANNING,
+        "kv-too-small": _KV_PLANNING,
     },
     locations={
         **v0_32.PROFILE.locations,
         **{
-            name: f"v1/core/kv_cache_planning.py: {name}"
+            name: f"{_KV_PLANNING}: {name}"
             for name in (
                 "get_kv_cache_configs",
                 "check_enough_kv_cache_memory",

@@ -14,6 +14,36 @@ from gemma_explore.vllm_versions import v0_33
 
 __all__ = ["PROFILE"]
 
+# The pieces of vLLM's own advice ({hint}) that 0.34 fills into the two KV messages
+# (_more_kv_cache_memory_hint), each a literal of kv_cache_planning.py.
+_HINTS: dict[str, str] = {
+    # The extensible KV cache off (the CPU backend, --kv-cache-memory-bytes,
+    # num_gpu_blocks_override, …): then both messages read as the older releases' did.
+    "kv-memory-hint": (
+        "Try increasing `gpu_memory_utilization` when initializing the engine (this flag "
+        "also controls CPU memory reservation on the CPU backend, despite its name)."
+    ),
+    # ... on, with --gpu-memory-utilization set below 1.0:
+    "kv-memory-hint-capped": (
+        "The KV cache gets what is left after {used_by} within "
+        "`gpu_memory_utilization`={utilization}; increase it (with the extensible KV cache "
+        "it defaults to 1.0) or decrease `max_model_len` or `max_num_seqs`.{graphs_hint}"
+    ),
+    # ... on, at its default (the utilization resolves to 1.0):
+    "kv-memory-hint-full": (
+        "The extensible KV cache already takes all device memory left after {used_by}; "
+        "decrease `max_model_len` or `max_num_seqs`, or the model needs a device with more "
+        "memory.{graphs_hint}"
+    ),
+    # {used_by} before warm-up, and after it (the fit is checked again on measured memory)
+    "kv-memory-hint-used-by": "the model and its activations",
+    "kv-memory-hint-used-by-warmup": "the model, its activations, CUDA graphs and warmup",
+    # {graphs_hint} after warm-up ("" before)
+    "kv-memory-hint-graphs": (
+        " CUDA graphs take less with fewer or smaller capture sizes in the compilation config."
+    ),
+}
+
 PROFILE = replace(
     v0_33.PROFILE,
     version="0.34",
@@ -28,6 +58,7 @@ PROFILE = replace(
     encoder_graph_rule="grid",
     encoder_graph_max_budget=5120,
     encoder_data_parallel=True,
+    processor_cache_keeps_request_hits=True,
     # The two KV messages now carry vLLM's own advice ({hint}: _more_kv_cache_memory_hint).
     message_templates={
         **v0_33.PROFILE.message_templates,
@@ -42,12 +73,11 @@ PROFILE = replace(
             "reduces what is needed. See "
             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
         ),
-        # The {hint} when the extensible KV cache is off (--kv-cache-memory-bytes, the CPU
-        # backend): then both messages read as the older releases' did.
-        "kv-memory-hint": (
-            "Try increasing `gpu_memory_utilization` when initializing the engine (this flag "
-            "also controls CPU memory reservation on the CPU backend, despite its name)."
-        ),
+        **_HINTS,
+    },
+    message_files={
+        **v0_33.PROFILE.message_files,
+        **dict.fromkeys(_HINTS, "v1/core/kv_cache_planning.py"),
     },
     sources={
         **v0_33.PROFILE.sources,
@@ -68,5 +98,8 @@ PROFILE = replace(
         "placeholder_str": "model_executor/models/gemma4_mm.py:2540 get_placeholder_str",
         "encoder_data_parallel": "model_executor/models/gemma4_mm.py:1057 supports_encoder_tp_data",
         "media_decode_limit_bytes": "envs.py:89 VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES",
+        "processor_cache_keeps_request_hits": (
+            "multimodal/processing/processor.py:1422 get_cached_item"
+        ),
     },
 )

@@ -29,7 +29,6 @@ from gemma_explore.serving.vllm_errors import (
     kv_memory_hint,
 )
 from gemma_explore.vllm_versions import PROFILES, SUPPORTED, vllm_profile
-from gemma_explore.vllm_versions.messages import files_for, templates_for
 from tests.vllm_sources import read_source
 
 pytestmark = pytest.mark.vllm_version
@@ -101,15 +100,15 @@ def _release_literals(version: str, file: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "version,key",
-    [(v, k) for v in SUPPORTED for k in templates_for(PROFILES[v])],
+    [(v, k) for v in SUPPORTED for k in PROFILES[v].message_templates],
     ids=lambda x: x,
 )
 def test_each_releases_text_is_a_literal_in_its_own_source(version, key):
     """Every message and every piece vLLM fills into one ({hint}), in each release's
-    profile (and what messages.ADDED gives it), is a string literal of the file named for
+    profile, is a string literal of the file named for
     that release: the wheel's own source, not the installed vLLM."""
     profile = PROFILES[version]
-    text, file = templates_for(profile)[key], files_for(profile)[key]
+    text, file = profile.message_templates[key], profile.message_files[key]
     shape = _FIELD.sub("{}", text)
     assert shape in _release_literals(version, file), (version, key, file, shape)
 
@@ -117,10 +116,10 @@ def test_each_releases_text_is_a_literal_in_its_own_source(version, key):
 @pytest.mark.parametrize("key", ["kv-dtype-mismatch", "media-decode-budget"])
 def test_a_new_message_is_in_no_older_release(key):
     """A message a release added is in none of the older releases' source at all."""
-    added = [v for v in SUPPORTED if key in templates_for(PROFILES[v])]
-    shape = _FIELD.sub("{}", templates_for(PROFILES[added[0]])[key])
+    added = [v for v in SUPPORTED if key in PROFILES[v].message_templates]
+    shape = _FIELD.sub("{}", PROFILES[added[0]].message_templates[key])
     for older in SUPPORTED[: SUPPORTED.index(added[0])]:
-        file = files_for(PROFILES[added[0]])[key]
+        file = PROFILES[added[0]].message_files[key]
         assert shape not in _release_literals(older, file), (older, key)
     with pytest.raises(ValueError, match=f"has no message '{key}'") as info:
         error_named(key, vllm_version=SUPPORTED[0])
@@ -392,7 +391,7 @@ def _hint_configs():
 
 
 def _hint_releases() -> list[str]:
-    return [v for v in SUPPORTED if "{hint}" in templates_for(PROFILES[v])["kv-too-small"]]
+    return [v for v in SUPPORTED if "{hint}" in PROFILES[v].message_templates["kv-too-small"]]
 
 
 @pytest.mark.parametrize("version", SUPPORTED)
@@ -402,7 +401,7 @@ def test_kv_memory_hint_is_vllms_own(version):
     if version not in _hint_releases():
         assert kv_memory_hint(vllm_version=version) == ""
         assert "_more_kv_cache_memory_hint" not in read_source(
-            version, files_for(PROFILES[version])["kv-too-small"]
+            version, PROFILES[version].message_files["kv-too-small"]
         )
         return
     theirs = vllm_definition(version, _KV_PLANNING, "_more_kv_cache_memory_hint")
@@ -412,7 +411,7 @@ def test_kv_memory_hint_is_vllms_own(version):
 
 def _raise_kv(version: str, hint: str, available: int, needed: int) -> str:
     """The KV refusal the release's own _check_enough_kv_cache_memory raises."""
-    file = files_for(PROFILES[version])["kv-too-small"]
+    file = PROFILES[version].message_files["kv-too-small"]
     gib = 1 << 30
     fmt = vllm_definition(version, "utils/mem_utils.py", "format_gib", GiB_bytes=gib)
     check = vllm_definition(version, file, "_check_enough_kv_cache_memory", format_gib=fmt)

@@ -77,6 +77,19 @@ def test_memory_share_and_block_size_are_the_releases_defaults(version):
     assert (profile.kv_sizing == "extensible") == extensible
 
 
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_processor_cache_keeps_request_hits_as_the_release_does(version):
+    """The release's _merge_mm_kwargs reads every cached item of the request before it
+    inserts the misses (0.34), or inserts them as it goes (0.32, 0.33)."""
+    tree = ast.parse(read_source(version, "multimodal/processing/processor.py"))
+    merge = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_merge_mm_kwargs"
+    )
+    first = merge.body[0]  # what it does before anything else
+    reads_first = isinstance(first, ast.Assign) and "get_cached_item" in ast.unparse(first)
+    assert PROFILES[version].processor_cache_keeps_request_hits == reads_first
+
+
 # Devices to fake: (total memory, vLLM's device name, compute capability).
 DEVICES = [
     (23034 << 20, "NVIDIA L4", (8, 9)),
