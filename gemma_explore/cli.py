@@ -794,7 +794,7 @@ def processor_cache_command(
         _fail(f"--dtype {dtype}: use float32, bfloat16 or float16.")
     try:
         source = model if model in FAMILIES else serving_model(model)
-        table = processor_cache_table(source, dtype=dtype)
+        table = processor_cache_table(source, dtype=dtype, vllm_version=release.version)
         typer.echo(release_line(release))
         typer.echo(table)
     except (ValueError, RuntimeError) as exc:

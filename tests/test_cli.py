@@ -691,11 +691,17 @@ def test_processor_cache_prints_vllms_bytes_per_item():
     holds to vLLM's get_item_size on its own processor output."""
     from gemma_explore.serving.processor_cache import cached_item
 
-    done = run("processor-cache", "gemma4", "--dtype", "float32", "--vllm", SUPPORTED[-1])
-    assert done.exit_code == 0, done.output
-    assert done.stdout.splitlines()[0] == f"vLLM {SUPPORTED[-1]}'s rules (--vllm {SUPPORTED[-1]})"
-    row = next(line for line in done.stdout.splitlines() if line.startswith("image at budget 280"))
-    assert f"{cached_item('gemma4', 'image', budget=280, dtype='float32').bytes:,}" in row
+    sizes = set()
+    for version in (SUPPORTED[0], SUPPORTED[-1]):  # --vllm picks the release's item sizes
+        done = run("processor-cache", "gemma4", "--dtype", "float32", "--vllm", version)
+        assert done.exit_code == 0, done.output
+        assert done.stdout.splitlines()[0] == f"vLLM {version}'s rules (--vllm {version})"
+        lines = done.stdout.splitlines()
+        row = next(line for line in lines if line.startswith("image at budget 280"))
+        item = cached_item("gemma4", "image", budget=280, dtype="float32", vllm_version=version)
+        assert f"{item.bytes:,}" in row
+        sizes.add(item.bytes)
+    assert len(sizes) == 2  # the newest keeps Gemma 4's pixels raw (uint8): not the oldest's
 
 
 def test_processor_cache_names_a_bad_dtype():

@@ -9,11 +9,18 @@ size is ``MultiModalCache.get_item_size``: the ``nbytes`` of every tensor the mo
 video's per-frame timestamps and token counts). The prompt updates are not counted.
 Floating tensors are cast to the model's dtype first (``call_hf_processor``:
 ``tensor.to(dtype=model_config.dtype)``), so a bfloat16 checkpoint's items are half their
-float32 size. What each family's processor hands the cache:
+float32 size. Where the release normalizes a model's images on the device
+(``mm_device_do_normalize``: on by default for a model class that declares
+``supports_mm_device_do_normalize``), vLLM calls the processor with ``do_rescale=False``
+and ``do_normalize=False`` (``MultiModalConfig.merge_mm_processor_kwargs``): the image and
+video pixel values stay raw uint8, 1 B each, and are not cast (the profile's
+``mm_device_do_normalize`` names those classes; the steps say so). What each family's
+processor hands the cache:
 
 * **Gemma 3n image**: ``pixel_values`` (3, 768, 768), whatever the image;
 * **Gemma 4 image**: ``pixel_values`` (9·B, 768) and ``pixel_position_ids`` (9·B, 2)
-  int64, padded to the budget B's patches whatever the image;
+  int64, padded to the budget B's patches whatever the image (the pixels uint8 where the
+  release normalizes Gemma 4 on the device);
   **Unified**: (B, 6912) raw 48 px blocks and (B, 2) positions;
 * **audio**: ``input_features_padded`` (frames, 128 mel bins; Unified: rows of 640 raw
   samples) and ``input_features_mask`` (frames,) bool, unpadded per item. Gemma 3n's
@@ -38,7 +45,8 @@ inserting), the API process's own cache (``MultiModalProcessorOnlyCache``: sever
 processes, or data parallelism) no longer evicts them mid-request; otherwise inserting can
 evict a cached item before vLLM reads it back. The steps say which, for the plan's release.
 
->>> c = processor_cache("gemma4", mm_processor_cache_gb=4)
+>>> from gemma_explore.vllm_versions import SUPPORTED
+>>> c = processor_cache("gemma4", mm_processor_cache_gb=4, vllm_version=SUPPORTED[0])
 >>> c.item("image", budget=280).bytes, c.item("image", budget=280).items_per_gib
 (3911040, 274)
 """
@@ -52,7 +60,7 @@ from typing import Any
 
 from gemma_explore.facts.families import FamilySpec, get_family
 from gemma_explore.plans.audio import plan_audio
-from gemma_explore.vllm_versions import VllmProfile, profile_of
+from gemma_explore.vllm_versions import VllmProfile, profile_of, vllm_profile
 
 __all__ = [
     "CachedItem",
@@ -63,12 +71,13 @@ __all__ = [
     "cached_item",
     "processor_cache",
     "processor_cache_table",
+    "raw_pixels",
 ]
 
 GIB = 1 << 30  # vLLM's GiB_bytes: the cache holds mm_processor_cache_gb × GIB bytes
 DEFAULT_MM_PROCESSOR_CACHE_GB = 4  # MultiModalConfig.mm_processor_cache_gb's default
 FLOAT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}  # floating tensors, cast
-_INT64, _BOOL = 8, 1
+_INT64, _BOOL, _UINT8 = 8, 1, 1
 # sys.getsizeof of the video's non-tensor leaves (CPython 3.11, 64-bit): a float, and an
 # int from 1 to 2**30 − 1 (a frame's soft tokens).
 _PY_FLOAT, _PY_INT = sys.getsizeof(0.5), sys.getsizeof(64)
@@ -136,15 +145,28 @@ def _item(
     )
 
 
-def _image_tensors(spec: FamilySpec, budget: int | None, fb: int) -> list:
+def _image_tensors(spec: FamilySpec, budget: int | None, pb: int) -> list:
+    """An image's tensors, its pixels at ``pb`` bytes each (the model dtype's, or 1 for
+    raw uint8 where the release normalizes on the device)."""
     im = spec.image
     if im.fixed_size is not None:  # Gemma 3n: every image squashed to 768×768
-        return [("pixel_values", (3, *im.fixed_size), fb)]
+        return [("pixel_values", (3, *im.fixed_size), pb)]
     if spec.encoder_free:  # Unified: one raw 48 px block per soft token
         rows, width = budget, im.cell_px**2 * 3
     else:  # Gemma 4: 3×3 patches of 16 px per soft token
         rows, width = budget * im.patches_per_token, im.patch_size**2 * 3
-    return [("pixel_values", (rows, width), fb), ("pixel_position_ids", (rows, 2), _INT64)]
+    return [("pixel_values", (rows, width), pb), ("pixel_position_ids", (rows, 2), _INT64)]
+
+
+def raw_pixels(spec: FamilySpec, p: VllmProfile) -> bool:
+    """Does release ``p`` hand the cache this family's pixels as raw uint8 (its model
+    class normalizes on the device by default)?
+
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> raw_pixels(get_family("gemma3n"), vllm_profile(SUPPORTED[-1]))
+    False
+    """
+    return spec.classes.model in p.mm_device_do_normalize
 
 
 def _audio_frames(spec: FamilySpec, samples: int) -> int:
@@ -167,22 +189,30 @@ def cached_item(
     dtype: str = "bfloat16",
     capacity_bytes: int = DEFAULT_MM_PROCESSOR_CACHE_GB * GIB,
     dummy: bool = False,
+    vllm_version: str | None = None,
 ) -> CachedItem:
     """One item's bytes in vLLM's processor cache: an image at ``budget``, a clip of
-    ``samples`` (16 kHz), or a video of ``frames`` frames.
+    ``samples`` (16 kHz), or a video of ``frames`` frames, as release ``vllm_version``
+    (None: the installed vLLM's, else the newest) processes it.
 
     >>> cached_item("gemma3n", "image", dtype="float32").bytes
     7077888
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> cached_item("gemma4", "image", budget=280, vllm_version=SUPPORTED[0]).tensors[0]
+    ('pixel_values', (2520, 768), 2)
+    >>> cached_item("gemma4", "image", budget=280, vllm_version=SUPPORTED[-1]).tensors[0]
+    ('pixel_values', (2520, 768), 1)
     """
     spec = get_family(family)
     if dtype not in FLOAT_BYTES:
         raise ValueError(f"Unknown dtype {dtype!r}: one of {', '.join(FLOAT_BYTES)}.")
     fb = FLOAT_BYTES[dtype]
+    pb = _UINT8 if raw_pixels(spec, vllm_profile(vllm_version)) else fb  # pixel values
     budget = budget or spec.image.default_budget
     if modality == "image":
         what = "image" + (f" at budget {budget}" if spec.image.budgets else " (768×768 px)")
         return _item(
-            spec, modality, what, _image_tensors(spec, budget, fb), 0, capacity_bytes, dummy
+            spec, modality, what, _image_tensors(spec, budget, pb), 0, capacity_bytes, dummy
         )
     if modality == "audio":
         if samples is None:
@@ -193,7 +223,7 @@ def cached_item(
         what = f"{samples / spec.audio.sampling_rate:g} s clip"
         return _item(spec, modality, what, tensors, 0, capacity_bytes, dummy)
     if modality == "video" and spec.has_video:
-        frame = _image_tensors(spec, spec.image.video_budget, fb)
+        frame = _image_tensors(spec, spec.image.video_budget, pb)
         tensors = [(f"{name}_videos", (frames, *shape), b) for name, shape, b in frame]
         tensors.append(("video_frame_counts", (), _INT64))
         other = frames * (_PY_FLOAT + _PY_INT)  # video_timestamps, video_num_soft_tokens
@@ -244,8 +274,9 @@ def processor_cache(
     and vLLM's profiling dummy per modality, each with its bytes and items per GiB.
 
     ``dtype`` defaults to the plan's (bfloat16 for a name: the released checkpoints').
-    ``vllm_version`` names the release whose message and eviction the steps give (by
-    default a plan's own, ``plan.vllm``; else the installed vLLM's, else the newest).
+    ``vllm_version`` names the release whose pixel values, message and eviction these
+    follow (by default a plan's own, ``plan.vllm``; else the installed vLLM's, else the
+    newest).
 
     >>> processor_cache("gemma3n", mm_processor_cache_gb=0.003).dummy_fits
     False
@@ -256,7 +287,7 @@ def processor_cache(
     if mm_processor_cache_gb < 0:
         raise ValueError("mm_processor_cache_gb must be 0 or more (vLLM's ge=0).")
     cap = int(GIB * mm_processor_cache_gb)
-    kw = {"dtype": dtype, "capacity_bytes": cap}
+    kw = {"dtype": dtype, "capacity_bytes": cap, "vllm_version": p.version}
     items: list[CachedItem] = []
     if "image" in modalities:
         for b in spec.image.budgets or (None,):
@@ -285,6 +316,7 @@ def processor_cache(
         f"{name}: mm_processor_cache_gb {mm_processor_cache_gb:g} → {cap:,} B (vLLM's LRU "
         f"maxsize); floating tensors at {dtype} ({FLOAT_BYTES[dtype]} B)."
         + (" The cache is off (0): every item is processed each time." if cap == 0 else ""),
+        *([_device_normalize_step(spec, p)] if raw_pixels(spec, p) else []),
         *(f"{it} {'fits' if it.fits else 'does NOT fit'}." for it in items),
         *(f"profiling dummy, {d}: {'fits' if d.fits else 'does NOT fit'}." for d in dummies),
         "Each API process and the engine core hold their own copy: mm_processor_cache_gb × "
@@ -317,6 +349,19 @@ def _too_large_message(too_big: list[CachedItem], cap: int, p: VllmProfile) -> s
     return template % (round(worst.bytes / GIB, 2), round(cap / GIB, 2))
 
 
+def _device_normalize_step(spec: FamilySpec, p: VllmProfile) -> str:
+    """Why this release caches the family's pixel values as raw uint8."""
+    video = " and video" if spec.has_video else ""
+    return (
+        f"{p.label} normalizes {spec.classes.model}'s images{video} on the device "
+        "(mm_device_do_normalize, on by default for this model class): the processor runs "
+        f"with do_rescale=False and do_normalize=False, so the image{video} pixel values "
+        "stay raw uint8, 1 B each, not cast to the model dtype (--no-mm-device-do-normalize, "
+        "or VLLM_USE_RUST_FRONTEND, turns it off: then they are floating, at the model "
+        "dtype)."
+    )
+
+
 def _eviction_step(p: VllmProfile) -> str:
     """What the release does when one request's items overflow the cache."""
     if p.processor_cache_keeps_request_hits:
@@ -334,16 +379,20 @@ def _eviction_step(p: VllmProfile) -> str:
     )
 
 
-def processor_cache_table(plan_or_model: Any, *, dtype: str | None = None) -> str:
-    """The items-per-GiB table as text (the CLI's ``processor-cache``): one line per item.
+def processor_cache_table(
+    plan_or_model: Any, *, dtype: str | None = None, vllm_version: str | None = None
+) -> str:
+    """The items-per-GiB table as text (the CLI's ``processor-cache``): one line per item,
+    by release ``vllm_version`` (as :func:`processor_cache`).
 
     >>> print(processor_cache_table("gemma3n").splitlines()[1])
     image (768×768 px)                     3,538,944       303
     """
-    c = processor_cache(plan_or_model, dtype=dtype)
+    c = processor_cache(plan_or_model, dtype=dtype, vllm_version=vllm_version)
     lines = [f"{'item':<36} {'bytes':>11} {'per GiB':>9}"]
     for it in c.items:
         label = ("profiling dummy: " if it.dummy else "") + it.what
         lines.append(f"{label:<36} {it.bytes:>11,} {it.items_per_gib:>9,}")
-    lines.append(f"({c.model}; floating tensors at {c.dtype})")
+    raw = "; pixel values raw uint8" if raw_pixels(c.spec, vllm_profile(c.vllm_version)) else ""
+    lines.append(f"({c.model}; floating tensors at {c.dtype}{raw})")
     return "\n".join(lines)

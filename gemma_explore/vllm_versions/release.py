@@ -115,6 +115,13 @@ class VllmProfile:
     # request's new ones (_merge_mm_kwargs reads them before the misses go in); without it,
     # a request whose items overflow the cache can evict its own later hits.
     processor_cache_keeps_request_hits: bool = False
+    # The model classes (architectures) whose images vLLM normalizes on the device by
+    # default: the class sets supports_mm_device_do_normalize and MultiModalConfig's
+    # mm_device_do_normalize is on, so the HF processor runs with do_rescale=False and
+    # do_normalize=False and the image and video pixel values reach the processor cache as
+    # raw uint8 (1 B each, not cast to the model dtype). --no-mm-device-do-normalize, or
+    # VLLM_USE_RUST_FRONTEND, turns it off (then they are floating, cast as the rest).
+    mm_device_do_normalize: frozenset[str] = frozenset()
 
     # -- the messages ---------------------------------------------------------------------
     # A message key of serving/vllm_errors.py → vLLM's text in this release, its fields

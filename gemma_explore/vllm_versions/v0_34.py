@@ -59,6 +59,9 @@ PROFILE = replace(
     encoder_graph_max_budget=5120,
     encoder_data_parallel=True,
     processor_cache_keeps_request_hits=True,
+    # Gemma 4's images and video frames reach the processor cache as raw uint8 pixels
+    # (Unified sets supports_mm_device_do_normalize = False; Gemma 3n's class never sets it).
+    mm_device_do_normalize=frozenset({"Gemma4ForConditionalGeneration"}),
     # The two KV messages now carry vLLM's own advice ({hint}: _more_kv_cache_memory_hint).
     message_templates={
         **v0_33.PROFILE.message_templates,
@@ -100,6 +103,9 @@ PROFILE = replace(
         "media_decode_limit_bytes": "envs.py:89 VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES",
         "processor_cache_keeps_request_hits": (
             "multimodal/processing/processor.py:1422 get_cached_item"
+        ),
+        "mm_device_do_normalize": (
+            "model_executor/models/gemma4_mm.py:1065 supports_mm_device_do_normalize"
         ),
     },
 )

@@ -1,8 +1,9 @@
 """The processor-cache figures equal the installed vLLM's own: its processor run on CPU
-(``vllm_apply``, ``get_dummy_mm_inputs``), its size function
-(``MultiModalCache.get_item_size``) and its LRU (``get_lru_cache``, ``put_if_fits``). What
-each release does when one request overflows the cache is read from that release's
-source."""
+(``vllm_apply``, ``get_dummy_mm_inputs``, built with its default multimodal config, so a
+release that normalizes Gemma 4's images on the device hands over raw uint8 pixels), its
+size function (``MultiModalCache.get_item_size``) and its LRU (``get_lru_cache``,
+``put_if_fits``). Our side is asked for the installed release (``INSTALLED``). What each
+release does when one request overflows the cache is read from that release's source."""
 
 from __future__ import annotations
 
@@ -14,10 +15,14 @@ from PIL import Image
 
 from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_apply, vllm_available
 from gemma_explore.serving.processor_cache import GIB, cached_item, processor_cache
-from gemma_explore.vllm_versions import PROFILES, SUPPORTED
-from tests.vllm_sources import only_where_the_engine_runs, read_source
+from gemma_explore.vllm_versions import PROFILES, SUPPORTED, installed_vllm, vllm_profile
+from tests.vllm_sources import read_source
 
 pytestmark = pytest.mark.vllm_version
+
+# The installed vLLM ("0.34.0", the CPU build's "0.32.0+cpu"): our figures follow its rules
+# where they are compared with its processor (None without vLLM: those tests skip).
+INSTALLED = installed_vllm()
 
 
 def needs_vllm(test):
@@ -43,6 +48,17 @@ def _vllm_sizes(out) -> dict[str, list[int]]:
     }
 
 
+def _dtypes(out) -> dict[str, str]:
+    """Each field's dtype in vLLM's processor output ("torch.uint8", …)."""
+    return {
+        key: str(elem.data.dtype)
+        for items in out["mm_kwargs"].values()
+        for item in items
+        for key, elem in item.items()
+        if hasattr(elem.data, "dtype")
+    }
+
+
 def _prompt(spec, token: str) -> str:
     return token if spec.wraps_in_newlines else "\t" + token
 
@@ -52,9 +68,6 @@ def bundle(request):
     return request.getfixturevalue(request.param)
 
 
-@only_where_the_engine_runs(
-    "its processor normalizes Gemma 4 images on the device (uint8 pixel values), which processor_cache does not model yet"
-)
 @needs_vllm
 def test_every_budgets_image_is_vllms_size(bundle):
     spec = bundle.spec
@@ -62,7 +75,7 @@ def test_every_budgets_image_is_vllms_size(bundle):
     for budget in spec.image.budgets or (None,):
         kwargs = {"max_soft_tokens": budget} if budget else {}
         out = vllm_apply(bundle, _prompt(spec, spec.image_token), {"image": [odd]}, kwargs)
-        ours = cached_item(spec, "image", budget=budget, dtype="float32")
+        ours = cached_item(spec, "image", budget=budget, dtype="float32", vllm_version=INSTALLED)
         assert _vllm_sizes(out) == {"image": [ours.bytes]}, budget
 
 
@@ -72,29 +85,45 @@ def test_clips_are_vllms_size(bundle):
     for n in CLIPS:
         wave = (0.1 * np.random.default_rng(n).standard_normal(n)).astype(np.float32)
         out = vllm_apply(bundle, spec.audio_token, {"audio": [wave]})
-        ours = cached_item(spec, "audio", samples=n, dtype="float32")
+        ours = cached_item(spec, "audio", samples=n, dtype="float32", vllm_version=INSTALLED)
         assert _vllm_sizes(out) == {"audio": [ours.bytes]}, n
 
 
-@only_where_the_engine_runs(
-    "its processor normalizes Gemma 4 images on the device (uint8 pixel values), which processor_cache does not model yet"
-)
 @needs_vllm
 def test_the_profiling_dummy_is_vllms_size(bundle):
     """vLLM's own dummy (what start-up warms the cache with), one item per modality."""
     proc = VLLM_PROCESSORS.get(bundle)
     mods = ("image", "audio", "video") if bundle.spec.has_video else ("image", "audio")
     sizes = _vllm_sizes(proc.get_dummy_mm_inputs(dict.fromkeys(mods, 1)))
-    ours = processor_cache(bundle, dtype="float32")
+    ours = processor_cache(bundle, dtype="float32", vllm_version=INSTALLED)
     assert sizes == {m: [ours.item(m, dummy=True).bytes] for m in mods}
 
 
-@only_where_the_engine_runs(
-    "its processor normalizes Gemma 4 images on the device (uint8 pixel values), which processor_cache does not model yet"
-)
+@needs_vllm
+def test_raw_pixels_are_the_installed_processors(bundle):
+    """The installed processor normalizes on the device (its resolved
+    mm_device_do_normalize) exactly for the model classes the installed release's profile
+    names, and then its image and video pixel values are uint8 (else float32, the
+    processor's dtype here); positions stay int64."""
+    proc = VLLM_PROCESSORS.get(bundle)
+    raw = bundle.spec.classes.model in vllm_profile(INSTALLED).mm_device_do_normalize
+    on = proc.info.ctx.model_config.get_multimodal_config().mm_device_do_normalize
+    assert bool(on) == raw
+    mods = ("image", "video") if bundle.spec.has_video else ("image",)
+    dtypes = _dtypes(proc.get_dummy_mm_inputs(dict.fromkeys(mods, 1)))
+    pixels = "torch.uint8" if raw else "torch.float32"
+    assert dtypes["pixel_values"] == pixels
+    if bundle.spec.has_video:
+        assert dtypes["pixel_values_videos"] == pixels
+    if "pixel_position_ids" in dtypes:
+        assert dtypes["pixel_position_ids"] == "torch.int64"
+
+
 @needs_vllm
 def test_bfloat16_halves_the_floating_tensors(tiny4):
-    """vLLM casts floating tensors to the model dtype: a bfloat16 engine's items."""
+    """vLLM casts floating tensors to the model dtype: a bfloat16 engine's items. Raw
+    uint8 pixel values (a release that normalizes Gemma 4 on the device) are not floating:
+    they stay uint8, and only the audio features are halved."""
     from vllm.config import ModelConfig
     from vllm.multimodal import MULTIMODAL_REGISTRY
     from vllm.multimodal.processing.context import TimingContext
@@ -103,16 +132,22 @@ def test_bfloat16_halves_the_floating_tensors(tiny4):
     folder = VLLM_PROCESSORS.folder_of(tiny4)
     config = ModelConfig(model=folder, tokenizer=folder, dtype="bfloat16")
     proc = MULTIMODAL_REGISTRY.create_processor(config)
-    sizes = _vllm_sizes(proc.get_dummy_mm_inputs({"image": 1, "audio": 1, "video": 1}))
+    dummy = proc.get_dummy_mm_inputs({"image": 1, "audio": 1, "video": 1})
+    sizes = _vllm_sizes(dummy)
     wave = np.zeros(16_000 * 30, np.float32)
     ids = proc.info.ctx.tokenizer.encode(tiny4.spec.audio_token, add_special_tokens=False)
     out = proc.apply(
         ProcessorInputs(ids, proc.info.parse_mm_data({"audio": [wave]})),
         TimingContext(enabled=False),
     )
-    ours = processor_cache(tiny4)  # bfloat16 by default
+    ours = processor_cache(tiny4, vllm_version=INSTALLED)  # bfloat16 by default
     assert sizes == {m: [ours.item(m, dummy=True).bytes] for m in ("image", "audio", "video")}
     assert _vllm_sizes(out) == {"audio": [ours.item("audio").bytes]}
+    raw = tiny4.spec.classes.model in vllm_profile(INSTALLED).mm_device_do_normalize
+    pixels = "torch.uint8" if raw else "torch.bfloat16"
+    dtypes = _dtypes(dummy)
+    assert (dtypes["pixel_values"], dtypes["pixel_values_videos"]) == (pixels, pixels)
+    assert dtypes["input_features_padded"] == "torch.bfloat16"
 
 
 @needs_vllm
@@ -148,9 +183,6 @@ def test_items_per_gib_and_fits_are_vllms_lru(family):
         tiny_lru.clear()
 
 
-@only_where_the_engine_runs(
-    "its processor normalizes Gemma 4 images on the device (uint8 pixel values), which processor_cache does not model yet"
-)
 @needs_vllm
 def test_a_serving_plans_dummy_is_at_its_start_up_budget(tiny4):
     """From a serving plan: the dummy image is profiled at the plan's
@@ -169,7 +201,8 @@ def test_a_serving_plans_dummy_is_at_its_start_up_budget(tiny4):
     )
     proc = MULTIMODAL_REGISTRY.create_processor(config)
     sizes = _vllm_sizes(proc.get_dummy_mm_inputs({"image": 1}))
-    ours = processor_cache(plan_serving(tiny4, max_soft_tokens=1120), dtype="float32")
+    plan = plan_serving(tiny4, max_soft_tokens=1120, vllm_version=INSTALLED)
+    ours = processor_cache(plan, dtype="float32")
     assert sizes == {"image": [ours.item("image", dummy=True).bytes]}
     assert ours.item("image", dummy=True).what == "image at budget 1120"
 

@@ -351,7 +351,7 @@ def test_explain_reads_vllms_processor_cache_warning():
 
     from gemma_explore.serving.processor_cache import processor_cache
 
-    small = processor_cache("gemma4", mm_processor_cache_gb=0.01)  # the video is 0.03 GiB
+    small = processor_cache("gemma4", mm_processor_cache_gb=0.01)  # below the dummy video
     video = small.item("video", dummy=True)
     meta = object.__new__(MultiModalProcessorCacheItemMetadata)
     meta.item_size, meta.prompt_updates = video.bytes, []
@@ -369,7 +369,7 @@ def test_explain_reads_vllms_processor_cache_warning():
     assert not video.fits and line == small.message
     found = explain(line)
     assert found.error.name == "processor-cache-item-too-large"
-    assert "--mm-processor-cache-gb above 0.03" in found.answer
+    assert f"--mm-processor-cache-gb above {round(video.bytes / (1 << 30), 2)}" in found.answer
 
 
 # ------------------------------------------------- releases: their own code, from source

@@ -90,6 +90,72 @@ def test_processor_cache_keeps_request_hits_as_the_release_does(version):
     assert PROFILES[version].processor_cache_keeps_request_hits == reads_first
 
 
+def _registered(version: str, architecture: str) -> tuple[str, str]:
+    """(module, class) the release's model registry maps an architecture to."""
+    tree = ast.parse(read_source(version, "model_executor/models/registry.py"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == architecture:
+                    return ast.literal_eval(value)
+    raise LookupError(f"{version}: {architecture} is not registered")
+
+
+def _model_class_attribute(version: str, module: str, cls: str, name: str):
+    """A class attribute's literal value as the release's model files set it: in the class
+    body, else in its bases (depth first, left to right, as far as vLLM's own model files
+    and interfaces go); None where none sets it."""
+    tree = ast.parse(read_source(version, f"model_executor/models/{module}.py"))
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
+    if node is None:  # imported: follow `from .other import cls`
+        for imp in tree.body:
+            if isinstance(imp, ast.ImportFrom) and any(a.name == cls for a in imp.names):
+                other = (imp.module or "").rsplit(".", 1)[-1]
+                if imp.level == 1 or (imp.module or "").startswith("vllm.model_executor.models"):
+                    return _model_class_attribute(version, other, cls, name)
+        return None
+    for stmt in node.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        if any(getattr(t, "id", None) == name for t in targets) and stmt.value is not None:
+            return ast.literal_eval(stmt.value)
+    for base in node.bases:
+        if isinstance(base, ast.Name):
+            found = _model_class_attribute(version, module, base.id, name)
+            if found is not None:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_mm_device_do_normalize_is_the_releases(version):
+    """The Gemma classes whose images the release normalizes on the device by default (so
+    the processor cache holds raw uint8 pixels): the class, or a base, sets
+    supports_mm_device_do_normalize (SupportsMultiModal's default is False), the release's
+    MultiModalConfig turns mm_device_do_normalize on by default, and ModelConfig resolves
+    an unset flag from the class. Every Gemma class this package knows is asked."""
+    from gemma_explore.facts.families import FAMILIES
+
+    try:
+        default_on = _class_constant(
+            read_source(version, "config/multimodal.py"),
+            "MultiModalConfig",
+            "mm_device_do_normalize",
+        )
+    except LookupError:  # a release without the feature: off
+        default_on = False
+    resolves = "_model_info.supports_mm_device_do_normalize" in read_source(
+        version, "config/model.py"
+    )
+    raw = set()
+    for spec in FAMILIES.values():
+        architecture = spec.classes.model
+        module, cls = _registered(version, architecture)
+        supports = _model_class_attribute(version, module, cls, "supports_mm_device_do_normalize")
+        if default_on is True and resolves and supports:
+            raw.add(architecture)
+    assert PROFILES[version].mm_device_do_normalize == raw
+
+
 # Devices to fake: (total memory, vLLM's device name, compute capability).
 DEVICES = [
     (23034 << 20, "NVIDIA L4", (8, 9)),
