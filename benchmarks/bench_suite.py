@@ -8,6 +8,9 @@ Targets (the house rule: targets live here, printed as ratios):
 * every pytest step's largest process: under 10 GiB (printed as its share; one process for
   the whole suite once peaked at 16.7 GiB, which is why the Makefile runs it in phases).
 
+Beside each step, the machine's memory in use at its fullest (two phases side by side
+hold their sum), and, for the side-by-side step, each phase's own pytest time.
+
     python benchmarks/bench_suite.py --fresh-clone [--keep DIR] [--pytest-args '...']
     python benchmarks/bench_suite.py --here        # this checkout, its environments as they are
 
@@ -26,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +42,9 @@ MEMORY_TARGET_GIB = 10.0
 SETUP = ["env", "vllm-newest-env", "light-env", "demo-test-env", "browser", "vocabulary"]
 # make test's steps: read from the Makefile's TEST_STEPS, so this list cannot drift.
 _STEPS = re.compile(r"^TEST_STEPS\s*:=\s*((?:.*\\\n)*.*)$", re.M)
-# pytest --durations lines: "12.34s call     tests/x.py::test_y"
-_DURATION = re.compile(r"^\s*([\d.]+)s\s+(call|setup|teardown)\s+(\S+)", re.M)
+# pytest --durations lines: "12.34s call     tests/x.py::test_y", headed by the phase's
+# name where phases run side by side ("[test-rest] 12.34s call ...")
+_DURATION = re.compile(r"^(?:\[([\w-]+)\] )?\s*([\d.]+)s\s+(call|setup|teardown)\s+(\S+)", re.M)
 # The folders each environment's size is read from.
 VENVS = [".venv", ".venv-vllm-newest", ".venv-demo"]
 
@@ -53,6 +58,42 @@ class Step:
     peak_gib: float  # the largest single process it ran (ru_maxrss of its descendants)
     ok: bool
     output: str
+    machine_gib: float = float("nan")  # the machine's memory in use at its fullest (all of it)
+
+
+def _in_use_gib() -> float:
+    """The machine's memory in use now (MemTotal − MemAvailable), in GiB; NaN off Linux."""
+    try:
+        info = dict(
+            (line.split(":")[0], int(line.split()[1]))
+            for line in Path("/proc/meminfo").read_text().splitlines()
+        )
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return (info["MemTotal"] - info["MemAvailable"]) / (1 << 20)
+
+
+class _MemoryWatch:
+    """Samples the machine's memory in use once a second while a step runs: the peak of
+    two phases side by side is their sum, which no single process's maxrss shows."""
+
+    def __init__(self) -> None:
+        self.peak = float("nan")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            now = _in_use_gib()
+            self.peak = now if not self.peak >= now else self.peak
+
+    def __enter__(self) -> _MemoryWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def test_steps(root: Path) -> list[str]:
@@ -85,25 +126,35 @@ def run_make(target: str, root: Path, pytest_args: str) -> Step:
         command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines = []
-    for line in child.stdout:
-        if not line.startswith("BENCH_SUITE_PEAK_KIB="):
-            sys.stdout.write(line)
-        lines.append(line)
-    child.wait()
+    with _MemoryWatch() as watch:
+        for line in child.stdout:
+            if not line.startswith("BENCH_SUITE_PEAK_KIB="):
+                sys.stdout.write(line)
+            lines.append(line)
+        child.wait()
     seconds = time.perf_counter() - start
     text = "".join(lines)
     peak = re.findall(r"BENCH_SUITE_PEAK_KIB=(\d+)", text)
     peak_gib = int(peak[-1]) / (1 << 20) if peak else float("nan")
-    return Step(target, seconds, peak_gib, child.returncode == 0, text)
+    return Step(target, seconds, peak_gib, child.returncode == 0, text, watch.peak)
 
 
 def slowest(steps: list[Step], count: int = 20) -> list[tuple[float, str, str, str]]:
     """The ``count`` slowest test phases of the run: (seconds, when, test id, step)."""
     found = []
     for step in steps:
-        for seconds, when, test in _DURATION.findall(step.output):
-            found.append((float(seconds), when, test, step.target))
+        for phase, seconds, when, test in _DURATION.findall(step.output):
+            found.append((float(seconds), when, test, phase or step.target))
     return sorted(found, reverse=True)[:count]
+
+
+# pytest's last line in a phase run side by side: "[test-rest] ==== 3 passed in 12.34s ..."
+_SUMMARY = re.compile(r"^\[([\w-]+)\] =+ .* in ([\d.]+)s\b", re.M)
+
+
+def _side_by_side(output: str) -> list[tuple[str, float]]:
+    """Each phase a side-by-side step ran, with pytest's own time for it."""
+    return [(phase, float(seconds)) for phase, seconds in _SUMMARY.findall(output)]
 
 
 def disk_gib(path: Path) -> float | None:
@@ -120,13 +171,19 @@ def report(setup: list[Step], check: Step, steps: list[Step], root: Path) -> Non
     print(
         f"make check: {base:.0f} s = {base / CHECK_TARGET_S:.2f} × its {CHECK_TARGET_S:.0f} s target"
     )
-    print(f"{'step':<22}{'seconds':>9}{'× check':>9}{'peak GiB':>10}{'× 10 GiB':>10}  status")
+    print(
+        f"{'step':<22}{'seconds':>9}{'× check':>9}{'peak GiB':>10}{'× 10 GiB':>10}"
+        f"{'machine GiB':>13}  status"
+    )
     for step in [*setup, check, *steps]:
         memory = step.peak_gib / MEMORY_TARGET_GIB
         print(
             f"{step.target:<22}{step.seconds:>9.0f}{step.seconds / base:>9.2f}"
-            f"{step.peak_gib:>10.1f}{memory:>10.2f}  {'ok' if step.ok else 'FAILED'}"
+            f"{step.peak_gib:>10.1f}{memory:>10.2f}{step.machine_gib:>13.1f}"
+            f"  {'ok' if step.ok else 'FAILED'}"
         )
+        for phase, seconds in _side_by_side(step.output):
+            print(f"  {phase:<20}{seconds:>9.0f}{seconds / base:>9.2f}  (pytest's own time)")
     total = sum(s.seconds for s in steps)
     print(f"{'make test (steps)':<22}{total:>9.0f}{total / base:>9.2f}")
     for venv in VENVS:
