@@ -85,7 +85,8 @@ class _MemoryWatch:
     def _run(self) -> None:
         while not self._stop.wait(1.0):
             now = _in_use_gib()
-            self.peak = now if not self.peak >= now else self.peak
+            if not self.peak >= now:  # also when the peak is still NaN
+                self.peak = now
 
     def __enter__(self) -> _MemoryWatch:
         self._thread.start()

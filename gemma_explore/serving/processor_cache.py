@@ -117,6 +117,9 @@ class ProcessorCache:
     message: str | None  # vLLM's warning at start-up when a dummy item does not fit
     steps: tuple[str, ...] = field(default=(), compare=False)
     vllm_version: str = ""  # the release whose cache this follows (its message, its eviction)
+    # The image and video pixel values are raw uint8, 1 B each: the release normalizes
+    # this model class's images on the device (mm_device_do_normalize).
+    raw_pixels: bool = False
 
     def item(self, modality: str, *, budget: int | None = None, dummy: bool = False) -> CachedItem:
         """The item of ``modality`` (at image ``budget``; or the profiling ``dummy``)."""
@@ -283,6 +286,7 @@ def processor_cache(
     """
     spec, name, plan_dtype, _, modalities, dummy = _source(plan_or_model)
     p = profile_of(plan_or_model, vllm_version)
+    raw = raw_pixels(spec, p)
     dtype = dtype or plan_dtype
     if mm_processor_cache_gb < 0:
         raise ValueError("mm_processor_cache_gb must be 0 or more (vLLM's ge=0).")
@@ -316,7 +320,7 @@ def processor_cache(
         f"{name}: mm_processor_cache_gb {mm_processor_cache_gb:g} → {cap:,} B (vLLM's LRU "
         f"maxsize); floating tensors at {dtype} ({FLOAT_BYTES[dtype]} B)."
         + (" The cache is off (0): every item is processed each time." if cap == 0 else ""),
-        *([_device_normalize_step(spec, p)] if raw_pixels(spec, p) else []),
+        *([_device_normalize_step(spec, p)] if raw else []),
         *(f"{it} {'fits' if it.fits else 'does NOT fit'}." for it in items),
         *(f"profiling dummy, {d}: {'fits' if d.fits else 'does NOT fit'}." for d in dummies),
         "Each API process and the engine core hold their own copy: mm_processor_cache_gb × "
@@ -336,6 +340,7 @@ def processor_cache(
         message=message,
         steps=tuple(steps),
         vllm_version=p.version,
+        raw_pixels=raw,
     )
 
 
@@ -393,6 +398,6 @@ def processor_cache_table(
     for it in c.items:
         label = ("profiling dummy: " if it.dummy else "") + it.what
         lines.append(f"{label:<36} {it.bytes:>11,} {it.items_per_gib:>9,}")
-    raw = "; pixel values raw uint8" if raw_pixels(c.spec, vllm_profile(c.vllm_version)) else ""
+    raw = "; pixel values raw uint8" if c.raw_pixels else ""
     lines.append(f"({c.model}; floating tensors at {c.dtype}{raw})")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_apply, vllm_available
-from gemma_explore.serving.processor_cache import GIB, cached_item, processor_cache
+from gemma_explore.serving.processor_cache import GIB, cached_item, processor_cache, raw_pixels
 from gemma_explore.vllm_versions import PROFILES, SUPPORTED, installed_vllm, vllm_profile
 from tests.vllm_sources import read_source
 
@@ -106,7 +106,7 @@ def test_raw_pixels_are_the_installed_processors(bundle):
     names, and then its image and video pixel values are uint8 (else float32, the
     processor's dtype here); positions stay int64."""
     proc = VLLM_PROCESSORS.get(bundle)
-    raw = bundle.spec.classes.model in vllm_profile(INSTALLED).mm_device_do_normalize
+    raw = raw_pixels(bundle.spec, vllm_profile(INSTALLED))
     on = proc.info.ctx.model_config.get_multimodal_config().mm_device_do_normalize
     assert bool(on) == raw
     mods = ("image", "video") if bundle.spec.has_video else ("image",)
@@ -143,7 +143,7 @@ def test_bfloat16_halves_the_floating_tensors(tiny4):
     ours = processor_cache(tiny4, vllm_version=INSTALLED)  # bfloat16 by default
     assert sizes == {m: [ours.item(m, dummy=True).bytes] for m in ("image", "audio", "video")}
     assert _vllm_sizes(out) == {"audio": [ours.item("audio").bytes]}
-    raw = tiny4.spec.classes.model in vllm_profile(INSTALLED).mm_device_do_normalize
+    raw = raw_pixels(tiny4.spec, vllm_profile(INSTALLED))
     pixels = "torch.uint8" if raw else "torch.bfloat16"
     dtypes = _dtypes(dummy)
     assert (dtypes["pixel_values"], dtypes["pixel_values_videos"]) == (pixels, pixels)
