@@ -415,8 +415,9 @@ def test_demo_is_the_packaged_main_with_its_flags(monkeypatch):
     same function `python demo_app.py` calls; nothing is loaded by file path."""
     import demo_app
     from gemma_explore.app import demo
+    from gemma_explore.cli.workshop import demo_main
 
-    assert cli.demo_main() is demo.main is demo_app.main
+    assert demo_main() is demo.main is demo_app.main
     seen = []
     monkeypatch.setattr(demo, "main", seen.append)
     result = run("demo", "--model", "tiny-gemma3n", "--port", "7999", "--host", "127.0.0.1")

@@ -16,7 +16,7 @@ from gemma_explore.engines.load import ENGINE_TABLE, ENGINES, engine_options, re
 ROOT = Path(__file__).resolve().parents[2]
 FRONT_ENDS = [
     ROOT / "demo_app.py",
-    ROOT / "gemma_explore" / "cli.py",
+    *sorted((ROOT / "gemma_explore" / "cli").glob("*.py")),
     *sorted((ROOT / "gemma_explore" / "app").glob("*.py")),
 ]
 

@@ -1,0 +1,100 @@
+"""``gemma-explore``: token plans, dataset bills, serving flags, the demo and transcription.
+
+Built on typer. Every command prints its answer and exits 0, or prints one line
+``gemma-explore: error: …`` saying what to fix and exits 2. Anything slower than a
+second shows a progress bar on stderr (tqdm; hidden when stderr is not a terminal).
+
+    gemma-explore plan photo.jpg talk.wav --family gemma4 --budget 280
+    gemma-explore bill ./dataset --budget 70,280,1120 --recursive --out bill.csv --plot bill.png
+    gemma-explore bill ./shards --budget 280,1120 --text --checkpoint tiny-gemma4 --runner ray
+    gemma-explore serve-args google/gemma-4-E4B-it --budget 560
+    gemma-explore demo --model tiny-gemma3n --port 7861
+    gemma-explore transcribe clip.wav --language fr --translate-to en
+
+Without installing the script: ``python -m gemma_explore.cli …``.
+
+The commands live by group (``plans``, ``bill``, ``serving``, ``conformance``, ``speech``,
+``workshop``; what they share in ``common``); this module is the app: each command's
+name and example, in the order ``--help`` lists them, and ``main``.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from gemma_explore.cli.bill import bill
+from gemma_explore.cli.conformance import golden, probe_server
+from gemma_explore.cli.plans import plan
+from gemma_explore.cli.serving import admit_command, explain, processor_cache_command, serve_args
+from gemma_explore.cli.speech import transcribe
+from gemma_explore.cli.workshop import demo, doctor, tokenizer_fetch, tokenizer_status
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="gemma-explore",
+    help="See what Gemma 3n, Gemma 4 and Gemma 4 Unified make of images, clips and videos, "
+    "from the shell.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,  # plain click output: an error is one "Error: …" line
+    pretty_exceptions_enable=False,
+)
+
+app.command(
+    epilog="Example: gemma-explore plan photo.jpg talk.wav clip.mp4 --family gemma4 --budget 280"
+)(plan)
+app.command(
+    epilog="Example: gemma-explore bill ./shards --budget 280,1120 --text --checkpoint "
+    "tiny-gemma4 --runner ray --out bill.parquet"
+)(bill)
+app.command(
+    "serve-args",
+    epilog="Example: gemma-explore serve-args google/gemma-4-E4B-it --budget 560 --images 2",
+)(serve_args)
+app.command(
+    epilog='Example: gemma-explore explain "max_num_batched_tokens (256) must be greater than '
+    'or equal to max_num_seqs (1024)." --model google/gemma-4-E4B-it'
+)(explain)
+app.command(
+    epilog="Example: gemma-explore golden --out golden/ "
+    "--vocabulary ~/.cache/gemma_explore/vocabulary"
+)(golden)
+app.command(
+    "probe",
+    epilog="Example: gemma-explore probe http://127.0.0.1:8000/v1 --model google/gemma-4-E4B-it "
+    "--budget 70,1120 --clips none",
+)(probe_server)
+app.command(
+    "processor-cache", epilog="Example: gemma-explore processor-cache google/gemma-4-E4B-it"
+)(processor_cache_command)
+app.command(
+    "admit",
+    epilog="Example: gemma-explore admit google/gemma-4-E4B-it requests.jsonl "
+    '--max-model-len 8192   (a line: {"images": [[768, 1024]], "max_tokens": 256})',
+)(admit_command)
+app.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+    epilog="Example: gemma-explore demo --model tiny-gemma3n --port 7861",
+)(demo)
+app.command(
+    epilog="Example: gemma-explore transcribe clip.wav --language fr --translate-to en "
+    "--model tiny-gemma3n"
+)(transcribe)
+app.command(epilog="Example: gemma-explore doctor --check widgets --check kernel")(doctor)
+
+tokenizer_app = typer.Typer(
+    help="Google's Gemma vocabulary for the tiny bundles: fetched on request, never shipped.",
+    no_args_is_help=True,
+)
+app.add_typer(tokenizer_app, name="tokenizer")
+tokenizer_app.command(
+    "fetch", epilog="Example: gemma-explore tokenizer fetch   (then: gemma-explore doctor)"
+)(tokenizer_fetch)
+tokenizer_app.command("status")(tokenizer_status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The ``gemma-explore`` console script."""
+    app(args=argv, prog_name="gemma-explore")
