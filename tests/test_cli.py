@@ -86,6 +86,41 @@ def test_python_dash_m_runs_the_same_main():
     ]
 
 
+def _listed(args: list[str], columns: int) -> dict[str, str]:
+    """Command → its description in ``--help``'s "Commands:" list, its wrapped lines joined."""
+    result = runner.invoke(
+        cli.app, [*args, "--help"], prog_name="gemma-explore", env={"COLUMNS": str(columns)}
+    )
+    assert result.exit_code == 0, result.output
+    listed: dict[str, str] = {}
+    name = None
+    for line in result.stdout.split("Commands:\n", 1)[1].splitlines():
+        entry = re.match(r"  (\S+)\s+(.*)$", line)
+        if entry:
+            name, text = entry.groups()
+            listed[name] = text
+        elif name and line.strip():  # a wrapped line of the entry above
+            listed[name] += " " + line.strip()
+    return listed
+
+
+@pytest.mark.parametrize("columns", [40, 80, 200])
+@pytest.mark.parametrize("group", [[], ["tokenizer"]])
+def test_the_help_listing_shows_each_commands_whole_sentence(group, columns):
+    """Click cuts a docstring's first line at about 45 characters ("Print how each file
+    becomes tokens, with the steps of..."): every command has its own short help, a whole
+    sentence, and the listing shows all of it at any terminal width."""
+    click_group = typer.main.get_group(cli.app)
+    for word in group:
+        click_group = click_group.commands[word]
+    listed = _listed(group, columns)
+    assert list(listed) == list(click_group.commands)
+    for name, command in click_group.commands.items():
+        sentence = " ".join((command.short_help or "").split())
+        assert sentence[:1].isupper() and sentence.endswith(".") and "..." not in sentence, name
+        assert listed[name] == sentence, name
+
+
 @pytest.mark.parametrize("command", ["plan", "bill", "serve-args", "demo", "transcribe"])
 def test_every_command_has_help_with_an_example(command):
     result = run(command, "--help")

@@ -15,7 +15,9 @@ Without installing the script: ``python -m gemma_explore.cli …``.
 
 The commands live by group (``plans``, ``bill``, ``serving``, ``conformance``, ``speech``,
 ``workshop``; what they share in ``common``); this module is the app: each command's
-name and example, in the order ``--help`` lists them, and ``main``.
+name, its line in ``--help``'s list (``short_help``: one whole sentence, where click would
+cut the docstring at about 45 characters with "..."), its example, in the order ``--help``
+lists them, and ``main``.
 """
 
 from __future__ import annotations
@@ -42,57 +44,76 @@ app = typer.Typer(
 )
 
 app.command(
-    epilog="Example: gemma-explore plan photo.jpg talk.wav clip.mp4 --family gemma4 --budget 280"
+    short_help="Print how each file becomes tokens, step by step.",
+    epilog="Example: gemma-explore plan photo.jpg talk.wav clip.mp4 --family gemma4 --budget 280",
 )(plan)
 app.command(
+    short_help="Total a dataset's tokens at each budget, from file headers.",
     epilog="Example: gemma-explore bill ./shards --budget 280,1120 --text --checkpoint "
-    "tiny-gemma4 --runner ray --out bill.parquet"
+    "tiny-gemma4 --runner ray --out bill.parquet",
 )(bill)
 app.command(
     "serve-args",
+    short_help="Print the `vllm serve` command for a checkpoint, and why.",
     epilog="Example: gemma-explore serve-args google/gemma-4-E4B-it --budget 560 --images 2",
 )(serve_args)
 app.command(
+    short_help="Say what a vLLM error means and which value to set.",
     epilog='Example: gemma-explore explain "max_num_batched_tokens (256) must be greater than '
-    'or equal to max_num_seqs (1024)." --model google/gemma-4-E4B-it'
+    'or equal to max_num_seqs (1024)." --model google/gemma-4-E4B-it',
 )(explain)
 app.command(
+    short_help="Write the conformance set other runtimes test against.",
     epilog="Example: gemma-explore golden --out golden/ "
-    "--vocabulary ~/.cache/gemma_explore/vocabulary"
+    "--vocabulary ~/.cache/gemma_explore/vocabulary",
 )(golden)
 app.command(
     "probe",
+    short_help="Measure a running server's counts against the reference.",
     epilog="Example: gemma-explore probe http://127.0.0.1:8000/v1 --model google/gemma-4-E4B-it "
     "--budget 70,1120 --clips none",
 )(probe_server)
 app.command(
-    "processor-cache", epilog="Example: gemma-explore processor-cache google/gemma-4-E4B-it"
+    "processor-cache",
+    short_help="Size vLLM's processor cache: bytes per item, items per GiB.",
+    epilog="Example: gemma-explore processor-cache google/gemma-4-E4B-it",
 )(processor_cache_command)
 app.command(
     "admit",
+    short_help="Say which requests vLLM accepts, refuses or changes.",
     epilog="Example: gemma-explore admit google/gemma-4-E4B-it requests.jsonl "
     '--max-model-len 8192   (a line: {"images": [[768, 1024]], "max_tokens": 256})',
 )(admit_command)
 app.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     add_help_option=False,
+    short_help="Start the web demo on 127.0.0.1.",
     epilog="Example: gemma-explore demo --model tiny-gemma3n --port 7861",
 )(demo)
 app.command(
+    short_help="Transcribe (or translate) a clip with Gemma 3n.",
     epilog="Example: gemma-explore transcribe clip.wav --language fr --translate-to en "
-    "--model tiny-gemma3n"
+    "--model tiny-gemma3n",
 )(transcribe)
-app.command(epilog="Example: gemma-explore doctor --check widgets --check kernel")(doctor)
+app.command(
+    short_help="Check a workshop laptop: each check says ok, or what to do.",
+    epilog="Example: gemma-explore doctor --check widgets --check kernel",
+)(doctor)
 
 tokenizer_app = typer.Typer(
     help="Google's Gemma vocabulary for the tiny bundles: fetched on request, never shipped.",
+    short_help="Fetch Google's Gemma vocabulary, or say where it is.",
     no_args_is_help=True,
 )
 app.add_typer(tokenizer_app, name="tokenizer")
 tokenizer_app.command(
-    "fetch", epilog="Example: gemma-explore tokenizer fetch   (then: gemma-explore doctor)"
+    "fetch",
+    short_help="Download Google's Gemma tokenizer and check its SHA-256.",
+    epilog="Example: gemma-explore tokenizer fetch   (then: gemma-explore doctor)",
 )(tokenizer_fetch)
-tokenizer_app.command("status")(tokenizer_status)
+tokenizer_app.command(
+    "status", short_help="Say which tokenizer the tiny bundles use, and where it is."
+)(tokenizer_status)
 
 
 def main(argv: list[str] | None = None) -> None:
