@@ -411,6 +411,24 @@ def test_plan_json_writes_sizes_by_name():
     assert row["resized_size"] == {"width": w, "height": h} and row["family"] == "gemma4"
 
 
+def test_plan_json_names_width_and_height_as_the_printout_writes_them():
+    """The printout writes every size and grid W×H; the JSON names each side, for every
+    (height, width) pair a plan holds: sizes, grids, the area one token covers."""
+    printed = run("plan", PHOTO).stdout
+    row = json.loads(run("plan", PHOTO, "--json").stdout)
+    rows = {"original": "original_size", "resized": "resized_size"}
+    rows |= {"patch grid": "patch_grid", "pooled grid": "pooled_grid"}
+    for label, key in rows.items():
+        w, h = re.search(rf"^ +{label} +(\d+)×(\d+) .*\(W×H\)$", printed, re.M).groups()
+        assert row[key] == {"width": int(w), "height": int(h)}, key
+    assert row["patch_grid"]["width"] != row["patch_grid"]["height"]  # the order shows
+    h, w = plan_image(PHOTO, family="gemma4").token_area
+    assert row["token_area"] == {"width": w, "height": h}
+    video = json.loads(run("plan", VIDEO, "--json").stdout)
+    h, w = plan_video(VIDEO).frame_plan.pooled_grid
+    assert video["frame_plan"]["pooled_grid"] == {"width": w, "height": h}
+
+
 @pytest.mark.parametrize("version", SUPPORTED)
 def test_serve_args_workshop_flags_only_when_asked(version):
     """--gpu-memory-utilization is proposed only with --workshop (room for a notebook),

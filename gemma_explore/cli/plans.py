@@ -12,11 +12,16 @@ import typer
 from gemma_explore.cli.common import _BUDGET_HELP, _FAMILY_HELP, _fail, _family, _progress, in_flags
 from gemma_explore.facts.families import DEFAULT_FAMILY
 
+# The plans' (height, width) pairs: sizes in px, grids of patches or cells, and the px of
+# the original one soft token covers.
+_HEIGHT_WIDTH = ("_size", "_grid", "token_area")
+
 
 def _plain(value: Any) -> Any:
     """A plan as JSON-ready data: dataclasses as dicts, tuples as lists, no pixel arrays,
-    and every ``*_size`` as ``{"width": …, "height": …}`` (plans hold sizes as (h, w), the
-    printed tables write W×H: named keys can't be read the wrong way round)."""
+    and every (height, width) pair (``*_size``, ``*_grid``, ``token_area``) as ``{"width":
+    …, "height": …}`` (plans hold them as (h, w), the printed tables write W×H: named keys
+    can't be read the wrong way round, as the conformance set writes them too)."""
     if dataclasses.is_dataclass(value):
         heavy = {"image", "waveform", "frames", "spec"}  # pixels/samples for figures; facts
         out = {}
@@ -24,8 +29,8 @@ def _plain(value: Any) -> Any:
             if f.name in heavy:
                 continue
             v = getattr(value, f.name)
-            if f.name.endswith("_size") and isinstance(v, tuple) and len(v) == 2:
-                out[f.name] = {"width": int(v[1]), "height": int(v[0])}
+            if f.name.endswith(_HEIGHT_WIDTH) and isinstance(v, tuple) and len(v) == 2:
+                out[f.name] = {"width": _plain(v[1]), "height": _plain(v[0])}
             else:
                 out[f.name] = _plain(v)
         if hasattr(value, "spec"):
