@@ -237,6 +237,26 @@ def test_bill_prints_totals_failures_histogram_and_writes_csv_and_png(small_data
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_bill_says_what_the_model_hears_of_a_clip_over_30_s(tmp_path):
+    """The 45 s clip's row is priced at the 30 s the model hears, and says so; the bill's
+    note gives the seconds never heard. The 5 s clip's row has no note."""
+    sf.write(tmp_path / "long.wav", np.zeros(16_000 * 45, np.float32), 16_000)
+    sf.write(tmp_path / "short.wav", np.zeros(16_000 * 5, np.float32), 16_000)
+    result = run("bill", tmp_path, "--workers", "1")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    long, short = plan_audio(tmp_path / "long.wav"), plan_audio(tmp_path / "short.wav")
+    heard_s, cut_s = long.samples_used / 16_000, (long.num_samples - long.samples_used) / 16_000
+    (row,) = [line for line in lines if line.split()[:1] == [str(tmp_path / "long.wav")]]
+    assert row.split()[1:3] == ["audio", f"{long.total_tokens:,}"]
+    assert row.endswith(f"(the model hears {heard_s:g} s; {cut_s:.1f} s cut)")
+    (row,) = [line for line in lines if line.split()[:1] == [str(tmp_path / "short.wav")]]
+    assert row.split()[1:] == ["audio", f"{short.total_tokens:,}"]
+    (note,) = [line for line in lines if line.startswith("Note: ")]
+    assert note.startswith(f"Note: 1 file holds a clip over {heard_s:g} s: Gemma 4 hears")
+    assert f"{long.total_tokens:,} tokens" in note and f"{cut_s:.1f} s of audio past" in note
+
+
 def test_bill_not_recursive_skips_subfolders(small_dataset):
     result = run("bill", small_dataset, "--workers", "1")
     assert result.exit_code == 0, result.output

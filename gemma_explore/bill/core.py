@@ -124,6 +124,9 @@ class BillRow:
     duration_s: float | None = None  # clips and videos
     frames: int | None = None  # video frames in the container
     fps: float | None = None
+    # Seconds of audio past the feature extractor's cut (Gemma 3n and Gemma 4 keep a clip's
+    # first 30 s): never tokenised, so never billed and never heard; 0 when none is cut.
+    cut_s: float = 0.0
     error: str | None = None  # one line: why this sample cannot be billed
     header_s: float = 0.0  # seconds reading headers
     plan_s: float = 0.0  # seconds in the plans' arithmetic
@@ -251,8 +254,11 @@ def _image_tokens(height: int, width: int, family: str, budget: int | str | None
 
 
 @functools.lru_cache(maxsize=16_384)
-def _audio_tokens(frames: int, rate: int, family: str) -> int:
-    return plan_audio(frames, family=family, sampling_rate=rate).total_tokens
+def _audio_tokens(frames: int, rate: int, family: str) -> tuple[int, float]:
+    """(prompt tokens, seconds past the extractor's cut) of a clip, by the audio plan."""
+    plan = plan_audio(frames, family=family, sampling_rate=rate)
+    cut = (plan.num_samples - plan.samples_used) / plan.spec.audio.sampling_rate
+    return plan.total_tokens, cut
 
 
 def _bill_item(
@@ -284,8 +290,11 @@ def _bill_item(
             frames, rate = a.frames, a.sampling_rate
         header = time.perf_counter() - start
         out.setdefault("duration_s", frames / rate)
+        tokens, cut = _audio_tokens(frames, rate, family)
+        if cut:
+            out["cut_s"] = out.get("cut_s", 0.0) + cut
         # a clip's tokens do not depend on the image budget
-        return kind, (_audio_tokens(frames, rate, family),) * len(budgets), header
+        return kind, (tokens,) * len(budgets), header
     if item.data is not None:
         v = _via_file(item.data, suffix or ".mp4", video_header)
     else:

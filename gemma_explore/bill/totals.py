@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gemma_explore.facts.families import get_family
+from gemma_explore.plans.audio import plan_audio
 
 if TYPE_CHECKING:
     from gemma_explore.serving.plan import ServingPlan
@@ -97,6 +98,36 @@ class Bill:
     unit: str = "file"  # "file" for a folder of files, "sample" for shards
     runner: str = "local"  # which runner ran the per-sample function
     text_tokenizer: str | None = None  # what counted the captions (None: not counted)
+    cut_samples: int = 0  # billed samples with a clip past the extractor's cut (30 s)
+    cut_s: float = 0.0  # seconds of audio past it: never tokenised, never heard
+
+    def cut_note(self) -> str | None:
+        """What the bill says of clips past the feature extractor's cut (Gemma 3n and
+        Gemma 4 hear a clip's first 30 s, and the bill prices those), or None.
+
+        >>> bill = Bill("gemma4", (280,), 1, {"audio": 1}, (752,), {}, (), (), (), {},
+        ...             ({752: 1},), 0.0, cut_samples=1, cut_s=15.0)
+        >>> print(bill.cut_note())  # doctest: +NORMALIZE_WHITESPACE
+        1 file holds a clip over 30 s: Gemma 4 hears the first 30 s of a clip, 752 tokens,
+        and the bill prices those; 15.0 s of audio past the cut is never heard. To have all of
+        it heard (and billed), send a long clip in windows of at most 30 s.
+        """
+        if not self.cut_samples:
+            return None
+        spec = get_family(self.family)
+        heard_s = spec.audio.max_seconds
+        heard = plan_audio(spec.audio.max_samples, family=spec).total_tokens
+        holds = (
+            f"1 {self.unit} holds"
+            if self.cut_samples == 1
+            else f"{self.cut_samples:,} {self.unit}s hold"
+        )
+        return (
+            f"{holds} a clip over {heard_s:g} s: {spec.display_name} hears the first "
+            f"{heard_s:g} s of a clip, {heard:,} tokens, and the bill prices those; "
+            f"{self.cut_s:,.1f} s of audio past the cut is never heard. To have all of it "
+            f"heard (and billed), send a long clip in windows of at most {heard_s:g} s."
+        )
 
     @property
     def billed_files(self) -> int:
@@ -186,6 +217,9 @@ class Bill:
             per = self.totals[i] / self.billed_files if self.billed_files else 0.0
             by = ", ".join(f"{k} {t[i]:,}" for k, t in sorted(self.totals_by_kind.items()))
             out.append(f"  {label:>18}: {self.totals[i]:>12,} tokens ({per:,.1f} per {unit}; {by})")
+        note = self.cut_note()
+        if note is not None:
+            out.append(f"Note: {note}")
         if self.failures:
             out.append(f"{units.capitalize()} that fail ({len(self.failures)}):")
             out += [f"  {p}: {r}" for p, r in self.failures]

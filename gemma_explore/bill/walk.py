@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from gemma_explore.bill.core import (
     BillRow,
@@ -79,6 +80,8 @@ class _Tally:
         self.keep = keep_slowest
         self.parts: Counter[str] = Counter()
         self.hist = [Counter() for _ in budgets]
+        self.cut_samples = 0  # billed samples holding a clip past the extractor's cut
+        self.cut_s = 0.0  # the seconds past it, never heard
 
     def add(self, row: BillRow) -> None:
         self.files += 1
@@ -92,6 +95,9 @@ class _Tally:
             self.failures.append((row.path, row.error))
             return
         self.billed[row.kind] += 1
+        if row.cut_s:
+            self.cut_samples += 1
+            self.cut_s += row.cut_s
         for kind, tokens in row.parts:
             kind_totals = self.by_kind.setdefault(kind, [0] * len(self.budgets))
             for i, t in enumerate(tokens):
@@ -104,6 +110,20 @@ class _Tally:
             heapq.heappush(self.slowest, item)
         else:
             heapq.heappushpop(self.slowest, item)
+
+    def counts(self) -> dict[str, Any]:
+        """The :class:`Bill` fields the tally holds, frozen."""
+        return {
+            "files": self.files,
+            "billed": dict(self.billed),
+            "totals": tuple(self.totals),
+            "totals_by_kind": {k: tuple(v) for k, v in self.by_kind.items()},
+            "failures": tuple(sorted(self.failures)),
+            "slowest_files": tuple((p, s) for s, p in sorted(self.slowest, reverse=True)),
+            "histograms": tuple(dict(h) for h in self.hist),
+            "cut_samples": self.cut_samples,
+            "cut_s": self.cut_s,
+        }
 
 
 # --------------------------------------------------------------------------- progress
@@ -225,17 +245,11 @@ def bill(
     return Bill(
         family=spec.name,
         budgets=chosen,
-        files=tally.files,
-        billed=dict(tally.billed),
-        totals=tuple(tally.totals),
-        totals_by_kind={k: tuple(v) for k, v in tally.by_kind.items()},
-        failures=tuple(sorted(tally.failures)),
         walk_problems=tuple(sorted(source.problems)),
-        slowest_files=tuple((p, s) for s, p in sorted(tally.slowest, reverse=True)),
         part_seconds={k: v for k, v in parts.items() if v > 0},
-        histograms=tuple(dict(h) for h in tally.hist),
         wall_s=time.perf_counter() - start,
         unit=source.unit,
         runner=runner,
         text_tokenizer=getattr(text, "label", None if text is None else repr(text)),
+        **tally.counts(),
     )

@@ -39,6 +39,7 @@ class BillWriter:
             "duration_s",
             "frames",
             "fps",
+            "cut_s",
             *(budget_label(b) for b in budgets),
             "text_tokens",
             "error",
@@ -78,6 +79,7 @@ class BillWriter:
             row.duration_s,
             row.frames,
             row.fps,
+            row.cut_s,
             *tokens,
             row.text_tokens,
             row.error,
@@ -97,7 +99,7 @@ class BillWriter:
         if not self._batch and self._parquet is not None:
             return
         types = {"path": pa.string(), "kind": pa.string(), "error": pa.string()}
-        floats = {"duration_s", "fps", "seconds"}
+        floats = {"duration_s", "fps", "cut_s", "seconds"}
         schema = pa.schema(
             [(c, types.get(c, pa.float64() if c in floats else pa.int64())) for c in self.columns]
         )

@@ -211,18 +211,22 @@ def _run_bill(
 
 
 def _print_rows(result: Any, shown: list[Any], budgets: list[int]) -> None:
-    """The first files' tokens per budget, one line each."""
+    """The first files' tokens per budget, one line each; a clip past the extractor's cut
+    says what the model hears of it."""
     from gemma_explore.bill.walk import budget_label
+    from gemma_explore.facts.families import get_family
 
     if not shown:
         return
     unit = result.unit
+    heard_s = get_family(result.family).audio.max_seconds
     labels = "  ".join(f"{budget_label(b):>13}" for b in budgets)
     width = max(40, min(80, max(len(r.path) for r in shown)))
     typer.echo(f"{unit:<{width}} {'kind':<10} {labels}")
     for row in shown:
         tokens = "  ".join(f"{t:>13,}" for t in row.tokens)
-        typer.echo(f"{_short(row.path, width):<{width}} {row.kind:<10} {tokens}")
+        cut = f"  (the model hears {heard_s:g} s; {row.cut_s:,.1f} s cut)" if row.cut_s else ""
+        typer.echo(f"{_short(row.path, width):<{width}} {row.kind:<10} {tokens}{cut}")
     if result.billed_files > len(shown):
         more = result.billed_files - len(shown)
         typer.echo(f"… and {more} more billed {unit}s (--out bill.csv writes every row)")

@@ -259,6 +259,42 @@ def test_csv_rows_stream_to_disk(dataset, tmp_path):
     assert sum(int(r["tokens@280"]) for r in rows if r["tokens@280"]) == result.totals[1]
 
 
+@pytest.mark.parametrize("family", ["gemma4", "gemma3n", "gemma4_unified"])
+def test_a_clip_over_30_s_is_billed_at_what_the_model_hears_with_a_note(tmp_path, family):
+    """Gemma 3n and Gemma 4 hear a clip's first 30 s: the row and the bill say so, with the
+    seconds past the cut; Unified keeps every sample, so nothing is cut or noted."""
+    rng = np.random.default_rng(1)
+    sf.write(tmp_path / "long.wav", rng.standard_normal(16_000 * 45) * 0.1, 16_000)
+    sf.write(tmp_path / "long.flac", rng.standard_normal(44_100 * 40) * 0.1, 44_100)
+    sf.write(tmp_path / "short.wav", rng.standard_normal(16_000 * 5) * 0.1, 16_000)
+    out = tmp_path / "bill.csv"
+    with BillWriter(out, (None,) if family == "gemma3n" else (280,)) as writer:
+        result = bill(tmp_path, family=family, workers=1, on_row=writer.write)
+    by_name = {Path(r["path"]).name: r for r in csv.DictReader(out.open())}
+    column = "tokens" if family == "gemma3n" else "tokens@280"
+    cut_s = {}
+    for name in ("long.wav", "long.flac", "short.wav"):
+        plan = plan_audio(tmp_path / name, family=family)  # the clip loaded and resampled
+        cut_s[name] = (plan.num_samples - plan.samples_used) / 16_000
+        assert float(by_name[name]["cut_s"]) == pytest.approx(cut_s[name], abs=1e-3), name
+        assert int(by_name[name][column]) == plan.total_tokens, name
+    assert result.cut_s == pytest.approx(sum(cut_s.values()), abs=1e-3)
+    note = result.cut_note()
+    if family == "gemma4_unified":
+        assert cut_s == {"long.wav": 0, "long.flac": 0, "short.wav": 0}
+        assert (result.cut_samples, note) == (0, None)
+        assert "Note:" not in result.text()
+        return
+    assert cut_s["long.wav"] == pytest.approx(15.0) and cut_s["long.flac"] == pytest.approx(10.0)
+    heard = plan_audio(tmp_path / "long.wav", family=family)
+    assert result.cut_samples == 2
+    assert note.startswith(f"2 files hold a clip over {heard.samples_used / 16_000:g} s: ")
+    assert f"hears the first {heard.samples_used / 16_000:g} s of a clip" in note
+    assert f"{heard.total_tokens:,} tokens, and the bill prices those" in note
+    assert f"{sum(cut_s.values()):,.1f} s of audio past the cut is never heard" in note
+    assert f"Note: {note}" in result.text().splitlines()
+
+
 def test_parquet_needs_pyarrow(tmp_path):
     try:
         import pyarrow  # noqa: F401
