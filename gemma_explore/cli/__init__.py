@@ -24,12 +24,7 @@ from __future__ import annotations
 
 import typer
 
-from gemma_explore.cli.bill import bill
-from gemma_explore.cli.conformance import golden, probe_server
-from gemma_explore.cli.plans import plan
-from gemma_explore.cli.serving import admit_command, explain, processor_cache_command, serve_args
-from gemma_explore.cli.speech import transcribe
-from gemma_explore.cli.workshop import demo, doctor, tokenizer_fetch, tokenizer_status
+from gemma_explore.cli import bill, conformance, plans, serving, speech, workshop
 
 __all__ = ["app", "main"]
 
@@ -46,59 +41,59 @@ app = typer.Typer(
 app.command(
     short_help="Print how each file becomes tokens, step by step.",
     epilog="Example: gemma-explore plan photo.jpg talk.wav clip.mp4 --family gemma4 --budget 280",
-)(plan)
+)(plans.plan)
 app.command(
     short_help="Total a dataset's tokens at each budget, from file headers.",
     epilog="Example: gemma-explore bill ./shards --budget 280,1120 --text --checkpoint "
     "tiny-gemma4 --runner ray --out bill.parquet",
-)(bill)
+)(bill.bill)
 app.command(
     "serve-args",
     short_help="Print the `vllm serve` command for a checkpoint, and why.",
     epilog="Example: gemma-explore serve-args google/gemma-4-E4B-it --budget 560 --images 2",
-)(serve_args)
+)(serving.serve_args)
 app.command(
     short_help="Say what a vLLM error means and which value to set.",
     epilog='Example: gemma-explore explain "max_num_batched_tokens (256) must be greater than '
     'or equal to max_num_seqs (1024)." --model google/gemma-4-E4B-it',
-)(explain)
+)(serving.explain)
 app.command(
     short_help="Write the conformance set other runtimes test against.",
     epilog="Example: gemma-explore golden --out golden/ "
     "--vocabulary ~/.cache/gemma_explore/vocabulary",
-)(golden)
+)(conformance.golden)
 app.command(
     "probe",
     short_help="Measure a running server's counts against the reference.",
     epilog="Example: gemma-explore probe http://127.0.0.1:8000/v1 --model google/gemma-4-E4B-it "
     "--budget 70,1120 --clips none",
-)(probe_server)
+)(conformance.probe_server)
 app.command(
     "processor-cache",
     short_help="Size vLLM's processor cache: bytes per item, items per GiB.",
     epilog="Example: gemma-explore processor-cache google/gemma-4-E4B-it",
-)(processor_cache_command)
+)(serving.processor_cache_command)
 app.command(
     "admit",
     short_help="Say which requests vLLM accepts, refuses or changes.",
     epilog="Example: gemma-explore admit google/gemma-4-E4B-it requests.jsonl "
     '--max-model-len 8192   (a line: {"images": [[768, 1024]], "max_tokens": 256})',
-)(admit_command)
+)(serving.admit_command)
 app.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     add_help_option=False,
     short_help="Start the web demo on 127.0.0.1.",
     epilog="Example: gemma-explore demo --model tiny-gemma3n --port 7861",
-)(demo)
+)(workshop.demo)
 app.command(
     short_help="Transcribe (or translate) a clip with Gemma 3n.",
     epilog="Example: gemma-explore transcribe clip.wav --language fr --translate-to en "
     "--model tiny-gemma3n",
-)(transcribe)
+)(speech.transcribe)
 app.command(
     short_help="Check a workshop laptop: each check says ok, or what to do.",
     epilog="Example: gemma-explore doctor --check widgets --check kernel",
-)(doctor)
+)(workshop.doctor)
 
 tokenizer_app = typer.Typer(
     help="Google's Gemma vocabulary for the tiny bundles: fetched on request, never shipped.",
@@ -110,10 +105,10 @@ tokenizer_app.command(
     "fetch",
     short_help="Download Google's Gemma tokenizer and check its SHA-256.",
     epilog="Example: gemma-explore tokenizer fetch   (then: gemma-explore doctor)",
-)(tokenizer_fetch)
+)(workshop.tokenizer_fetch)
 tokenizer_app.command(
     "status", short_help="Say which tokenizer the tiny bundles use, and where it is."
-)(tokenizer_status)
+)(workshop.tokenizer_status)
 
 
 def main(argv: list[str] | None = None) -> None:
