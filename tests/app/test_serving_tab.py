@@ -209,3 +209,19 @@ def test_the_table_says_what_the_processor_cache_holds():
     row = next(r for r in out.table.splitlines() if "processor cache" in r)
     assert f"{pc.capacity_bytes // worst.bytes:,} of the largest item ({worst.what}" in row
     assert "the profiling dummy fits" in row
+
+
+@pytest.mark.parametrize("case", ["banner", "html_501", "silent", "huge", "tls", "no_usage"])
+def test_the_probe_row_shows_one_line_where_the_figure_was(case):
+    """The tab's handler on hostile servers (tests/conformance/hostile_servers.py): no
+    figure, no table, one line in the error slot, within the deadline given; never an
+    exception (gradio's bare "Error" toast), an HTML page or a traceback."""
+    from gemma_explore.app.serving_tab import probe_tab
+    from tests.conformance.hostile_servers import MODEL, hostile_server
+    from tests.conformance.test_hostile import assert_one_line
+
+    with hostile_server(case) as url:
+        out = probe_tab(url, MODEL, timeout=60, deadline=2)
+    assert out.figure is None and out.table == ""
+    assert out.error.startswith("✗ the server at ")
+    assert_one_line(out.error, url)
