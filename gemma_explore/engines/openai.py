@@ -177,7 +177,7 @@ class OpenAIEngine:
     def _raise(self, fault: ServerFault) -> NoReturn:
         if fault.kind in ("refused", "unreachable"):
             raise ConnectionError(
-                f"{fault.line}. Start one with `vllm serve {self.model}`, or pass base_url=…."
+                f"{fault.line} (start one with `vllm serve {self.model}`, or pass base_url=…)"
             ) from None
         raise EngineError(fault.line) from None
 

@@ -398,7 +398,7 @@ def _status_advice(status: int, message: str) -> str:
     if status == 404:
         return "check that the URL ends in /v1"
     if status in (401, 403):
-        return "check the API key (api_key=…, or OPENAI_API_KEY)"
+        return "check the API key (OPENAI_API_KEY)"
     return ""
 
 

@@ -43,18 +43,18 @@ def http_server(folder: str) -> Iterator[str]:
         httpd.server_close()
 
 
-def _probe(page, url: str) -> str:
-    page.locator("#probe_url textarea, #probe_url input").first.fill(url)
-    page.locator("#probe_model textarea, #probe_model input").first.fill(MODEL)
-    page.locator("#probe_button").click()
-    return _wait_text(page, "#probe_error", "✗", url)
+def _probe(tab, url: str) -> str:
+    tab.locator("#probe_url textarea, #probe_url input").first.fill(url)
+    tab.locator("#probe_model textarea, #probe_model input").first.fill(MODEL)
+    tab.locator("#probe_button").click()
+    return _wait_text(tab, "#probe_error", "✗", url)
 
 
 @pytest.mark.parametrize("server", ["http.server", "banner"])
-def test_the_probe_shows_one_line_for_a_server_that_is_not_vllm(page, tmp_path, server):
+def test_the_probe_shows_one_line_for_a_server_that_is_not_vllm(page, tmp_path, server):  # noqa: F811
     _tab(page, "Serving")
     page.locator("#probe_button").scroll_into_view_if_needed()
-    with (http_server(str(tmp_path)) if server == "http.server" else hostile_server(server)) as url:
+    with http_server(str(tmp_path)) if server == "http.server" else hostile_server(server) as url:
         line = _probe(page, url).strip()
     if server == "http.server":  # GET /v1/models: its 404 page
         assert "answered HTTP 404 (Not Found) with an HTML page" in line

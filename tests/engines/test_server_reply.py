@@ -93,5 +93,5 @@ def test_a_closed_port_is_a_connection_error_that_says_what_to_start():
     bundle = ge.load(MODEL, engine="openai", base_url=url, timeout=TIMEOUT)
     with pytest.raises(ConnectionError, match="connection was refused") as caught:
         bundle.generate("Hi")
-    assert f"Start one with `vllm serve {MODEL}`" in str(caught.value)
+    assert f"(start one with `vllm serve {MODEL}`, or pass base_url=…)" in str(caught.value)
     assert "\n" not in str(caught.value)
