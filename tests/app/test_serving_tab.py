@@ -217,8 +217,7 @@ def test_the_probe_row_shows_one_line_where_the_figure_was(case):
     figure, no table, one line in the error slot, within the deadline given; never an
     exception (gradio's bare "Error" toast), an HTML page or a traceback."""
     from gemma_explore.app.serving_tab import probe_tab
-    from tests.conformance.hostile_servers import MODEL, hostile_server
-    from tests.conformance.test_hostile import assert_one_line
+    from tests.conformance.hostile_servers import MODEL, assert_one_line, hostile_server
 
     with hostile_server(case) as url:
         out = probe_tab(url, MODEL, timeout=60, deadline=2)

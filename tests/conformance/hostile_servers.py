@@ -64,6 +64,16 @@ HOSTILE = (
 REPRESENTATIVE = tuple(c for c in HOSTILE if not c.startswith("html_")) + ("html_404", "html_501")
 
 
+def assert_one_line(line: str, url: str) -> None:
+    """What every surface must show for a hostile server: one line, in words, naming the
+    server's address and what to check; no HTML page, no traceback."""
+    assert line and "\n" not in line and "\r" not in line, line
+    assert "<html" not in line.lower() and "<!doctype" not in line.lower(), line
+    assert "Traceback" not in line and 'File "' not in line, line
+    assert url in line, line
+    assert "check" in line or "https://" in line, line
+
+
 def _reply(status: int, body: bytes, kind: str = "application/json", extra: str = "") -> bytes:
     phrase = HTTPStatus(status).phrase
     head = (

@@ -19,7 +19,14 @@ from gemma_explore import cli
 from gemma_explore.conformance.probe import probe, probe_table
 from gemma_explore.engines.server_reply import MAX_REPLY_BYTES
 
-from .hostile_servers import HOSTILE, HUGE_BYTES, MODEL, REPRESENTATIVE, hostile_server
+from .hostile_servers import (
+    HOSTILE,
+    HUGE_BYTES,
+    MODEL,
+    REPRESENTATIVE,
+    assert_one_line,
+    hostile_server,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # What each server did, as the probe names it (ServerFault.kind).
@@ -50,15 +57,6 @@ DEADLINE = 2.0
 
 def kind_of(case: str) -> str:
     return "html" if case.startswith("html_") else KIND[case]
-
-
-def assert_one_line(line: str, url: str) -> None:
-    """One line, in words: the server's address, what to check; no page, no traceback."""
-    assert line and "\n" not in line and "\r" not in line, line
-    assert "<html" not in line.lower() and "<!doctype" not in line.lower(), line
-    assert "Traceback" not in line and 'File "' not in line, line
-    assert url in line, line
-    assert "check" in line or "https://" in line, line
 
 
 def _probe(url: str, **options):

@@ -15,8 +15,13 @@ import pytest
 import gemma_explore as ge
 from gemma_explore.engines.server_reply import MAX_REPLY_BYTES
 from gemma_explore.errors import EngineError
-from tests.conformance.hostile_servers import HOSTILE, HUGE_BYTES, MODEL, hostile_server
-from tests.conformance.test_hostile import assert_one_line
+from tests.conformance.hostile_servers import (
+    HOSTILE,
+    HUGE_BYTES,
+    MODEL,
+    assert_one_line,
+    hostile_server,
+)
 
 SPEECH = "google/gemma-3n-E2B-it"  # the family with a speech-to-text API
 TIMEOUT = 2.0
