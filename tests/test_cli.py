@@ -741,16 +741,21 @@ def test_probe_prints_each_verdict_and_exits_on_a_fault(tiny4, fault, code, verd
 
 
 @pytest.mark.parametrize("version", [SUPPORTED[0], SUPPORTED[-1]])
-def test_probe_names_the_release_whose_arithmetic_it_used(version):
-    """The line, the table's column and the JSON name --vllm's release (no server here:
-    the cases are not sent, and the expectations are still named)."""
-    done = run("probe", "http://127.0.0.1:9/v1", "--model", "google/gemma-4-E4B-it",
-               "--timeout", "2", "--vllm", version)  # fmt: skip
+def test_probe_names_the_release_whose_arithmetic_it_used(tiny4, version):
+    """The line, the table's column and the JSON name --vllm's release; the JSON names it
+    even when no server answered (exit 2: no count)."""
+    from tests.conformance.faulty_server import faulty_server
+
+    with faulty_server(tiny4) as (url, _):
+        done = run("probe", url, "--model", "served-gemma", "--family", "gemma4",
+                   "--clips", "none", "--video", "none", "--vllm", version)  # fmt: skip
+    assert done.exit_code == 0, done.output
     assert done.stdout.splitlines()[0] == f"vLLM {version}'s rules (--vllm {version})"
     assert f"vLLM {version}'s arithmetic" in done.stdout
     as_json = run("probe", "http://127.0.0.1:9/v1", "--model", "google/gemma-4-E4B-it",
                   "--timeout", "2", "--vllm", version, "--json")  # fmt: skip
-    assert json.loads(as_json.stdout)["vllm_version"] == version
+    assert as_json.exit_code == 2 and json.loads(as_json.stdout)["vllm_version"] == version
+    assert json.loads(as_json.stdout)["failure_kind"] == "refused"
 
 
 def test_probe_names_a_bad_flag_in_its_own_words():

@@ -97,7 +97,20 @@ def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
         finally:
             h.bundles.forget(name)
 
+    def probed(case: str) -> str:
+        from gemma_explore.app.serving_tab import probe_tab
+        from tests.conformance.hostile_servers import MODEL, hostile_server
+
+        with hostile_server(case) as url:
+            return probe_tab(url, MODEL, deadline=10).error or ""
+
     return {
+        ("demo · Serving · Probe", "a web server that is not vLLM (HTML error pages)"): (
+            lambda f: probed("html_501")
+        ),
+        ("demo · Serving · Probe", "a port where an SSH server answers"): (
+            lambda f: probed("banner")
+        ),
         ("demo · Image", "no image"): lambda f: h.image_tab("tiny-gemma4", None).error,
         ("demo · Image", "a text file renamed .png"): lambda f: (
             h.image_tab("tiny-gemma4", f["notes.png"]).error
@@ -169,8 +182,23 @@ def _offline_fetch(files: dict) -> str:
             return _cli("tokenizer", "fetch")
 
 
+def _cli_probe(case: str, *flags: str) -> str:
+    """`gemma-explore probe` on a hostile server (tests/conformance/hostile_servers.py); a
+    "close" server's port, once it is stopped, is one nothing listens on."""
+    from tests.conformance.hostile_servers import MODEL, hostile_server
+
+    with hostile_server(case) as url:
+        if case != "close":
+            return _cli("probe", url, "--model", MODEL, *flags)
+    return _cli("probe", url, "--model", MODEL, *flags)
+
+
 def _cli_triggers() -> dict[tuple[str, str], Callable[[dict], str]]:
     return {
+        ("CLI · probe", "a port nothing listens on"): lambda f: _cli_probe("close"),
+        ("CLI · probe", "a server that never answers (--deadline 2)"): lambda f: _cli_probe(
+            "silent", "--deadline", "2"
+        ),
         ("CLI · plan", "a file of another type"): lambda f: _cli("plan", f["notes.txt"]),
         ("CLI · plan", "an unknown --family"): lambda f: _cli("plan", PHOTO, "--family", "gemma9"),
         ("CLI · plan", "--budget with --family gemma3n"): lambda f: _cli(

@@ -415,23 +415,33 @@ def _processor_cache_row(plan: ServingPlan) -> tuple[str, str]:
 @dataclass(frozen=True)
 class ProbeView:
     """What the tab's "Probe a running server" row shows: the probe's figure and its table
-    (markdown), or a refusal in the box's words (the figure None, the table empty)."""
+    (markdown), or one line where the figure would be (the figure None, the table empty):
+    a refusal in the box's words, or what the server did and what to check."""
 
-    figure: Any  # show_probe's Figure, or None when the input was refused
+    figure: Any  # show_probe's Figure, or None when there is nothing to draw
     table: str  # the verdict per case, as markdown
-    error: str | None  # the refusal, naming the box; None when the probe ran
+    error: str | None  # the one line; None when the probe counted something
 
 
-def probe_tab(url: Any, model: Any, timeout: float = 30.0, vllm_version: Any = None) -> ProbeView:
+def probe_tab(
+    url: Any,
+    model: Any,
+    timeout: float = 30.0,
+    vllm_version: Any = None,
+    deadline: float = 90.0,
+) -> ProbeView:
     """Probe the OpenAI-compatible server at ``url`` serving ``model`` against the
     reference and ``vllm_version``'s arithmetic (the release box; None: the installed
-    vLLM's, else the newest), never raising: the probe itself is bounded in requests and
-    seconds and answers a failure in one line.
+    vLLM's, else the newest), never raising: each request ends within ``timeout`` seconds
+    and the whole probe within ``deadline``. A server that gave no count at all (nothing
+    listens, a banner, an HTML page, a model not served…) is one line, where the figure
+    would be.
 
     >>> probe_tab("ftp://x", "m").error
     '✗ Server URL must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1).'
     """
-    from gemma_explore.viz.probe import probe_view
+    from gemma_explore.conformance.probe import probe, probe_table
+    from gemma_explore.viz.probe import show_probe
 
     url, model = str(url or "").strip(), str(model or "").strip()
     if not url.startswith(("http://", "https://")):
@@ -447,7 +457,11 @@ def probe_tab(url: Any, model: Any, timeout: float = 30.0, vllm_version: Any = N
     except ValueError as exc:
         return ProbeView(None, "", f"✗ {exc}")
     try:
-        figure, table = probe_view(url, model=model, timeout=timeout, vllm_version=release.version)
+        result = probe(
+            url, model=model, timeout=timeout, deadline=deadline, vllm_version=release.version
+        )
     except ValueError as exc:  # a model name whose family cannot be read
         return ProbeView(None, "", f"✗ Served model: {exc}")
-    return ProbeView(figure, table, None)
+    if result.stopped:
+        return ProbeView(None, "", f"✗ {result.failure}")
+    return ProbeView(show_probe(result), probe_table(result).markdown(), None)

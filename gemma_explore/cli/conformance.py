@@ -67,12 +67,15 @@ def probe_server(
         ),
     ] = None,
     timeout: Annotated[float, typer.Option(min=1, help="Seconds each request may take.")] = 120.0,
+    deadline: Annotated[
+        float, typer.Option(min=1, help="Seconds the whole probe may take (every request).")
+    ] = 300.0,
     as_json: Annotated[bool, typer.Option("--json", help="The cases as JSON, for CI.")] = False,
     vllm: _Vllm = None,
 ) -> None:
     """Measure what a running OpenAI-compatible server counts for images, clips and a video,
     against the reference and one vLLM release's arithmetic (--vllm), and give each case a
-    verdict (exit 1 on a fault or a failure)."""
+    verdict (exit 1 on a fault; exit 2, with one line, when the server gave no count)."""
     from gemma_explore.conformance.probe import probe_command_text
 
     release = _release(vllm)
@@ -86,11 +89,14 @@ def probe_server(
             budget=budget,
             video=video,
             timeout=timeout,
+            deadline=deadline,
             as_json=as_json,
             vllm_version=release.version,
         )
     except ValueError as exc:  # a bad flag, in its own words; an unknown --family
         _fail(str(exc))
+    if code == 2 and not as_json:  # the server gave no count: what it did, in one line
+        _fail(text)
     if not as_json:  # the JSON names the release itself
         typer.echo(release_line(release))
     typer.echo(text)

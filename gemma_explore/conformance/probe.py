@@ -25,14 +25,20 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from gemma_explore.engines.openai import chat_request
+from gemma_explore.engines.server_reply import (
+    ServerFault,
+    bounded_client,
+    check_chat_answer,
+    error_message,
+    fault_from_exception,
+    read_json,
+)
 from gemma_explore.facts.families import (
     FAMILIES,
     FamilySpec,
@@ -53,6 +59,7 @@ from gemma_explore.vllm_versions import PROFILES, VllmProfile, vllm_profile
 
 __all__ = [
     "DEFAULT_CLIPS",
+    "DEFAULT_DEADLINE",
     "DEFAULT_IMAGES",
     "DEFAULT_VIDEO",
     "MAX_REQUESTS",
@@ -78,6 +85,7 @@ DEFAULT_CLIPS: tuple[float, ...] = (5.0, 35.0)  # seconds: one short, one past t
 # small frames keep the request cheap.
 DEFAULT_VIDEO: tuple[int, float, tuple[int, int]] = (41, 1.0, (64, 96))
 MAX_REQUESTS = 24  # the probe never sends more, whatever it is asked
+DEFAULT_DEADLINE = 300.0  # seconds for a whole probe (every request together)
 TEXT = "What is this?"
 TRUST_FLAG = "--trust-request-mm-kwargs"
 
@@ -141,6 +149,12 @@ class ProbeResult:
     seconds: float  # wall time of the whole probe
     steps: tuple[str, ...] = field(default=(), compare=False)
     vllm_version: str = ""  # the vLLM release whose arithmetic the "vLLM" column follows
+    failure_kind: str | None = None  # the failure's kind (a ServerFault's), for code
+
+    @property
+    def stopped(self) -> bool:
+        """The probe failed before any case was counted: ``failure`` is all it has to say."""
+        return self.failure is not None and all(c.measured is None for c in self.cases)
 
     @property
     def family(self) -> str:
@@ -371,81 +385,73 @@ class _Answer:
 
     prompt_tokens: int | None
     error: str | None
-    kind: str | None  # "unreachable", "timeout", "status", "no_usage", "refused_knob"
+    kind: str | None  # a ServerFault's kind, "refused_knob", or None
     seconds: float
 
 
-def _error_message(raw: bytes) -> str:
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return raw.decode(errors="replace")[:300]
-    err = data.get("error", data) if isinstance(data, dict) else data
-    msg = err.get("message", err) if isinstance(err, dict) else err
-    return " ".join(str(msg).split())[:300]
-
-
-def _request(url: str, body: dict | None, timeout: float) -> tuple[int | None, bytes, str | None]:
-    """(HTTP status, body, None) or (None, b"", "unreachable"/"timeout" reason)."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as answer:
-            return answer.status, answer.read(), None
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(), None
-    except TimeoutError:
-        return None, b"", "timeout"
-    except urllib.error.URLError as exc:
-        kind = "timeout" if isinstance(exc.reason, TimeoutError) else "unreachable"
-        return None, str(exc.reason).encode(), kind
-    except OSError as exc:  # a connection reset mid-answer
-        return None, str(exc).encode(), "unreachable"
-
-
-def _post_chat(base: str, body: dict, timeout: float) -> _Answer:
+def _fetch(
+    base: str, path: str, body: dict | None, timeout: float, until: float
+) -> tuple[Any, ServerFault | None, float]:
+    """(the answer, None, seconds) or (None, what went wrong, seconds): one request, ended
+    by ``timeout`` and by the probe's deadline ``until`` (``time.monotonic()``), its body
+    read up to the cap."""
+    left = until - time.monotonic()
+    if left <= 0:
+        return None, ServerFault("timeout", f"the probe's deadline passed before {path}"), 0.0
+    seconds = min(timeout, left)
     start = time.perf_counter()
-    status, raw, fail = _request(base + "/chat/completions", body, timeout)
-    took = time.perf_counter() - start
-    if fail == "timeout":
-        return _Answer(None, f"timeout: no answer within {timeout:g} s", "timeout", took)
-    if fail:
-        line = f"unreachable: no server answered at {base} ({raw.decode(errors='replace')})"
-        return _Answer(None, line, "unreachable", took)
-    if status != 200:
-        msg = _error_message(raw)
-        if body.get("mm_processor_kwargs") and TRUST_FLAG in msg:
+    with bounded_client(seconds, until=until) as client:
+        try:
+            if body is None:
+                answer = client.get(base + path)
+            else:
+                data = json.dumps(body).encode()
+                headers = {"Content-Type": "application/json"}
+                answer = client.post(base + path, content=data, headers=headers)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one line
+            check = min(2.0, max(until - time.monotonic(), 0.0))
+            fault = fault_from_exception(base, exc, seconds=seconds, tls_check_s=check)
+            return None, fault, time.perf_counter() - start
+    return answer, None, time.perf_counter() - start
+
+
+def _post_chat(base: str, body: dict, timeout: float, until: float) -> _Answer:
+    answer, fault, took = _fetch(base, "/chat/completions", body, timeout, until)
+    if fault is None and answer.status_code == 400 and body.get("mm_processor_kwargs"):
+        if TRUST_FLAG in error_message(answer.content):
             return _Answer(None, VERDICTS["budget_refused"], "refused_knob", took)
-        return _Answer(None, f"the server answered {status}: {msg}", "status", took)
+    if fault is None:
+        data, fault = read_json(base, answer)
+    if fault is None:
+        fault = check_chat_answer(base, data, model=body["model"], usage=True)
+    if fault is not None:
+        return _Answer(None, fault.line, fault.kind, took)
+    return _Answer(int(data["usage"]["prompt_tokens"]), None, None, took)
+
+
+def _served_models(base: str, model: str, timeout: float, until: float) -> ServerFault | None:
+    """What is wrong with the model list (an answer that is not one, a model not served),
+    or None (a JSON error status: the chat answer will say)."""
+    answer, fault, _ = _fetch(base, "/models", None, timeout, until)
+    if fault is None:
+        data, fault = read_json(base, answer)
+    if fault is not None:
+        return None if fault.kind == "status" else fault
     try:
-        tokens = json.loads(raw)["usage"]["prompt_tokens"]
-    except (ValueError, KeyError, TypeError):
-        line = (
-            f"no usage: the server's answer has no usage.prompt_tokens, so no cost can be "
-            f"read ({raw[:120].decode(errors='replace')})"
+        ids = [m["id"] for m in data["data"]]
+    except (KeyError, TypeError):
+        return ServerFault(
+            "not_openai",
+            f"the server at {base} answered /models with JSON that is not a model list, "
+            "not vLLM's OpenAI API: check the port and that the URL ends in /v1",
         )
-        return _Answer(None, line, "no_usage", took)
-    return _Answer(int(tokens), None, None, took)
-
-
-def _served_models(base: str, model: str, timeout: float) -> tuple[str | None, bool]:
-    """(a failure line or None, whether the model list was reached)."""
-    status, raw, fail = _request(base + "/models", None, timeout)
-    if fail == "timeout":
-        return f"timeout: {base}/models gave no answer within {timeout:g} s", True
-    if fail:
-        return f"unreachable: no server answered at {base} ({raw.decode(errors='replace')})", False
-    if status != 200:
-        return None, True  # no model list: the chat answer will say
-    try:
-        ids = [m["id"] for m in json.loads(raw)["data"]]
-    except (ValueError, KeyError, TypeError):
-        return None, True
     if model not in ids:
-        served = ", ".join(repr(i) for i in ids) or "no model"
-        hint = ids[0] if ids else "ID"
-        return f"model not served: {base} serves {served}, not {model!r}; pass --model {hint}", True
-    return None, True
+        served = ", ".join(repr(str(i)) for i in ids[:5]) or "no model"
+        return ServerFault(
+            "model_not_served",
+            f"the server at {base} serves {served}, not {model!r}: check the model name",
+        )
+    return None
 
 
 def _body(model: str, spec: FamilySpec, content: list[dict], budget: int | None) -> dict:
@@ -589,34 +595,43 @@ def _base_url(url: str) -> str:
 
 
 def _send(
-    base: str, model: str, spec: FamilySpec, planned: tuple[ProbeCase, ...], timeout: float
-) -> tuple[list[ProbeCase], int, str | None, int | None]:
-    """Each planned case sent once; stops at a timeout or a lost server (the rest: not
-    sent). Returns (cases, requests sent, failure line, the baseline's prompt tokens)."""
-    baseline = _post_chat(base, _body(model, spec, [], None), timeout)
+    base: str,
+    model: str,
+    spec: FamilySpec,
+    planned: tuple[ProbeCase, ...],
+    timeout: float,
+    until: float,
+) -> tuple[list[ProbeCase], int, _Answer | None, int | None]:
+    """Each planned case sent once; stops at the first answer that is not a count (a
+    timeout, a lost server, an answer that is not vLLM's; the rest: not sent) other than
+    a JSON error for that case alone. Returns (cases, requests sent, the answer that
+    stopped the probe, the baseline's prompt tokens)."""
+    baseline = _post_chat(base, _body(model, spec, [], None), timeout, until)
     if baseline.error:
-        cases = [replace(c, words=f"not sent: {baseline.error}") for c in planned]
-        return cases, 1, baseline.error, None
-    out, sent, failure, refused = [], 1, None, False
+        return list(planned), 1, baseline, None
+    out, sent, stopped, refused = [], 1, None, False
     for case in planned:
-        if failure:
-            out.append(replace(case, words=f"not sent: {failure}"))
+        if stopped:
+            out.append(case)
             continue
         if refused and case.budget is not None:
             out.append(replace(case, verdict="budget_refused", words=VERDICTS["budget_refused"]))
             continue
-        answer = _post_chat(base, _body(model, spec, case.body["content"], case.budget), timeout)
+        body = _body(model, spec, case.body["content"], case.budget)
+        answer = _post_chat(base, body, timeout, until)
         sent += 1
         case = replace(case, seconds=answer.seconds)
         if answer.kind == "refused_knob":
             refused = True
             out.append(replace(case, verdict="budget_refused", words=answer.error))
+        elif answer.error and answer.kind == "status":
+            out.append(replace(case, verdict="failed", words=answer.error))
         elif answer.error:
-            failure = answer.error if answer.kind in ("timeout", "unreachable") else None
+            stopped = answer
             out.append(replace(case, verdict="failed", words=answer.error))
         else:
             out.append(replace(case, measured=answer.prompt_tokens - baseline.prompt_tokens))
-    return out, sent, failure, baseline.prompt_tokens
+    return out, sent, stopped, baseline.prompt_tokens
 
 
 def probe(
@@ -629,6 +644,7 @@ def probe(
     budgets: tuple[int, ...] | None = None,
     video: tuple[int, float, tuple[int, int]] | None = DEFAULT_VIDEO,
     timeout: float = 120.0,
+    deadline: float = DEFAULT_DEADLINE,
     vllm_version: str | None = None,
 ) -> ProbeResult:
     """Measure what a running OpenAI-compatible server counts for each case of
@@ -638,11 +654,15 @@ def probe(
 
     ``url`` is the server's base URL (``/v1`` added when missing); ``family`` is read
     from the model's name when not given. At most :data:`MAX_REQUESTS` requests, each
-    bounded by ``timeout`` seconds; a failure (unreachable, no usage, a model not served,
-    a timeout) is one line in ``failure``, and the cases not sent say so.
+    bounded by ``timeout`` seconds and all of them by ``deadline`` seconds; each answer is
+    read up to ``MAX_REPLY_BYTES``. A server that does not answer as vLLM's OpenAI API
+    does (unreachable, a banner, an HTML page, no usage, a model not served, a timeout…)
+    stops the probe with one line in ``failure``
+    (:func:`~gemma_explore.engines.server_reply.fault_from_exception` and its kin: the
+    same words the openai engine uses), and its kind in ``failure_kind``.
 
-    >>> probe("http://127.0.0.1:9", model="google/gemma-4-E4B-it", timeout=2).failure[:11]
-    'unreachable'
+    >>> probe("http://127.0.0.1:9", model="google/gemma-4-E4B-it", timeout=2).failure_kind
+    'refused'
     """
     release = vllm_profile(vllm_version)
     spec = _family_for(model, family)
@@ -655,12 +675,15 @@ def probe(
         vllm_version=release.version,
     )
     base, start = _base_url(url), time.perf_counter()
-    failure, _ = _served_models(base, model, timeout)
-    baseline = None
-    if failure:
-        cases, sent = [replace(c, words=f"not sent: {failure}") for c in planned], 0
+    until = time.monotonic() + deadline
+    fault = _served_models(base, model, timeout, until)
+    baseline, stopped = None, None
+    if fault:
+        cases, sent = list(planned), 0
     else:
-        cases, sent, failure, baseline = _send(base, model, spec, planned, timeout)
+        cases, sent, stopped, baseline = _send(base, model, spec, planned, timeout, until)
+        if stopped is not None:
+            fault = ServerFault(stopped.kind or "failed", stopped.error or "")
     steps = (
         f"Baseline: the text-only message {TEXT!r}; each case adds one item before the text "
         "and reads its cost as usage.prompt_tokens minus the baseline's (max_tokens=1).",
@@ -674,11 +697,12 @@ def probe(
         model=model,
         baseline=baseline,
         cases=_judge(spec, cases, release),
-        failure=failure,
+        failure=fault.line if fault else None,
         requests=sent + 1,
         seconds=time.perf_counter() - start,
         steps=steps,
         vllm_version=release.version,
+        failure_kind=fault.kind if fault else None,
     )
 
 
@@ -695,16 +719,18 @@ def check_knob(
     ``{"max_soft_tokens": budget}``, against the message without it. A server that takes
     the knob adds nothing ("matches"); ``vllm serve`` without ``--trust-request-mm-kwargs``
     answers 400 ("budget refused: …"). Works for any family: the knob is the server's.
+    Both requests together end within ``2 × timeout`` seconds.
     """
     release = vllm_profile(vllm_version)
     spec = get_family(family)
     base = _base_url(url)
+    until = time.monotonic() + 2 * timeout
     case = ProbeCase("budget knob (mm_processor_kwargs)", "knob", budget, 0, 0)
     case = replace(case, vllm_version=release.version)
-    plain = _post_chat(base, _body(model, spec, [], None), timeout)
+    plain = _post_chat(base, _body(model, spec, [], None), timeout, until)
     if plain.error:
         return replace(case, verdict="failed", words=plain.error)
-    answer = _post_chat(base, _body(model, spec, [], budget), timeout)
+    answer = _post_chat(base, _body(model, spec, [], budget), timeout, until)
     if answer.kind == "refused_knob":
         return replace(case, verdict="budget_refused", words=answer.error, seconds=answer.seconds)
     if answer.error:
@@ -721,6 +747,10 @@ def probe_table(result: ProbeResult) -> Table:
     """The probe as a table: each case's reference, vLLM's count (the column names the
     release whose arithmetic it is), the server's, the verdict; the notes name known vLLM
     differences and any failure."""
+    header = ("case", "expected", result.vllm_label, "measured", "verdict")
+    if result.stopped:  # nothing counted: the one line, not a row per case saying it again
+        title = f"probe — {result.model} at {result.url}: stopped, nothing counted"
+        return Table(header, (), title=title, notes=(f"failure: {result.failure}",))
     rows = tuple((c.name, c.expected, c.vllm_expected, c.measured, c.words) for c in result.cases)
     flagged = tuple(
         i for i, c in enumerate(result.cases) if c.verdict not in ("matches", "vllm_known")
@@ -728,12 +758,12 @@ def probe_table(result: ProbeResult) -> Table:
     notes = tuple(f"{c.name}: {c.note}" for c in result.cases if c.note)
     if result.failure:
         notes = (f"failure: {result.failure}", *notes)
+    baseline = "" if result.baseline is None else f"baseline {result.baseline} prompt tokens, "
     title = (
         f"probe — {result.model} at {result.url} ({result.spec.display_name}; "
-        f"{result.vllm_label}'s arithmetic; baseline {result.baseline} prompt tokens, "
+        f"{result.vllm_label}'s arithmetic; {baseline}"
         f"{result.requests} requests, {result.seconds:.1f} s)"
     )
-    header = ("case", "expected", result.vllm_label, "measured", "verdict")
     return Table(header, rows, title=title, flagged=flagged, notes=notes)
 
 
@@ -761,6 +791,7 @@ def probe_json(result: ProbeResult) -> str:
         "vllm_version": result.vllm_version,
         "baseline": result.baseline,
         "failure": result.failure,
+        "failure_kind": result.failure_kind,
         "ok": result.ok,
         "requests": result.requests,
         "seconds": round(result.seconds, 4),
@@ -827,11 +858,13 @@ def probe_command_text(
     budget: str | None = None,
     video: str | None = None,
     timeout: float = 120.0,
+    deadline: float = DEFAULT_DEADLINE,
     as_json: bool = False,
     vllm_version: str | None = None,
 ) -> tuple[str, int]:
     """What ``gemma-explore probe`` prints, and its exit code (0: every case matches or
-    names a known vLLM difference; 1: a fault or a failure). Raises ``ValueError`` for
+    names a known vLLM difference; 1: a fault, or a failure after some counts; 2: the
+    server gave no count at all, and the text is its one line). Raises ``ValueError`` for
     bad flags, in the flags' words."""
     budgets = None
     if budget is not None:
@@ -851,7 +884,10 @@ def probe_command_text(
         budgets=budgets,
         video=DEFAULT_VIDEO if video is None else _parse_video(video),
         timeout=timeout,
+        deadline=deadline,
         vllm_version=vllm_version,
     )
+    if result.stopped:
+        return (probe_json(result) if as_json else result.failure), 2
     text = probe_json(result) if as_json else probe_table(result).text()
     return text, 0 if result.ok else 1

@@ -124,7 +124,7 @@ def load(
     on a CUDA GPU, or on the CPU with vLLM's CPU build, in this process; extra keyword
     arguments override :func:`~gemma_explore.engines.vllm.engine_args`, and
     ``in_process=False`` starts vLLM's own engine process) or ``"openai"`` (a
-    running ``vllm serve``: ``base_url=``, ``api_key=``, ``family=``). ``weights=False``
+    running ``vllm serve``: ``base_url=``, ``api_key=``, ``family=``, ``timeout=`` seconds per request). ``weights=False``
     (``hf``): a config-only bundle, offline for the released ids: the real processor
     settings, the model on the meta device; layouts, masks and serving plans work.
 
@@ -160,6 +160,7 @@ def _load_openai(
     base_url: str | None = None,
     api_key: str | None = None,
     family: str | None = None,
+    timeout: float = 600.0,
     **unexpected: Any,
 ) -> Bundle:
     if unexpected:
@@ -168,7 +169,9 @@ def _load_openai(
     # The server holds the model; a local processor (tiny or a folder) lets the analysis
     # tabs show the same counts. A hub id's processor would need the network: none.
     processor = load_processor(name) if name in TINY_NAMES or Path(name).is_dir() else None
-    engine = OpenAIEngine(name, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key)
+    engine = OpenAIEngine(
+        name, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key, timeout=timeout
+    )
     return Bundle(
         name=name,
         family=fam,

@@ -22,8 +22,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from gemma_explore.engines.server_reply import (
+    ServerFault,
+    bounded_client,
+    check_chat_answer,
+    fault_from_exception,
+    fault_from_response,
+    read_json,
+)
 from gemma_explore.errors import EngineError
 from gemma_explore.facts.families import AUDIO_SAMPLING_RATE, DEFAULT_FAMILY, FamilySpec
 from gemma_explore.media.loaders import Video
@@ -137,7 +145,12 @@ def chat_request(
 
 
 class OpenAIEngine:
-    """Answers prepared turns through an OpenAI-compatible server's chat completions."""
+    """Answers prepared turns through an OpenAI-compatible server's chat completions.
+
+    Every request ends within ``timeout`` seconds (its connection, headers and body
+    together) and reads at most ``MAX_REPLY_BYTES`` (a stream: per line); whatever a server
+    does wrong is one line (:mod:`~gemma_explore.engines.server_reply`, the words the probe
+    uses): a ``ConnectionError`` when nothing listens, else an ``EngineError``."""
 
     name = "openai"
 
@@ -151,27 +164,41 @@ class OpenAIEngine:
     ) -> None:
         from openai import OpenAI
 
-        self.model, self.base_url = model, base_url
+        self.model, self.base_url, self.timeout = model, base_url, timeout
         key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # vllm serve takes any
-        self.client = OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
+        self.client = OpenAI(
+            base_url=base_url,
+            api_key=key,
+            timeout=timeout,
+            max_retries=0,
+            http_client=bounded_client(timeout),
+        )
+
+    def _raise(self, fault: ServerFault) -> NoReturn:
+        if fault.kind in ("refused", "unreachable"):
+            raise ConnectionError(
+                f"{fault.line} (start one with `vllm serve {self.model}`, or pass base_url=…)"
+            ) from None
+        raise EngineError(fault.line) from None
 
     @contextmanager
     def _answering(self) -> Iterator[None]:
-        """Turn the SDK's connection and status errors into messages that say what to do."""
-        import openai
-
+        """Whatever the request meets (a refused connection, a banner, an HTML page, a
+        deadline, an answer over the cap, a status error) as one line that says what to do."""
         try:
             yield
-        except openai.APIConnectionError as exc:
-            raise ConnectionError(
-                f"No OpenAI-compatible server answered at {self.base_url} ({exc}). Start one "
-                f"with `vllm serve {self.model}` or pass base_url=…."
-            ) from None
-        except openai.APIStatusError as exc:
-            raise EngineError(
-                f"The server at {self.base_url} answered {exc.status_code}: "
-                f"{str(exc.message)[:300]}"
-            ) from None
+        except (EngineError, ConnectionError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure of the server is one line
+            self._raise(fault_from_exception(self.base_url, exc, seconds=self.timeout))
+
+    def _json(self, raw: Any) -> Any:
+        """The JSON of a raw SDK answer, or the one line saying what is wrong with it."""
+        with self._answering():
+            data, fault = read_json(self.base_url, raw.http_response)
+        if fault is not None:
+            self._raise(fault)
+        return data
 
     def _create(self, prepared: PreparedInputs, *, max_new_tokens: int, stream: bool) -> Any:
         if not prepared.template:
@@ -181,10 +208,11 @@ class OpenAIEngine:
                 "messages (template=True) here, or use engine='vllm' for raw prompts."
             )
         extra = {"mm_processor_kwargs": prepared.request_kwargs} if prepared.request_kwargs else {}
+        messages = chat_messages(prepared)
         with self._answering():
-            return self.client.chat.completions.create(
+            return self.client.chat.completions.with_raw_response.create(
                 model=self.model,
-                messages=chat_messages(prepared),
+                messages=messages,
                 max_tokens=max_new_tokens,
                 temperature=0.0,
                 stream=stream,
@@ -193,14 +221,18 @@ class OpenAIEngine:
 
     def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
         start = time.perf_counter()
-        out = self._create(prepared, max_new_tokens=max_new_tokens, stream=False)
+        data = self._json(self._create(prepared, max_new_tokens=max_new_tokens, stream=False))
         elapsed = time.perf_counter() - start
-        usage = out.usage
+        fault = check_chat_answer(self.base_url, data, model=self.model)
+        if fault is not None:
+            self._raise(fault)
+        usage = data.get("usage") or {}
+        made = usage.get("completion_tokens")
         return Generation(
-            text=out.choices[0].message.content or "",
-            prompt_tokens=int(usage.prompt_tokens) if usage else None,
+            text=str(data["choices"][0]["message"].get("content") or ""),
+            prompt_tokens=usage.get("prompt_tokens"),  # checked: a count a prompt can have
             multimodal_tokens=None,  # the server does not report it
-            generated_tokens=int(usage.completion_tokens) if usage else None,
+            generated_tokens=made if isinstance(made, int) and made >= 0 else None,
             preprocess_s=0.0,
             encoder_s=None,
             prefill_s=None,
@@ -214,13 +246,30 @@ class OpenAIEngine:
     ) -> Iterator[str]:
         """The server's streamed pieces; setting ``stop`` (a threading.Event) closes the
         stream, which ends the request on the server."""
-        chunks = self._create(prepared, max_new_tokens=max_new_tokens, stream=True)
+        raw = self._create(prepared, max_new_tokens=max_new_tokens, stream=True)
+        kind = raw.http_response.headers.get("content-type", "")
+        if "text/event-stream" not in kind:
+            fault = None
+            with self._answering():
+                fault = fault_from_response(self.base_url, raw.http_response)
+            self._raise(
+                fault
+                or ServerFault(
+                    "not_openai",
+                    f"the server at {self.base_url} answered {kind or 'a body'} where a stream "
+                    "(text/event-stream) was asked, not vLLM's OpenAI API: check the port and "
+                    "that the URL ends in /v1",
+                )
+            )
+        with self._answering():
+            chunks = raw.parse()
         try:
-            for chunk in chunks:
-                if stop is not None and stop.is_set():
-                    break
-                if chunk.choices and chunk.choices[0].delta.content:
-                    yield chunk.choices[0].delta.content
+            with self._answering():
+                for chunk in chunks:
+                    if stop is not None and stop.is_set():
+                        break
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        yield chunk.choices[0].delta.content
         finally:
             getattr(chunks, "close", lambda: None)()
 
@@ -247,16 +296,25 @@ class OpenAIEngine:
                 extra.update(
                     {k: v for k, v in (("language", language), ("to_language", to_language)) if v}
                 )
-                out = self.client.audio.translations.create(
+                raw = self.client.audio.translations.with_raw_response.create(
                     model=self.model, file=clip, temperature=0.0, extra_body=extra or None
                 )
             else:
                 kwargs = {"language": language} if language else {}
-                out = self.client.audio.transcriptions.create(
+                raw = self.client.audio.transcriptions.with_raw_response.create(
                     model=self.model,
                     file=clip,
                     temperature=0.0,
                     extra_body=extra or None,
                     **kwargs,
                 )
-        return getattr(out, "text", out if isinstance(out, str) else "")
+        data = self._json(raw)
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            self._raise(
+                ServerFault(
+                    "not_openai",
+                    f"the server at {self.base_url} answered JSON with no transcription text, "
+                    "not vLLM's OpenAI API: check the port and that the URL ends in /v1",
+                )
+            )
+        return data["text"]

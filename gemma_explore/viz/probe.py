@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gemma_explore.colors import OKABE_ITO
-from gemma_explore.conformance.probe import ProbeResult, probe, probe_table
+from gemma_explore.conformance.probe import ProbeResult
 from gemma_explore.viz.style import current_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["probe_view", "show_probe"]
+__all__ = ["show_probe"]
 
 _GOOD = ("matches", "vllm_known")
 
@@ -35,8 +35,8 @@ def show_probe(result: ProbeResult, *, ax: Any = None) -> Figure:
 
     >>> from gemma_explore.conformance.probe import probe
     >>> fig = show_probe(probe("http://127.0.0.1:9", model="gemma-4-E2B", timeout=1))
-    >>> fig.axes[0].get_title(loc="left")[:11]
-    'unreachable'
+    >>> fig.axes[0].get_title(loc="left")[:19]
+    'nothing answered at'
     """
     from matplotlib.figure import Figure
 
@@ -104,23 +104,3 @@ def show_probe(result: ProbeResult, *, ax: Any = None) -> Figure:
     ax.margins(y=0.02)
     right.set_ylim(ax.get_ylim())
     return fig
-
-
-def probe_view(
-    url: str,
-    *,
-    model: str,
-    family: str | None = None,
-    timeout: float = 60.0,
-    vllm_version: str | None = None,
-) -> tuple[Figure, str]:
-    """What the demo's Serving tab shows for a server: the probe's figure and its table
-    as markdown (the failure line is the figure's title and the table's first note), by
-    ``vllm_version``'s arithmetic (the table's column and title name the release).
-
-    >>> fig, text = probe_view("http://127.0.0.1:9", model="gemma-4-E2B", timeout=1)
-    >>> "unreachable" in text
-    True
-    """
-    result = probe(url, model=model, family=family, timeout=timeout, vllm_version=vllm_version)
-    return show_probe(result), probe_table(result).markdown()

@@ -189,7 +189,8 @@ def test_the_probe_row_refuses_a_bad_url_in_the_boxs_words():
     assert out.figure is None and out.error.startswith("✗ Server URL must start with http")
     assert probe_tab("http://127.0.0.1:9/v1", " ").error.startswith("✗ Served model is empty")
     unreachable = probe_tab("http://127.0.0.1:9/v1", "google/gemma-4-E4B-it", timeout=2)
-    assert unreachable.error is None and "unreachable" in unreachable.table
+    assert unreachable.figure is None and unreachable.table == ""
+    assert unreachable.error.startswith("✗ nothing answered at http://127.0.0.1:9/v1")
 
 
 def test_demo_has_a_probe_endpoint():
@@ -208,3 +209,18 @@ def test_the_table_says_what_the_processor_cache_holds():
     row = next(r for r in out.table.splitlines() if "processor cache" in r)
     assert f"{pc.capacity_bytes // worst.bytes:,} of the largest item ({worst.what}" in row
     assert "the profiling dummy fits" in row
+
+
+@pytest.mark.parametrize("case", ["banner", "html_501", "silent", "huge", "tls", "no_usage"])
+def test_the_probe_row_shows_one_line_where_the_figure_was(case):
+    """The tab's handler on hostile servers (tests/conformance/hostile_servers.py): no
+    figure, no table, one line in the error slot, within the deadline given; never an
+    exception (gradio's bare "Error" toast), an HTML page or a traceback."""
+    from gemma_explore.app.serving_tab import probe_tab
+    from tests.conformance.hostile_servers import MODEL, assert_one_line, hostile_server
+
+    with hostile_server(case) as url:
+        out = probe_tab(url, MODEL, timeout=60, deadline=2)
+    assert out.figure is None and out.table == ""
+    assert out.error.startswith("✗ the server at ")
+    assert_one_line(out.error, url)

@@ -117,18 +117,22 @@ def test_a_server_without_the_trust_flag_refuses_the_budget_once(tiny4):
 
 
 @pytest.mark.parametrize(
-    ("server", "model", "first_word"),
+    ("server", "model", "kind", "words"),
     [
-        ({"usage": False}, MODEL, "no usage"),
-        ({}, "someone-else", "model not served"),
-        ({"delay": 2.0}, MODEL, "timeout"),
+        ({"usage": False}, MODEL, "no_usage", "answered without usage.prompt_tokens"),
+        ({}, "someone-else", "model_not_served", "serves 'served-gemma', not 'someone-else'"),
+        ({"delay": 2.0}, MODEL, "timeout", "gave no complete answer within 0.5 s"),
     ],
 )
-def test_a_failure_is_one_line_and_stops_the_probe(tiny4, server, model, first_word):
+def test_a_failure_is_one_line_and_stops_the_probe(tiny4, server, model, kind, words):
     result, seen = _probe(tiny4, server=server, model=model, timeout=0.5)
-    assert result.failure.startswith(first_word) and "\n" not in result.failure
+    assert result.failure_kind == kind and words in result.failure
+    assert "\n" not in result.failure and result.stopped
     assert len(seen) <= 1  # the baseline at most: nothing is sent after a failure
     assert all(c.verdict == "not_sent" and c.measured is None for c in result.cases)
+    table = result.table()  # the one line, not a row per case repeating it
+    assert table.rows == () and table.notes == (f"failure: {result.failure}",)
+    assert "baseline None" not in table.title
 
 
 def test_an_unreachable_server_is_one_line(tiny4):
@@ -136,7 +140,11 @@ def test_an_unreachable_server_is_one_line(tiny4):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     result = probe(f"http://127.0.0.1:{port}", model=MODEL, family="gemma4", timeout=2)
-    assert result.failure.startswith("unreachable: no server answered at")
+    assert result.failure_kind == "refused"
+    assert result.failure == (
+        f"nothing answered at http://127.0.0.1:{port}/v1: the connection was refused, so no "
+        f"server listens on port {port}; check the port, and that `vllm serve` is running"
+    )
     assert result.requests == 1 and not result.ok
 
 

@@ -43,9 +43,12 @@ def test_a_server_error_is_one_clear_error(photo):
     down = json_answer({"error": {"message": "Service Unavailable: engine restarting"}})
     with fake_server(down, status=503) as (url, seen):
         bundle = ge.load("google/gemma-4-E4B-it", engine="openai", base_url=url)
-        with pytest.raises(EngineError, match=rf"server at {url} answered 503: .*restarting"):
+        with pytest.raises(
+            EngineError,
+            match=rf"server at {url} answered HTTP 503 \(Service Unavailable\): .*restarting",
+        ):
             bundle.generate([{"role": "user", "content": [{"type": "image", "image": photo}]}])
-        with pytest.raises(EngineError, match="answered 503"):
+        with pytest.raises(EngineError, match="answered HTTP 503"):
             list(bundle.generate("Hi", stream=True))
     assert [r["path"] for r in seen] == ["/v1/chat/completions"] * 2
 
