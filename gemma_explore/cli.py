@@ -20,6 +20,7 @@ import dataclasses
 import importlib.util
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -28,9 +29,11 @@ import typer
 
 from gemma_explore.engines.load import ENGINES, engine_help
 from gemma_explore.engines.serve_args import (
+    ServeFit,
     fit_warnings,
     lever_lines,
     serve_command,
+    serve_fit,
     serving_advice,
     serving_plan_for,
     serving_recipe,
@@ -594,12 +597,48 @@ def serve_args(
         plan = serving_plan_for(
             args, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version
         )
-        advice = serving_advice(args, plan=plan)
-        levers = lever_lines(args, plan=plan)
+        fit = serve_fit(
+            args, plan=plan, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version
+        )
+        if fit is not None and fit.args is not None and not fit.fits:  # the lever's plan
+            args = fit.args
+            plan = serving_plan_for(
+                args, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version
+            )
+        advice = serving_advice(args, plan=plan) if fit is None or fit.args else {}
+        levers = lever_lines(args, plan=plan) if fit is None or fit.fits else []
         warnings = fit_warnings(args, plan=plan)
     except (ValueError, RuntimeError) as exc:  # bad budget, unknown family (ModelLoadError)
         _fail(in_flags(str(exc)))
-    _print_serve_args(args, reasons, levers, advice, warnings, release=release, as_json=as_json)
+    _print_serve_args(
+        args, reasons, levers, advice, warnings, release=release, as_json=as_json, fit=fit
+    )
+    if fit is not None and fit.exit_code:
+        raise typer.Exit(fit.exit_code)
+
+
+def _fit_lines(fit: ServeFit | None, model: str) -> list[str]:
+    """What serve-args says first when the arguments as asked do not fit: the numbers, then
+    the lever it took, or that none fits and the smallest GPU that would."""
+    if fit is None or fit.fits:
+        return []
+    lines = [fit.headline]
+    if fit.args is not None:
+        return [*lines, f"fits with {fit.lever}: {fit.why}"]
+    lines.append(
+        "no single lever fits (tensor parallelism over two GPUs, FP8 KV cache, a shorter "
+        "--max-model-len, each re-planned): no command printed"
+    )
+    if fit.smallest_gpu:
+        lines.append(
+            f"the smallest GPU it fits on as asked: {fit.smallest_gpu} "
+            f"(gemma-explore serve-args {model} --gpu {shlex.quote(fit.smallest_gpu)}); or "
+            "more GPUs and FP8 weights: see --tensor-parallel-size and --quantization fp8 in "
+            "docs/serving.md"
+        )
+    else:
+        lines.append("no GPU in the table fits it as asked: quantize the weights or use more GPUs")
+    return lines
 
 
 def _print_serve_args(
@@ -611,12 +650,20 @@ def _print_serve_args(
     *,
     release: VllmProfile,
     as_json: bool,
+    fit: ServeFit | None = None,
 ) -> None:
-    """serve-args' output, always in the same order: the command (runs as printed), the
-    release and why, why each argument has its value, the levers (the most
-    useful first), then the other advice."""
+    """serve-args' output, always in the same order: whether it fits (only when the
+    arguments as asked do not: the numbers, then the lever taken or the smallest GPU), the
+    command (runs as printed; none when nothing fits), the release and why, why each
+    argument has its value, the levers (the most useful first), then the other advice."""
+    said = _fit_lines(fit, str(args["model"]))
     if as_json:
-        out: dict[str, Any] = {"args": args, "vllm_release": _release_json(release)}
+        out: dict[str, Any] = {"args": args if fit is None or fit.args else None}
+        out["vllm_release"] = _release_json(release)
+        if fit is not None:
+            out["fits"] = fit.fits
+            if not fit.fits:
+                out |= {"fit": said, "lever": fit.lever, "smallest_gpu": fit.smallest_gpu}
         pairs = (
             ("reasons", reasons),
             ("levers", levers),
@@ -627,6 +674,11 @@ def _print_serve_args(
             if value:
                 out[key] = value
         typer.echo(json.dumps(out, indent=2))
+        return
+    for line in said:  # first: it does not fit as asked, and what was done about it
+        typer.echo(f"# {line}")
+    if fit is not None and fit.args is None:
+        typer.echo(f"# {release_line(release)}")
         return
     for line in warnings:  # on stderr, first: the command below would serve nothing of it
         typer.echo(f"# warning: {line}", err=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +24,15 @@ if TYPE_CHECKING:
     from gemma_explore.serving.recipe import Workload
 
 __all__ = [
+    "ServeFit",
     "fit_warnings",
     "lever_lines",
     "serve_command",
+    "serve_fit",
     "serving_advice",
     "serving_plan_for",
     "serving_recipe",
+    "starts",
     "utilization_reason",
 ]
 
@@ -376,3 +380,149 @@ def lever_lines(
         return []
     util = args.get("gpu_memory_utilization")  # None: the plan's release's own sizing
     return [x.line() for x in levers(plan, gpu_memory_utilization=util)]
+
+
+# What serve-args' exit code says (docs/cli.md): the command fits as asked, fits with one
+# lever the output names, or nothing in reach fits (bad input's code: change the GPU).
+EXIT_FITS, EXIT_NONE_FITS, EXIT_LEVER = 0, 2, 3
+
+
+@dataclass(frozen=True)
+class ServeFit:
+    """Whether ``vllm serve`` starts with these arguments on this GPU, by the plan's own
+    start-up arithmetic (:meth:`~gemma_explore.serving.plan.ServingPlan.kv_memory` and
+    :meth:`~gemma_explore.serving.plan.ServingPlan.capacity`), and the arguments to print:
+    as asked, with the first lever that fits (:func:`~gemma_explore.serving.levers.levers`,
+    each re-planned from the printed arguments), or none."""
+
+    fits: bool  # the arguments as asked start
+    args: dict[str, Any] | None  # what to print: None when nothing in reach fits
+    headline: str  # "" when it fits as asked; else "does not fit: …" with the numbers
+    lever: str | None = None  # the flags added, e.g. "--tensor-parallel-size 2"
+    why: str = ""  # the lever's reason and its start-up line, re-planned
+    smallest_gpu: str | None = None  # when nothing fits: the smallest of kv.GPUS that would
+    tried: tuple[str, ...] = ()  # the levers re-planned that still did not fit
+
+    @property
+    def exit_code(self) -> int:
+        """0: fits as asked; 3: fits with the lever; 2: none fits (docs/cli.md)."""
+        if self.fits:
+            return EXIT_FITS
+        return EXIT_LEVER if self.args is not None else EXIT_NONE_FITS
+
+
+def starts(
+    plan: Any, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float | None = None
+) -> Any:
+    """(KV capacity, KV memory estimate) of ``plan`` on its GPU at this tensor parallel
+    size: the capacity refuses (``fits`` False) where vLLM would refuse to start."""
+    est = plan.kv_memory(
+        gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size
+    )
+    cap = plan.capacity(
+        kv_cache_memory_bytes=est.kv_cache_memory_bytes, tensor_parallel_size=tensor_parallel_size
+    )
+    return cap, est
+
+
+def _gpu_words(plan: Any) -> str:
+    gib = (plan.gpu_memory_bytes or 80 * 2**30) / 2**30
+    name = plan.gpu.removeprefix("NVIDIA ") if plan.gpu else "GPU"
+    return f"one {name} ({gib:.1f} GiB)"
+
+
+def fit_headline(plan: Any, cap: Any, est: Any) -> str:
+    """ "does not fit: …" with the numbers: the weights, KV for one max-length request,
+    what else vLLM keeps, and the GPU's memory it may use (the Serving tab's sum, with the
+    activation estimate the start-up arithmetic takes off too)."""
+    gib = 2**30
+    kv = cap.bytes_per_block * cap.blocks_per_request
+    parts = [
+        f"weights {est.weights_bytes / gib:,.2f}",
+        f"KV for one {plan.max_model_len:,}-token request {kv / gib:,.2f}",
+    ]
+    if est.encoder_cache_bytes:
+        parts.append(f"encoder cache {est.encoder_cache_bytes / gib:,.2f}")
+    parts.append(f"activations ~{est.activation_bytes / gib:,.2f} (estimated)")
+    if est.margin_bytes:
+        parts.append(f"margin {est.margin_bytes / gib:,.2f}")
+    need = est.weights_bytes + kv + est.encoder_cache_bytes + est.activation_bytes
+    need += est.margin_bytes
+    gpu_gib = est.gpu_memory_bytes / gib
+    return (
+        f"does not fit: {plan.model.name} on {_gpu_words(plan)} under {plan.vllm.label}: "
+        f"{' + '.join(parts)} = {need / gib:,.2f} GiB, more than the "
+        f"{est.requested_bytes / gib:,.2f} GiB vLLM may use ({gpu_gib:.1f} GiB × "
+        f"{est.gpu_memory_utilization:g}); vLLM would refuse to start"
+    )
+
+
+def _with_lever(args: dict[str, Any], lever: Any) -> dict[str, Any]:
+    """The engine arguments with a lever's settings, as ``vllm serve`` takes them."""
+    out = dict(args)
+    for key, value in lever.settings.items():
+        if key == "max_soft_tokens":
+            out["mm_processor_kwargs"] = {**(args.get("mm_processor_kwargs") or {}), key: value}
+        elif key == "limit_mm_per_prompt":  # the lever's modality at 0, the rest as asked
+            zeroed = {m for m, n in value.items() if n == 0}
+            out[key] = {**(args.get(key) or {}), **dict.fromkeys(zeroed, 0)}
+        else:
+            out[key] = value
+    if lever.tensor_parallel_size > 1:
+        out["tensor_parallel_size"] = lever.tensor_parallel_size
+    return out
+
+
+def serve_fit(
+    args: dict[str, Any],
+    *,
+    plan: Any = None,
+    gpu: str | None = None,
+    gpu_memory_gib: float | None = None,
+    vllm_version: str | None = None,
+) -> ServeFit | None:
+    """Whether :func:`serve_command`'s line for ``args`` starts on this GPU (``gpu``, a
+    name of ``kv.GPUS``, or ``gpu_memory_gib``, default 80), and if not, the first lever
+    of :func:`~gemma_explore.serving.levers.levers` whose arguments, re-planned as
+    printed, do (the same GPU first, then two of it), else the smallest GPU of
+    ``kv.GPUS`` on which the arguments as asked start. None when no config of the
+    checkpoint is here (nothing to plan).
+
+    >>> fit = serve_fit(serving_recipe("google/gemma-4-31B-it"), gpu="L4")  # doctest: +SKIP
+    >>> fit.exit_code, fit.smallest_gpu                                    # doctest: +SKIP
+    (2, 'H100 80GB')
+    """
+    from gemma_explore.serving.kv import GPUS
+    from gemma_explore.serving.levers import levers
+
+    where = dict(gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=vllm_version)
+    plan = plan if plan is not None else serving_plan_for(args, **where)
+    if plan is None:
+        return None
+    util = args.get("gpu_memory_utilization")
+    cap, est = starts(plan, gpu_memory_utilization=util)
+    if cap.fits:
+        return ServeFit(True, args, "")
+    headline = fit_headline(plan, cap, est)
+    tried = []
+    for lever in levers(plan, gpu_memory_utilization=util):
+        if lever.after <= 0:
+            tried.append(lever.flag)
+            continue
+        printed = _with_lever(args, lever)
+        again = serving_plan_for(printed, **where)  # re-planned from what is printed
+        tp = int(printed.get("tensor_parallel_size", 1))
+        new_cap, _ = starts(again, tensor_parallel_size=tp, gpu_memory_utilization=util)
+        if not new_cap.fits:
+            tried.append(lever.flag)
+            continue
+        why = f"{lever.why}; re-planned, vLLM would log: {new_cap.log_line()}"
+        return ServeFit(False, printed, headline, lever.flag, why, tried=tuple(tried))
+    here = plan.gpu_memory_bytes or 80 * 2**30
+    for name, card in sorted(GPUS.items(), key=lambda kv: kv[1].memory_mib):
+        if card.memory_bytes <= here:
+            continue
+        other = serving_plan_for(args, gpu=name, vllm_version=plan.vllm_version)
+        if other is not None and starts(other, gpu_memory_utilization=util)[0].fits:
+            return ServeFit(False, None, headline, smallest_gpu=name, tried=tuple(tried))
+    return ServeFit(False, None, headline, tried=tuple(tried))
