@@ -714,13 +714,25 @@ def explain(
     (--vllm; docs/vllm_errors.md lists every message it knows)."""
     from gemma_explore.serving.plan import plan_serving
     from gemma_explore.serving.vllm_errors import explain as explain_error
+    from gemma_explore.serving.vllm_errors import general_hint
 
     release = _release(vllm)
     try:
         plan = None if model is None else plan_serving(model, vllm_version=release.version)
-        found = explain_error(error, plan=plan, vllm_version=release.version)
-    except (ValueError, RuntimeError) as exc:  # no match; a model that cannot be read
+    except (ValueError, RuntimeError) as exc:  # a model that cannot be read
         _fail(str(exc))
+    try:
+        found = explain_error(error, plan=plan, vllm_version=release.version)
+    except ValueError as exc:  # no vLLM message matches
+        hint = general_hint(error)  # no vLLM message, but a known one (CUDA's out of memory)
+        if hint is None:
+            _fail(str(exc))
+        if as_json:
+            out = {"name": hint.name, "cause": hint.cause, "answer": hint.answer}
+            typer.echo(json.dumps(out | {"vllm_message": False}, indent=2))
+        else:
+            typer.echo(hint.text())
+        return
     if as_json:
         out = {"name": found.error.name, "fields": found.fields, "answer": found.answer}
         out |= {"cause": found.error.cause, "model": found.model}

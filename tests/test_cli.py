@@ -256,7 +256,7 @@ def test_serve_args_prints_the_recipe():
     assert lines[2:] == why + levers + advice
     # Production advice follows the reasons, one flag and its reason per line.
     assert [a.split(":")[0] for a in advice] == [
-        "# consider --tensor-parallel-size",
+        "# consider --tensor-parallel-size 1",
         "# consider --quantization fp8",
         "# consider --kv-cache-dtype fp8",
         "# consider --enable-prefix-caching",
@@ -763,3 +763,80 @@ def test_admit_names_a_bad_line(tmp_path):
     (tmp_path / "r.jsonl").write_text('{"pictures": 1}\n')
     error = _one_line_error(run("admit", "google/gemma-4-E4B-it", tmp_path / "r.jsonl"))
     assert "requests line 1: unknown field(s) ['pictures']" in error
+
+
+def _printed_args(line: str) -> dict:
+    """A printed ``vllm serve`` line back into engine arguments (vLLM's flags)."""
+    import shlex
+
+    words = shlex.split(line)
+    assert words[:2] == ["vllm", "serve"]
+    args: dict = {"model": words[2]}
+    i = 3
+    while i < len(words):
+        key = words[i].removeprefix("--").replace("-", "_")
+        if i + 1 < len(words) and not words[i + 1].startswith("--"):
+            value = words[i + 1]
+            try:
+                args[key] = json.loads(value)
+            except json.JSONDecodeError:
+                args[key] = value
+            i += 2
+        else:
+            args[key] = True
+            i += 1
+    return args
+
+
+@pytest.mark.parametrize(
+    "gpu,code",
+    [("L4", 2), ("A100 40GB", 3), ("H100 80GB", 0)],
+)
+def test_serve_args_never_prints_a_command_that_does_not_fit(gpu, code):
+    """The 31B: none fits one L4 (the smallest GPU named instead), two A100 40GB do (the
+    lever printed, the command re-planned from its own flags starts), one H100 fits as
+    asked. The exit code says which (docs/cli.md)."""
+    from gemma_explore.engines.serve_args import serving_plan_for, starts
+
+    done = run("serve-args", "google/gemma-4-31B-it", "--gpu", gpu)
+    assert done.exit_code == code, done.output
+    lines = done.stdout.splitlines()
+    commands = [line for line in lines if line.startswith("vllm serve")]
+    if code == 0:
+        assert lines[0].startswith("vllm serve")
+    else:
+        assert lines[0].startswith("# does not fit: google/gemma-4-31B-it on one ")
+        assert "weights 58." in lines[0] and "-token request" in lines[0]
+    if code == 2:
+        assert commands == [] and "the smallest GPU it fits on as asked: H100 80GB" in done.stdout
+        return
+    (line,) = commands
+    args = _printed_args(line)
+    args.pop("trust_request_mm_kwargs", None)
+    plan = serving_plan_for(args, gpu=gpu)
+    tp = int(args.get("tensor_parallel_size", 1))
+    assert starts(plan, tensor_parallel_size=tp)[0].fits
+    if code == 3:
+        assert "--tensor-parallel-size 2" in line
+        assert lines[1].startswith("# fits with --tensor-parallel-size 2: ")
+    assert ": 1:" not in done.stdout and "capacity()" not in done.stdout
+    assert "levers()" not in done.stdout
+
+
+def test_serve_args_json_says_whether_it_fits():
+    out = json.loads(run("serve-args", "google/gemma-4-31B-it", "--gpu", "L4", "--json").stdout)
+    assert out["fits"] is False and out["args"] is None and out["smallest_gpu"] == "H100 80GB"
+    assert out["fit"][0].startswith("does not fit:")
+
+
+def test_explain_gives_cuda_out_of_memory_a_general_hint():
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 22.05 GiB of which 1.2 GiB is free."
+    )
+    done = run("explain", oom)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("not a vLLM message: 'cuda-out-of-memory'")
+    assert "gemma-explore serve-args MODEL --gpu GPU" in done.stdout
+    # Text that is neither still gets the one-line refusal (exit 2).
+    assert "matches none" in _one_line_error(run("explain", "something else entirely"))

@@ -317,8 +317,8 @@ def serving_advice(
 ) -> dict[str, str]:
     """Production advice for :func:`serving_recipe`'s arguments, on a checkpoint whose
     config is on this machine (else none): flag → why, the levers that raise the
-    concurrency first (each gain computed), then the start-up KV line ``capacity()``
-    predicts. ``plan``: their serving plan (:func:`serving_plan_for`), when the caller has
+    concurrency first (each gain computed), then the start-up KV line the plan's
+    capacity predicts. ``plan``: their serving plan (:func:`serving_plan_for`), when the caller has
     it already; it knows its GPU and its vLLM release (else ``vllm_version``'s). An unset
     ``gpu_memory_utilization`` is the release's own sizing.
 
