@@ -30,18 +30,18 @@ import typer
 from gemma_explore.engines.load import ENGINES, engine_help
 from gemma_explore.engines.serve_args import (
     ServeFit,
+    engine_args,
     fit_warnings,
     lever_lines,
     serve_command,
     serve_fit,
     serving_advice,
     serving_plan_for,
-    serving_recipe,
 )
 from gemma_explore.facts.families import DEFAULT_FAMILY, FAMILIES
 from gemma_explore.vllm_versions import SUPPORTED, VllmProfile, vllm_profile
 
-__all__ = ["app", "main", "serve_command", "serving_recipe"]
+__all__ = ["app", "main", "serve_command"]
 
 app = typer.Typer(
     name="gemma-explore",
@@ -572,6 +572,7 @@ def serve_args(
     production advice (tensor parallelism, FP8, prefix caching, max-num-seqs), by one vLLM
     release's rules (--vllm)."""
     from gemma_explore.serving.kv import GPUS
+    from gemma_explore.serving.recipe import Workload
 
     release = _release(vllm)
     if gpu is not None and gpu not in GPUS:
@@ -580,14 +581,23 @@ def serve_args(
     _say_when_going_by_name(model)
     reasons: dict[str, str] = {}
     try:
-        args = serving_recipe(
+        stated = images is not None or audios is not None or videos is not None
+        work = (
+            Workload(
+                images=images or 0,
+                max_soft_tokens=budget,
+                audio_clips=audios or 0,
+                videos=videos or 0,
+            )
+            if stated
+            else None
+        )
+        args = engine_args(
             model,
             family=family,
-            budget=budget,
+            workload=work,
+            max_soft_tokens=None if stated else budget,
             max_model_len=max_model_len,
-            images=images,
-            audios=audios,
-            videos=videos,
             reasons=reasons,
             workshop=workshop,
             gpu=gpu,

@@ -23,7 +23,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from gemma_explore import cli
-from gemma_explore.engines.vllm import engine_args
+from gemma_explore.engines.serve_args import engine_args
 from gemma_explore.plans.audio import plan_audio
 from gemma_explore.plans.image import plan_image
 from gemma_explore.plans.video import plan_video
@@ -239,7 +239,7 @@ def test_bill_missing_folder_and_parquet_without_pyarrow_exit_2(tmp_path):
 
 
 def test_serve_args_prints_the_recipe():
-    from gemma_explore.serving.recipe import Workload, engine_recipe
+    from gemma_explore.serving.recipe import Workload
 
     result = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560", "--images", "2")
     assert result.exit_code == 0, result.output
@@ -263,12 +263,16 @@ def test_serve_args_prints_the_recipe():
         "# consider --max-num-seqs",
     ]
     # A stated workload: the serving plan's recipe, with one reason per argument.
-    recipe = engine_recipe(
-        "google/gemma-4-E4B-it", workload=Workload(images=2, max_soft_tokens=560), family="gemma4"
+    reasons: dict[str, str] = {}
+    proposed = engine_args(
+        "google/gemma-4-E4B-it",
+        workload=Workload(images=2, max_soft_tokens=560),
+        workshop=False,
+        reasons=reasons,
     )
-    assert why[:-1] == [f"# {k}: {v}" for k, v in recipe.reasons.items()]
+    assert why == [f"# {k}: {v}" for k, v in reasons.items()]
     assert why[-1].startswith("# gpu_memory_utilization: unset")  # the release's own sizing
-    mml = recipe.args["max_model_len"]
+    mml = proposed["max_model_len"]
     assert line.startswith(f"vllm serve google/gemma-4-E4B-it --max-model-len {mml}")
     assert mml == 2048  # 2 × (560 + 2) + 256 text + 512 answer = 1892, rounded up to 256s
     assert """--mm-processor-kwargs '{"max_soft_tokens": 560}'""" in line
@@ -278,8 +282,8 @@ def test_serve_args_prints_the_recipe():
     # else requests' own budgets get a 400 from vllm serve
     assert plain.splitlines()[0].endswith(" --trust-request-mm-kwargs")
     as_json = json.loads(run("serve-args", "google/gemma-3n-E2B-it", "--json").stdout)
-    want = engine_args("google/gemma-3n-E2B-it", family="gemma3n", enforce_eager=False)
-    want.pop("gpu_memory_utilization")  # production: the release's own sizing
+    # production: no CUDA-graph skip, and the release's own sizing (no utilization)
+    want = engine_args("google/gemma-3n-E2B-it", workshop=False)
     assert as_json["args"] == json.loads(json.dumps(want))
     assert "--max-num-seqs" in as_json["advice"]
     assert as_json["vllm_release"] == {
@@ -718,12 +722,16 @@ def test_serve_args_on_an_l4_plans_vllm_serves_l4_defaults():
     """On an L4 `vllm serve` batches 2048 tokens (vLLM's EngineArgs defaults, which
     tests/serving/test_plan_defaults.py holds the plan to); the printed line's concurrency
     is capacity()'s for the same plan."""
-    from gemma_explore.engines.serve_args import serving_plan_for, serving_recipe
+    from gemma_explore.engines.serve_args import engine_args, serving_plan_for
+    from gemma_explore.serving.recipe import Workload
 
     done = run("serve-args", "google/gemma-4-E2B-it", "--images", "1", "--gpu", "L4", "--json")
     assert done.exit_code == 0, done.output
     args = json.loads(done.stdout)["args"]
-    plan = serving_plan_for(serving_recipe("google/gemma-4-E2B-it", images=1, gpu="L4"), gpu="L4")
+    plan = serving_plan_for(
+        engine_args("google/gemma-4-E2B-it", workload=Workload(images=1), workshop=False, gpu="L4"),
+        gpu="L4",
+    )
     assert plan.max_num_batched_tokens == 2048
     assert args.get("max_num_batched_tokens", 2048) == 2048
 

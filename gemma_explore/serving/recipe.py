@@ -1,13 +1,13 @@
 """Start-up arguments for a stated workload, each one explained from the serving plan.
 
 "Up to 4 images at budget 560 and one 30 s clip" is a :class:`Workload`;
-:func:`engine_recipe` turns it into ``max_model_len``, ``limit_mm_per_prompt``,
+:func:`~gemma_explore.engines.serve_args.engine_args` (``workload=``) turns it into ``max_model_len``, ``limit_mm_per_prompt``,
 ``mm_processor_kwargs`` and ``max_num_batched_tokens``, and says why each value, from
 the same arithmetic vLLM's profiler runs (:func:`~gemma_explore.serving.plan.plan_serving`).
 
->>> r = engine_recipe("tiny-gemma4", workload=Workload(images=4, max_soft_tokens=560,
-...                                                    audio_clips=1))  # doctest: +SKIP
->>> r.args["limit_mm_per_prompt"], r.args["max_model_len"]              # doctest: +SKIP
+>>> r = _recipe("tiny-gemma4", workload=Workload(images=4, max_soft_tokens=560,
+...                                              audio_clips=1))  # doctest: +SKIP
+>>> r.args["limit_mm_per_prompt"], r.args["max_model_len"]        # doctest: +SKIP
 ({'image': 4, 'audio': 1, 'video': 0}, 4096)
 """
 
@@ -28,7 +28,7 @@ from gemma_explore.serving.plan import (
 )
 from gemma_explore.vllm_versions import VllmProfile, vllm_profile
 
-__all__ = ["EngineRecipe", "Workload", "engine_recipe", "production_advice"]
+__all__ = ["EngineRecipe", "Workload"]
 
 ROUND_TO = 256  # lengths are rounded up to a multiple of this (vLLM's blocks are 16)
 
@@ -75,7 +75,7 @@ def _model_for(model: str) -> ServingModel | None:
     return None
 
 
-def engine_recipe(
+def _recipe(
     model: str,
     *,
     workload: Workload,
@@ -94,7 +94,7 @@ def engine_recipe(
     decide vLLM's ``max_num_batched_tokens`` default the proposal starts from, by the rules
     of ``vllm_version`` (default: the installed vLLM's, else the newest supported).
 
-    >>> engine_recipe("someone/unknown", workload=Workload(images=1)).args["max_model_len"]
+    >>> _recipe("someone/unknown", workload=Workload(images=1)).args["max_model_len"]
     1280
     """
     sm = _model_for(model)
@@ -360,7 +360,7 @@ def _fp8_advice(plan: ServingPlan) -> str:
     )
 
 
-def production_advice(
+def _advice(
     plan: ServingPlan,
     *,
     gpu_memory_gib: float | None = None,
@@ -377,7 +377,7 @@ def production_advice(
     (:func:`~gemma_explore.serving.kv.kv_memory_estimate`: vLLM profiles the activation peak
     on the device).
 
-    >>> advice = production_advice(plan_serving("google/gemma-4-31B-it", gpu="H100 80GB"))  # doctest: +SKIP
+    >>> advice = _advice(plan_serving("google/gemma-4-31B-it", gpu="H100 80GB"))  # doctest: +SKIP
     >>> "--tensor-parallel-size" in advice                                    # doctest: +SKIP
     """
     from gemma_explore.serving.levers import levers

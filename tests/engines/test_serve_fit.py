@@ -10,9 +10,9 @@ from gemma_explore.engines.serve_args import (
     EXIT_FITS,
     EXIT_LEVER,
     EXIT_NONE_FITS,
+    engine_args,
     serve_fit,
     serving_plan_for,
-    serving_recipe,
     starts,
 )
 from gemma_explore.serving.kv import GPUS
@@ -29,7 +29,7 @@ def _starts(args: dict, gpu: str) -> bool:
 
 
 def test_the_31b_on_an_l4_fits_nothing_and_names_the_smallest_gpu():
-    args = serving_recipe(BIG, gpu="L4")
+    args = engine_args(BIG, gpu="L4", workshop=False)
     plan = serving_plan_for(args, gpu="L4")
     fit = serve_fit(args, gpu="L4")
     assert not fit.fits and fit.args is None and fit.exit_code == EXIT_NONE_FITS == 2
@@ -55,7 +55,7 @@ def test_the_31b_on_an_l4_fits_nothing_and_names_the_smallest_gpu():
     [("A100 40GB", None, "--tensor-parallel-size 2"), ("H100 80GB", 131072, None)],
 )
 def test_a_lever_that_fits_is_printed_and_starts_when_re_planned(gpu, max_model_len, flag):
-    args = serving_recipe(BIG, gpu=gpu, max_model_len=max_model_len)
+    args = engine_args(BIG, gpu=gpu, max_model_len=max_model_len, workshop=False)
     fit = serve_fit(args, gpu=gpu)
     assert not _starts(args, gpu)  # as asked, vLLM would refuse
     assert fit.exit_code == EXIT_LEVER == 3 and fit.args is not None
@@ -69,7 +69,7 @@ def test_a_lever_that_fits_is_printed_and_starts_when_re_planned(gpu, max_model_
 
 
 def test_a_plan_that_fits_is_printed_as_asked():
-    args = serving_recipe("google/gemma-4-E4B-it", gpu="H100 80GB")
+    args = engine_args("google/gemma-4-E4B-it", gpu="H100 80GB", workshop=False)
     fit = serve_fit(args, gpu="H100 80GB")
     assert fit.fits and fit.args == args and fit.exit_code == EXIT_FITS == 0
     assert fit.headline == "" and _starts(args, "H100 80GB")
@@ -78,12 +78,12 @@ def test_a_plan_that_fits_is_printed_as_asked():
 def test_a_shorter_max_model_len_is_a_lever_only_when_one_request_does_not_fit():
     """vLLM's own estimate of the longest length that fits, re-planned."""
     plan = serving_plan_for(
-        serving_recipe(BIG, gpu="H100 80GB", max_model_len=131072), gpu="H100 80GB"
+        engine_args(BIG, gpu="H100 80GB", max_model_len=131072, workshop=False), gpu="H100 80GB"
     )
     cap, _ = starts(plan)
     shorter = [x for x in levers(plan) if x.flag.startswith("--max-model-len")]
     assert not cap.fits and len(shorter) == 1
     n = shorter[0].settings["max_model_len"]
     assert n <= cap.estimated_max_model_len and starts(shorter[0].plan)[0].fits
-    fits = serving_plan_for(serving_recipe(BIG, gpu="H100 80GB"), gpu="H100 80GB")
+    fits = serving_plan_for(engine_args(BIG, gpu="H100 80GB", workshop=False), gpu="H100 80GB")
     assert not [x for x in levers(fits) if x.flag.startswith("--max-model-len")]
