@@ -224,7 +224,8 @@ def _more_kv_memory(f: Mapping[str, str]) -> str:
 def _kv_no_memory(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
     return (
         f"Nothing is left for the KV cache: {_more_kv_memory(f)}, or quantize the weights "
-        "(--quantization fp8). plan_serving(model).memory_fit(gpu_gib) shows what is left."
+        "(--quantization fp8). `gemma-explore serve-args MODEL --gpu GPU` shows whether it "
+        "fits and prints a command that does."
     )
 
 
