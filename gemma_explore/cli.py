@@ -568,11 +568,9 @@ def serve_args(
     ] = None,
     vllm: _Vllm = None,
 ) -> None:
-    """Print the `vllm serve` command (or its arguments) for a Gemma checkpoint, with
-    production advice (tensor parallelism, FP8, prefix caching, max-num-seqs), by one vLLM
-    release's rules (--vllm)."""
+    """Print a `vllm serve` command that fits (or its arguments) for a Gemma checkpoint, with
+    production advice, by one vLLM release's rules (--vllm); exit 3: fits with a lever."""
     from gemma_explore.serving.kv import GPUS
-    from gemma_explore.serving.recipe import Workload
 
     release = _release(vllm)
     if gpu is not None and gpu not in GPUS:
@@ -581,22 +579,12 @@ def serve_args(
     _say_when_going_by_name(model)
     reasons: dict[str, str] = {}
     try:
-        stated = images is not None or audios is not None or videos is not None
-        work = (
-            Workload(
-                images=images or 0,
-                max_soft_tokens=budget,
-                audio_clips=audios or 0,
-                videos=videos or 0,
-            )
-            if stated
-            else None
-        )
+        work = _workload_of(images, audios, videos, budget)
         args = engine_args(
             model,
             family=family,
             workload=work,
-            max_soft_tokens=None if stated else budget,
+            max_soft_tokens=None if work is not None else budget,
             max_model_len=max_model_len,
             reasons=reasons,
             workshop=workshop,
@@ -604,17 +592,12 @@ def serve_args(
             gpu_memory_gib=gpu_memory_gib,
             vllm_version=release.version,
         )
-        plan = serving_plan_for(
-            args, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version
-        )
-        fit = serve_fit(
-            args, plan=plan, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version
-        )
+        where = dict(gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version)
+        plan = serving_plan_for(args, **where)
+        fit = serve_fit(args, plan=plan, **where)
         if fit is not None and fit.args is not None and not fit.fits:  # the lever's plan
             args = fit.args
-            plan = serving_plan_for(
-                args, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version
-            )
+            plan = serving_plan_for(args, **where)
         advice = serving_advice(args, plan=plan) if fit is None or fit.args else {}
         levers = lever_lines(args, plan=plan) if fit is None or fit.fits else []
         warnings = fit_warnings(args, plan=plan)
@@ -625,6 +608,19 @@ def serve_args(
     )
     if fit is not None and fit.exit_code:
         raise typer.Exit(fit.exit_code)
+
+
+def _workload_of(
+    images: int | None, audios: int | None, videos: int | None, budget: int | None
+) -> Any:
+    """The workload the flags state (None when no --images, --audios or --videos)."""
+    from gemma_explore.serving.recipe import Workload
+
+    if images is None and audios is None and videos is None:
+        return None
+    return Workload(
+        images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
+    )
 
 
 def _fit_lines(fit: ServeFit | None, model: str) -> list[str]:

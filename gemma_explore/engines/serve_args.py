@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gemma_explore.serving.recipe import Workload
 
 __all__ = [
+    "CPU_KV_CACHE_BYTES",
     "ServeFit",
     "engine_args",
     "fit_warnings",
@@ -35,6 +36,11 @@ __all__ = [
     "starts",
     "utilization_reason",
 ]
+
+
+# vLLM's CPU engine's KV cache: 256 MiB holds ~500k tokens of a tiny model and a few thousand
+# of a real E2B/E4B; vLLM's CPU default (a share of RAM) would reserve gigabytes.
+CPU_KV_CACHE_BYTES = 256 << 20
 
 
 def _family_and_audio(model: str, family: str | None) -> tuple[str, bool]:
@@ -83,12 +89,9 @@ def engine_args(
     reasons: dict[str, str] | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """vLLM's start-up arguments for a Gemma 3n / Gemma 4 checkpoint, as a dict of engine
-    arguments (``vllm.LLM(**args)``; :func:`serve_command` writes them as ``vllm serve``).
-    The one function for them: ``ge.load(..., engine="vllm")``, ``gemma-explore
-    serve-args`` and the course call it.
-
-    Without a ``workload``, the defaults:
+    """vLLM's start-up arguments for a Gemma 3n / Gemma 4 checkpoint (``vllm.LLM(**args)``;
+    :func:`serve_command` writes them as ``vllm serve``): the one function for them, which
+    ``ge.load(..., engine="vllm")``, ``serve-args`` and the course call. The defaults:
 
     - ``max_model_len`` 8192: room for a few images at the largest budget plus a clip,
       without reserving the full 32k–128k context's KV cache.
@@ -97,7 +100,6 @@ def engine_args(
     - ``mm_processor_kwargs``: Gemma 4's start-up image budget: the default for requests
       that name none, and what vLLM's profiler assumes for images. Requests may ask for
       another budget with their own ``mm_processor_kwargs``.
-    - ``enforce_eager``: skip CUDA-graph capture; a workshop box starts faster.
     - ``has_audio=False`` (Gemma 4 26B/31B: no ``audio_config``): audio stays out of the
       limits. vLLM starts either way, then fails each clip in its processor: one that
       comes with its rate (``(wave, rate)``, as every served request's clip does) while
@@ -105,49 +107,30 @@ def engine_args(
       provided" (the data parser of a model without audio has no target rate), before
       any count check; a bare array (what :class:`VllmEngine` sends) at the count check,
       with "does not have an audio tower".
-    - ``workload=Workload(images=4, max_soft_tokens=560, audio_clips=1)``: propose
-      ``max_model_len``, ``limit_mm_per_prompt``, ``mm_processor_kwargs`` and
-      ``max_num_batched_tokens`` for that workload from the serving plan instead of the
-      defaults above (on ``gpu`` / ``gpu_memory_gib``'s ``vllm serve`` defaults, default
-      80 GiB: H100-class); arguments given explicitly still win, and ``reasons`` (argument
-      → why) says so.
+    - ``workload=Workload(images=4, max_soft_tokens=560, audio_clips=1)``: the serving
+      plan's ``max_model_len``, ``limit_mm_per_prompt``, ``mm_processor_kwargs`` and
+      ``max_num_batched_tokens`` for it (on ``gpu`` / ``gpu_memory_gib``'s ``vllm serve``
+      defaults, else 80 GiB); values you give win, and ``reasons`` (argument → why) says so.
     - ``device="cpu"`` (vLLM's CPU build): the KV cache gets :data:`CPU_KV_CACHE_BYTES`
       (``kv_cache_memory_bytes``; on CPU ``gpu_memory_utilization`` would be a share of
       RAM) and the weights float32 (bfloat16 matmuls need AVX512-BF16 on CPU).
 
-    ``workshop=True`` (the default, as ``ge.load`` starts an engine): ``enforce_eager`` (no
-    CUDA-graph capture, a faster start) and ``gpu_memory_utilization`` 0.85 (room for a
-    notebook beside the engine). ``workshop=False`` is production: CUDA graphs, and
-    ``gpu_memory_utilization`` unset so the release's own sizing applies (a fixed share of
-    the GPU, or the extensible KV cache); ``reasons`` says which, for ``vllm_version``'s
-    release. ``family`` and ``has_audio`` left out are read from the checkpoint's config
-    (a local folder's, the local HF cache copy or the built-in facts; never the network).
-    Unset values are left out (vLLM's own default). ``overrides`` win over everything.
+    ``workshop=True`` (``ge.load``'s): ``enforce_eager`` and ``gpu_memory_utilization`` 0.85
+    (room for a notebook beside the engine); ``False`` is production: CUDA graphs, and the
+    utilization unset, so ``vllm_version``'s release sizes the pool its own way (``reasons``
+    says how). ``family`` / ``has_audio`` left out are read from the checkpoint's config
+    (its folder, the local HF cache or the built-in facts; never the network). Unset values
+    are left out; ``overrides`` win over everything.
 
     >>> engine_args("google/gemma-4-E4B-it", family="gemma4", max_soft_tokens=560)["mm_processor_kwargs"]
     {'max_soft_tokens': 560}
     """
-    if family is None or has_audio is None:
-        fam, audio = _family_and_audio(model, family)
-        family = fam if family is None else family
-        has_audio = audio if has_audio is None else has_audio
-    if workload is not None and workload.audio_clips and not has_audio:
-        raise ValueError(
-            f"{model} has no audio tower (its config has no audio_config): drop --audios, or "
-            "use an E2B/E4B or 12B checkpoint."
-        )
+    family, has_audio = _checkpoint(model, family, has_audio, workload)
     profile = vllm_profile(vllm_version)
     args = _default_args(
         model, family, has_audio, max_soft_tokens, max_model_len, limit_mm_per_prompt
     )
-    args["enforce_eager"] = workshop
-    if not workshop:  # unset: the release's own sizing (utilization_reason says which)
-        args["gpu_memory_utilization"] = None
-    if device == "cpu":
-        from gemma_explore.engines.vllm import CPU_KV_CACHE_BYTES
-
-        args.pop("gpu_memory_utilization", None)
-        args.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, dtype="float32")
+    _set_mode(args, workshop, device)
     why: dict[str, str] = {}
     if workload is not None:
         from gemma_explore.serving.recipe import _recipe
@@ -161,18 +144,44 @@ def engine_args(
             gpu_memory_gib=gpu_memory_gib,
             vllm_version=profile.version,
         )
-        explicit = {
-            "max_model_len": max_model_len,
-            "limit_mm_per_prompt": limit_mm_per_prompt,
-            "mm_processor_kwargs": max_soft_tokens,
-        }
-        why = _take_recipe(args, recipe, explicit)
+        yours = (max_model_len, limit_mm_per_prompt, max_soft_tokens)
+        why = _take_recipe(args, recipe, dict(zip(_EXPLICIT, yours, strict=True)))
     args.update(overrides)
     args = {k: v for k, v in args.items() if v is not None}
     if reasons is not None:
         reasons.update(why)
         reasons["gpu_memory_utilization"] = utilization_reason(args, profile, workshop)
     return args
+
+
+def _set_mode(args: dict[str, Any], workshop: bool, device: str) -> None:
+    """Workshop or production, CUDA or vLLM's CPU build, into ``args``."""
+    args["enforce_eager"] = workshop
+    if not workshop:  # unset: the release's own sizing (utilization_reason says which)
+        args["gpu_memory_utilization"] = None
+    if device == "cpu":
+        args.pop("gpu_memory_utilization", None)
+        args.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, dtype="float32")
+
+
+_EXPLICIT = ("max_model_len", "limit_mm_per_prompt", "mm_processor_kwargs")  # yours win
+
+
+def _checkpoint(
+    model: str, family: str | None, has_audio: bool | None, workload: Workload | None
+) -> tuple[str, bool]:
+    """(family, has_audio): as given, else read from the checkpoint's config; a workload
+    with clips for a checkpoint without an audio tower is refused."""
+    if family is None or has_audio is None:
+        fam, audio = _family_and_audio(model, family)
+        family = fam if family is None else family
+        has_audio = audio if has_audio is None else has_audio
+    if workload is not None and workload.audio_clips and not has_audio:
+        raise ValueError(
+            f"{model} has no audio tower (its config has no audio_config): drop --audios, or "
+            "use an E2B/E4B or 12B checkpoint."
+        )
+    return family, has_audio
 
 
 def _default_args(

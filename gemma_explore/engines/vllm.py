@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from gemma_explore.engines.serve_args import engine_args
 from gemma_explore.engines.vllm_processor import vllm_mm_data
 from gemma_explore.errors import EngineError
 from gemma_explore.facts.families import get_family
@@ -29,7 +30,6 @@ from gemma_explore.plans.vllm import vllm_adds_bos
 from gemma_explore.processing.inputs import PreparedInputs
 
 __all__ = [
-    "CPU_KV_CACHE_BYTES",
     "VLLM_MISSING",
     "vllm_device",
     "VllmEngine",
@@ -48,9 +48,6 @@ VLLM_NO_PLATFORM = (
     "build (python scripts/install_vllm.py; with the CUDA build also installed, set "
     "VLLM_TARGET_DEVICE=cpu), or use engine='hf'."
 )
-# The CPU engine's KV cache: 256 MiB holds ~500k tokens of a tiny model and a few thousand
-# of a real E2B/E4B; vLLM's CPU default (a share of RAM) would reserve gigabytes.
-CPU_KV_CACHE_BYTES = 256 << 20
 _MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 
@@ -175,8 +172,6 @@ def start_vllm(
     import vllm
 
     in_process = device == "cpu" if in_process is None else in_process
-    from gemma_explore.engines.serve_args import engine_args
-
     args = engine_args(model, family=family, device=device, **engine_overrides)
     if in_process:
         args.setdefault("distributed_executor_backend", "uni")

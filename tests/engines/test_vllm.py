@@ -82,7 +82,7 @@ def test_generate_passes_data_and_budget_to_the_engine(tiny4, photo, monkeypatch
 def test_cpu_engine_args_size_the_kv_cache_in_bytes():
     args = sa.engine_args("x", family="gemma4", device="cpu")
     assert "gpu_memory_utilization" not in args and args["dtype"] == "float32"
-    assert args["kv_cache_memory_bytes"] == vb.CPU_KV_CACHE_BYTES
+    assert args["kv_cache_memory_bytes"] == sa.CPU_KV_CACHE_BYTES
     assert sa.engine_args("x", family="gemma4", device="cpu", dtype="bfloat16")["dtype"] == (
         "bfloat16"
     )
