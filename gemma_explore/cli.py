@@ -598,7 +598,7 @@ def serve_args(
         if fit is not None and fit.args is not None and not fit.fits:  # the lever's plan
             args = fit.args
             plan = serving_plan_for(args, **where)
-        advice = serving_advice(args, plan=plan) if fit is None or fit.args else {}
+        advice = serving_advice(args, plan=plan)
         levers = lever_lines(args, plan=plan) if fit is None or fit.fits else []
         warnings = fit_warnings(args, plan=plan)
     except (ValueError, RuntimeError) as exc:  # bad budget, unknown family (ModelLoadError)
@@ -638,9 +638,8 @@ def _fit_lines(fit: ServeFit | None, model: str) -> list[str]:
     if fit.smallest_gpu:
         lines.append(
             f"the smallest GPU it fits on as asked: {fit.smallest_gpu} "
-            f"(gemma-explore serve-args {model} --gpu {shlex.quote(fit.smallest_gpu)}); or "
-            "more GPUs and FP8 weights: see --tensor-parallel-size and --quantization fp8 in "
-            "docs/serving.md"
+            f"(gemma-explore serve-args {model} --gpu {shlex.quote(fit.smallest_gpu)}), or "
+            "more of this GPU (below)"
         )
     else:
         lines.append("no GPU in the table fits it as asked: quantize the weights or use more GPUs")
@@ -683,8 +682,11 @@ def _print_serve_args(
         return
     for line in said:  # first: it does not fit as asked, and what was done about it
         typer.echo(f"# {line}")
-    if fit is not None and fit.args is None:
+    if fit is not None and fit.args is None:  # no command: the release, and more GPUs
         typer.echo(f"# {release_line(release)}")
+        for flag, why in advice.items():
+            if flag.startswith("--tensor-parallel-size"):
+                typer.echo(f"# consider {flag}: {why}")
         return
     for line in warnings:  # on stderr, first: the command below would serve nothing of it
         typer.echo(f"# warning: {line}", err=True)
