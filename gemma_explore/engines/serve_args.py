@@ -454,8 +454,12 @@ def starts(
 
 
 def _gpu_words(plan: Any) -> str:
+    """"one L4 (22.5 GiB)": the GPU by the name --gpu takes (kv.GPUS), and its memory."""
+    from gemma_explore.serving.kv import GPUS
+
     gib = (plan.gpu_memory_bytes or 80 * 2**30) / 2**30
-    name = plan.gpu.removeprefix("NVIDIA ") if plan.gpu else "GPU"
+    names = [short for short, card in GPUS.items() if card.device_name == plan.gpu]
+    name = names[0] if names else "GPU"
     return f"one {name} ({gib:.1f} GiB)"
 
 
