@@ -261,7 +261,7 @@ def test_encoder_sizes_of_a_released_id_are_its_own_towers(model_id):
         assert sizes.audio_params == parts["embed_audio"]
 
 
-def test_production_advice_splits_the_31b_when_it_does_not_fit():
+def test_the_advice_splits_the_31b_when_it_does_not_fit():
     """Tensor parallelism by the plan's own start-up arithmetic (the KV estimate and the
     capacity at each size): the 31B's 58 GiB of bf16 weights start on one 80 GB GPU but
     need two 40 GB GPUs. The flag carries its value, never a label ("…size: 1:")."""
