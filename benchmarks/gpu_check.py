@@ -103,7 +103,7 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
     import torch
 
     import gemma_explore as ge
-    from gemma_explore.engines.vllm import CPU_KV_CACHE_BYTES
+    from gemma_explore.engines.serve_args import CPU_KV_CACHE_BYTES
     from gemma_explore.models.tiny import tiny_name
     from tests.engine.conftest import LIMITS
     from tests.engine.parity import CASES, checks, media_for, run_both

@@ -18,7 +18,7 @@ array, or ``(wave, rate)``.
    transformers vs vLLM; ``compare_families``: one input, three families.
 6. ``vision_pooling``, ``inspect_multimodal``, ``attention_mask``: inside the model.
 7. ``plan_serving``: what vLLM reserves at start-up; ``engine_args``: the arguments to
-   start it with (``for_workload=`` sizes them); ``released_config``: a released
+   start it with (``workload=`` sizes them); ``released_config``: a released
    checkpoint's config, offline; ``bill``: what a dataset costs.
 8. ``show_*``: each draws one result on an ``ax=`` and returns its Figure;
    ``save_figure`` for slides; ``style("projector")`` for a room.
@@ -42,7 +42,7 @@ from gemma_explore.course.exercises import answer_key, grade_exercise
 from gemma_explore.course.real_answers import real_answers
 from gemma_explore.course.widgets import explore_audio, explore_image, explore_prompt
 from gemma_explore.engines.load import load
-from gemma_explore.engines.vllm import engine_args
+from gemma_explore.engines.serve_args import engine_args
 from gemma_explore.errors import EngineError, MediaError, ModelLoadError
 from gemma_explore.facts.families import get_family
 from gemma_explore.facts.released import released_config

@@ -23,7 +23,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from gemma_explore import cli
-from gemma_explore.engines.vllm import engine_args
+from gemma_explore.engines.serve_args import engine_args
 from gemma_explore.plans.audio import plan_audio
 from gemma_explore.plans.image import plan_image
 from gemma_explore.plans.video import plan_video
@@ -294,7 +294,7 @@ def test_bill_missing_folder_and_parquet_without_pyarrow_exit_2(tmp_path):
 
 
 def test_serve_args_prints_the_recipe():
-    from gemma_explore.serving.recipe import Workload, engine_recipe
+    from gemma_explore.serving.recipe import Workload
 
     result = run("serve-args", "google/gemma-4-E4B-it", "--budget", "560", "--images", "2")
     assert result.exit_code == 0, result.output
@@ -311,19 +311,23 @@ def test_serve_args_prints_the_recipe():
     assert lines[2:] == why + levers + advice
     # Production advice follows the reasons, one flag and its reason per line.
     assert [a.split(":")[0] for a in advice] == [
-        "# consider --tensor-parallel-size",
+        "# consider --tensor-parallel-size 1",
         "# consider --quantization fp8",
         "# consider --kv-cache-dtype fp8",
         "# consider --enable-prefix-caching",
         "# consider --max-num-seqs",
     ]
     # A stated workload: the serving plan's recipe, with one reason per argument.
-    recipe = engine_recipe(
-        "google/gemma-4-E4B-it", workload=Workload(images=2, max_soft_tokens=560), family="gemma4"
+    reasons: dict[str, str] = {}
+    proposed = engine_args(
+        "google/gemma-4-E4B-it",
+        workload=Workload(images=2, max_soft_tokens=560),
+        workshop=False,
+        reasons=reasons,
     )
-    assert why[:-1] == [f"# {k}: {v}" for k, v in recipe.reasons.items()]
+    assert why == [f"# {k}: {v}" for k, v in reasons.items()]
     assert why[-1].startswith("# gpu_memory_utilization: unset")  # the release's own sizing
-    mml = recipe.args["max_model_len"]
+    mml = proposed["max_model_len"]
     assert line.startswith(f"vllm serve google/gemma-4-E4B-it --max-model-len {mml}")
     assert mml == 2048  # 2 × (560 + 2) + 256 text + 512 answer = 1892, rounded up to 256s
     assert """--mm-processor-kwargs '{"max_soft_tokens": 560}'""" in line
@@ -333,8 +337,8 @@ def test_serve_args_prints_the_recipe():
     # else requests' own budgets get a 400 from vllm serve
     assert plain.splitlines()[0].endswith(" --trust-request-mm-kwargs")
     as_json = json.loads(run("serve-args", "google/gemma-3n-E2B-it", "--json").stdout)
-    want = engine_args("google/gemma-3n-E2B-it", family="gemma3n", enforce_eager=False)
-    want.pop("gpu_memory_utilization")  # production: the release's own sizing
+    # production: no CUDA-graph skip, and the release's own sizing (no utilization)
+    want = engine_args("google/gemma-3n-E2B-it", workshop=False)
     assert as_json["args"] == json.loads(json.dumps(want))
     assert "--max-num-seqs" in as_json["advice"]
     assert as_json["vllm_release"] == {
@@ -797,12 +801,16 @@ def test_serve_args_on_an_l4_plans_vllm_serves_l4_defaults():
     """On an L4 `vllm serve` batches 2048 tokens (vLLM's EngineArgs defaults, which
     tests/serving/test_plan_defaults.py holds the plan to); the printed line's concurrency
     is capacity()'s for the same plan."""
-    from gemma_explore.engines.serve_args import serving_plan_for, serving_recipe
+    from gemma_explore.engines.serve_args import engine_args, serving_plan_for
+    from gemma_explore.serving.recipe import Workload
 
     done = run("serve-args", "google/gemma-4-E2B-it", "--images", "1", "--gpu", "L4", "--json")
     assert done.exit_code == 0, done.output
     args = json.loads(done.stdout)["args"]
-    plan = serving_plan_for(serving_recipe("google/gemma-4-E2B-it", images=1, gpu="L4"), gpu="L4")
+    plan = serving_plan_for(
+        engine_args("google/gemma-4-E2B-it", workload=Workload(images=1), workshop=False, gpu="L4"),
+        gpu="L4",
+    )
     assert plan.max_num_batched_tokens == 2048
     assert args.get("max_num_batched_tokens", 2048) == 2048
 
@@ -842,3 +850,80 @@ def test_admit_names_a_bad_line(tmp_path):
     (tmp_path / "r.jsonl").write_text('{"pictures": 1}\n')
     error = _one_line_error(run("admit", "google/gemma-4-E4B-it", tmp_path / "r.jsonl"))
     assert "requests line 1: unknown field(s) ['pictures']" in error
+
+
+def _printed_args(line: str) -> dict:
+    """A printed ``vllm serve`` line back into engine arguments (vLLM's flags)."""
+    import shlex
+
+    words = shlex.split(line)
+    assert words[:2] == ["vllm", "serve"]
+    args: dict = {"model": words[2]}
+    i = 3
+    while i < len(words):
+        key = words[i].removeprefix("--").replace("-", "_")
+        if i + 1 < len(words) and not words[i + 1].startswith("--"):
+            value = words[i + 1]
+            try:
+                args[key] = json.loads(value)
+            except json.JSONDecodeError:
+                args[key] = value
+            i += 2
+        else:
+            args[key] = True
+            i += 1
+    return args
+
+
+@pytest.mark.parametrize(
+    "gpu,code",
+    [("L4", 2), ("A100 40GB", 3), ("H100 80GB", 0)],
+)
+def test_serve_args_never_prints_a_command_that_does_not_fit(gpu, code):
+    """The 31B: none fits one L4 (the smallest GPU named instead), two A100 40GB do (the
+    lever printed, the command re-planned from its own flags starts), one H100 fits as
+    asked. The exit code says which (docs/cli.md)."""
+    from gemma_explore.engines.serve_args import serving_plan_for, starts
+
+    done = run("serve-args", "google/gemma-4-31B-it", "--gpu", gpu)
+    assert done.exit_code == code, done.output
+    lines = done.stdout.splitlines()
+    commands = [line for line in lines if line.startswith("vllm serve")]
+    if code == 0:
+        assert lines[0].startswith("vllm serve")
+    else:
+        assert lines[0].startswith("# does not fit: google/gemma-4-31B-it on one ")
+        assert "weights 58." in lines[0] and "-token request" in lines[0]
+    if code == 2:
+        assert commands == [] and "the smallest GPU it fits on as asked: H100 80GB" in done.stdout
+        return
+    (line,) = commands
+    args = _printed_args(line)
+    args.pop("trust_request_mm_kwargs", None)
+    plan = serving_plan_for(args, gpu=gpu)
+    tp = int(args.get("tensor_parallel_size", 1))
+    assert starts(plan, tensor_parallel_size=tp)[0].fits
+    if code == 3:
+        assert "--tensor-parallel-size 2" in line
+        assert lines[1].startswith("# fits with --tensor-parallel-size 2: ")
+    assert ": 1:" not in done.stdout and "capacity()" not in done.stdout
+    assert "levers()" not in done.stdout
+
+
+def test_serve_args_json_says_whether_it_fits():
+    out = json.loads(run("serve-args", "google/gemma-4-31B-it", "--gpu", "L4", "--json").stdout)
+    assert out["fits"] is False and out["args"] is None and out["smallest_gpu"] == "H100 80GB"
+    assert out["fit"][0].startswith("does not fit:")
+
+
+def test_explain_gives_cuda_out_of_memory_a_general_hint():
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 22.05 GiB of which 1.2 GiB is free."
+    )
+    done = run("explain", oom)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("not a vLLM message: 'cuda-out-of-memory'")
+    assert "gemma-explore serve-args MODEL --gpu GPU" in done.stdout
+    # Text that is neither still gets the one-line refusal (exit 2).
+    assert "matches none" in _one_line_error(run("explain", "something else entirely"))

@@ -5,6 +5,7 @@ and ``admit`` (which requests vLLM accepts)."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,12 +21,14 @@ from gemma_explore.cli.common import (
     release_line,
 )
 from gemma_explore.engines.serve_args import (
+    ServeFit,
+    engine_args,
     fit_warnings,
     lever_lines,
     serve_command,
+    serve_fit,
     serving_advice,
     serving_plan_for,
-    serving_recipe,
 )
 from gemma_explore.vllm_versions import VllmProfile
 
@@ -70,9 +73,8 @@ def serve_args(
     ] = None,
     vllm: _Vllm = None,
 ) -> None:
-    """Print the `vllm serve` command (or its arguments) for a Gemma checkpoint, with
-    production advice (tensor parallelism, FP8, prefix caching, max-num-seqs), by one vLLM
-    release's rules (--vllm)."""
+    """Print a `vllm serve` command that fits (or its arguments) for a Gemma checkpoint, with
+    production advice, by one vLLM release's rules (--vllm); exit 3: fits with a lever."""
     from gemma_explore.serving.kv import GPUS
 
     release = _release(vllm)
@@ -82,29 +84,71 @@ def serve_args(
     _say_when_going_by_name(model)
     reasons: dict[str, str] = {}
     try:
-        args = serving_recipe(
+        work = _workload_of(images, audios, videos, budget)
+        args = engine_args(
             model,
             family=family,
-            budget=budget,
+            workload=work,
+            max_soft_tokens=None if work is not None else budget,
             max_model_len=max_model_len,
-            images=images,
-            audios=audios,
-            videos=videos,
             reasons=reasons,
             workshop=workshop,
             gpu=gpu,
             gpu_memory_gib=gpu_memory_gib,
             vllm_version=release.version,
         )
-        plan = serving_plan_for(
-            args, gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version
-        )
+        where = dict(gpu=gpu, gpu_memory_gib=gpu_memory_gib, vllm_version=release.version)
+        plan = serving_plan_for(args, **where)
+        fit = serve_fit(args, plan=plan, **where)
+        if fit is not None and fit.args is not None and not fit.fits:  # the lever's plan
+            args = fit.args
+            plan = serving_plan_for(args, **where)
         advice = serving_advice(args, plan=plan)
-        levers = lever_lines(args, plan=plan)
+        levers = lever_lines(args, plan=plan) if fit is None or fit.fits else []
         warnings = fit_warnings(args, plan=plan)
     except (ValueError, RuntimeError) as exc:  # bad budget, unknown family (ModelLoadError)
         _fail(in_flags(str(exc)))
-    _print_serve_args(args, reasons, levers, advice, warnings, release=release, as_json=as_json)
+    _print_serve_args(
+        args, reasons, levers, advice, warnings, release=release, as_json=as_json, fit=fit
+    )
+    if fit is not None and fit.exit_code:
+        raise typer.Exit(fit.exit_code)
+
+
+def _workload_of(
+    images: int | None, audios: int | None, videos: int | None, budget: int | None
+) -> Any:
+    """The workload the flags state (None when no --images, --audios or --videos)."""
+    from gemma_explore.serving.recipe import Workload
+
+    if images is None and audios is None and videos is None:
+        return None
+    return Workload(
+        images=images or 0, max_soft_tokens=budget, audio_clips=audios or 0, videos=videos or 0
+    )
+
+
+def _fit_lines(fit: ServeFit | None, model: str) -> list[str]:
+    """What serve-args says first when the arguments as asked do not fit: the numbers, then
+    the lever it took, or that none fits and the smallest GPU that would."""
+    if fit is None or fit.fits:
+        return []
+    lines = [fit.headline]
+    if fit.args is not None:
+        return [*lines, f"fits with {fit.lever}: {fit.why}"]
+    lines.append(
+        "no single lever fits (tensor parallelism over two GPUs, FP8 KV cache, a shorter "
+        "--max-model-len, each re-planned): no command printed"
+    )
+    if fit.smallest_gpu:
+        lines.append(
+            f"the smallest GPU it fits on as asked: {fit.smallest_gpu} "
+            f"(gemma-explore serve-args {model} --gpu {shlex.quote(fit.smallest_gpu)}), or "
+            "more of this GPU (below)"
+        )
+    else:
+        lines.append("no GPU in the table fits it as asked: quantize the weights or use more GPUs")
+    return lines
 
 
 def _print_serve_args(
@@ -116,12 +160,20 @@ def _print_serve_args(
     *,
     release: VllmProfile,
     as_json: bool,
+    fit: ServeFit | None = None,
 ) -> None:
-    """serve-args' output, always in the same order: the command (runs as printed), the
-    release and why, why each argument has its value, the levers (the most
-    useful first), then the other advice."""
+    """serve-args' output, always in the same order: whether it fits (only when the
+    arguments as asked do not: the numbers, then the lever taken or the smallest GPU), the
+    command (runs as printed; none when nothing fits), the release and why, why each
+    argument has its value, the levers (the most useful first), then the other advice."""
+    said = _fit_lines(fit, str(args["model"]))
     if as_json:
-        out: dict[str, Any] = {"args": args, "vllm_release": _release_json(release)}
+        out: dict[str, Any] = {"args": args if fit is None or fit.args else None}
+        out["vllm_release"] = _release_json(release)
+        if fit is not None:
+            out["fits"] = fit.fits
+            if not fit.fits:
+                out |= {"fit": said, "lever": fit.lever, "smallest_gpu": fit.smallest_gpu}
         pairs = (
             ("reasons", reasons),
             ("levers", levers),
@@ -132,6 +184,14 @@ def _print_serve_args(
             if value:
                 out[key] = value
         typer.echo(json.dumps(out, indent=2))
+        return
+    for line in said:  # first: it does not fit as asked, and what was done about it
+        typer.echo(f"# {line}")
+    if fit is not None and fit.args is None:  # no command: the release, and more GPUs
+        typer.echo(f"# {release_line(release)}")
+        for flag, why in advice.items():
+            if flag.startswith("--tensor-parallel-size"):
+                typer.echo(f"# consider {flag}: {why}")
         return
     for line in warnings:  # on stderr, first: the command below would serve nothing of it
         typer.echo(f"# warning: {line}", err=True)
@@ -163,13 +223,25 @@ def explain(
     (--vllm; docs/vllm_errors.md lists every message it knows)."""
     from gemma_explore.serving.plan import plan_serving
     from gemma_explore.serving.vllm_errors import explain as explain_error
+    from gemma_explore.serving.vllm_errors import general_hint
 
     release = _release(vllm)
     try:
         plan = None if model is None else plan_serving(model, vllm_version=release.version)
-        found = explain_error(error, plan=plan, vllm_version=release.version)
-    except (ValueError, RuntimeError) as exc:  # no match; a model that cannot be read
+    except (ValueError, RuntimeError) as exc:  # a model that cannot be read
         _fail(str(exc))
+    try:
+        found = explain_error(error, plan=plan, vllm_version=release.version)
+    except ValueError as exc:  # no vLLM message matches
+        hint = general_hint(error)  # no vLLM message, but a known one (CUDA's out of memory)
+        if hint is None:
+            _fail(str(exc))
+        if as_json:
+            out = {"name": hint.name, "cause": hint.cause, "answer": hint.answer}
+            typer.echo(json.dumps(out | {"vllm_message": False}, indent=2))
+        else:
+            typer.echo(hint.text())
+        return
     if as_json:
         out = {"name": found.error.name, "fields": found.fields, "answer": found.answer}
         out |= {"cause": found.error.cause, "model": found.model}

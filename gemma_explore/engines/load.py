@@ -122,7 +122,7 @@ def load(
     ``engine`` is ``"hf"`` (transformers, CPU or GPU; on CUDA real checkpoints load in
     bfloat16, on CPU in float32, unless ``dtype`` says otherwise), ``"vllm"`` (``vllm.LLM``
     on a CUDA GPU, or on the CPU with vLLM's CPU build, in this process; extra keyword
-    arguments override :func:`~gemma_explore.engines.vllm.engine_args`, and
+    arguments override :func:`~gemma_explore.engines.serve_args.engine_args`, and
     ``in_process=False`` starts vLLM's own engine process) or ``"openai"`` (a
     running ``vllm serve``: ``base_url=``, ``api_key=``, ``family=``, ``timeout=`` seconds per request). ``weights=False``
     (``hf``): a config-only bundle, offline for the released ids: the real processor

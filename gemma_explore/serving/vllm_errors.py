@@ -44,6 +44,9 @@ from typing import Any
 from gemma_explore.vllm_versions import PROFILES, SUPPORTED, VllmProfile, profile_of, vllm_profile
 
 __all__ = [
+    "GENERAL_HINTS",
+    "GeneralHint",
+    "general_hint",
     "VLLM_ERRORS",
     "Explanation",
     "VllmError",
@@ -82,7 +85,7 @@ class VllmError:
     stage: str  # "start-up" (the engine refuses to start), "request" (400) or "log"
     cause: str  # why vLLM says it
     setting: str  # the flag or variable that changes the outcome
-    command: str  # what computes the value: a gemma-explore command or a plan call
+    command: str  # what computes the value: the gemma-explore command a user types
     vllm_version: str  # the release whose words these are (a key of vllm_versions.PROFILES)
     # The value to set: (the message's fields, a serving plan or None) → one sentence.
     answer: Callable[[Mapping[str, str], Any], str] = field(repr=False, compare=False)
@@ -221,7 +224,8 @@ def _more_kv_memory(f: Mapping[str, str]) -> str:
 def _kv_no_memory(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
     return (
         f"Nothing is left for the KV cache: {_more_kv_memory(f)}, or quantize the weights "
-        "(--quantization fp8). plan_serving(model).memory_fit(gpu_gib) shows what is left."
+        "(--quantization fp8). `gemma-explore serve-args MODEL --gpu GPU` shows whether it "
+        "fits and prints a command that does."
     )
 
 
@@ -257,8 +261,8 @@ def _kv_dtype(f: Mapping[str, str], plan: Any, p: VllmProfile) -> str:
 def _fewer_items(setting: str) -> str:
     return (
         f"start vllm serve with {setting} (0 turns the check off), or send fewer or smaller "
-        "images, videos or clips per request; plan.admit(request, entry_point='serve') adds "
-        "up what each decodes to"
+        "images, videos or clips per request; `gemma-explore admit MODEL requests.jsonl` "
+        "adds up what each decodes to"
     )
 
 
@@ -369,21 +373,21 @@ OURS: dict[str, _Ours] = {
         "start-up budget. Despite the message, --limit-mm-per-prompt counts items; it does "
         "not size the cache.",
         setting="--max-num-batched-tokens, or the start-up budget (--mm-processor-kwargs)",
-        command="plan_serving(model, …).admit(images=[…], max_soft_tokens=…)",
+        command="gemma-explore admit MODEL requests.jsonl",
         answer=_encoder_cache,
     ),
     "prompt-too-long": _Ours(
         stage="request",
         cause="Text plus every placeholder of every item is more than max_model_len.",
         setting="--max-model-len",
-        command="gemma-explore plan IMAGE|CLIP|VIDEO (each item's tokens), plan.admit(…)",
+        command="gemma-explore plan IMAGE|CLIP|VIDEO (each item's tokens), gemma-explore admit MODEL requests.jsonl",
         answer=_prompt_too_long,
     ),
     "prompt-fills-context": _Ours(
         stage="request",
         cause="The prompt is exactly max_model_len: no room is left for one output token.",
         setting="--max-model-len",
-        command="plan.admit(…)",
+        command="gemma-explore admit MODEL requests.jsonl",
         answer=_prompt_too_long,
     ),
     "empty-prompt": _Ours(
@@ -429,7 +433,7 @@ OURS: dict[str, _Ours] = {
         stage="start-up",
         cause=_kv_cause_too_small,
         setting=_kv_setting,
-        command="plan_serving(model, max_model_len=…).capacity(memory)",
+        command="gemma-explore serve-args MODEL --max-model-len N --gpu GPU",
         answer=_kv_too_small,
         pieces=_KV_HINTS,
     ),
@@ -439,7 +443,7 @@ OURS: dict[str, _Ours] = {
         "the model's dtype (the released Gemma checkpoints are bfloat16); auto and the fp8 "
         "dtypes pass.",
         setting="--kv-cache-dtype",
-        command="plan_serving(model, kv_cache_dtype=…)",
+        command=_SERVE_ARGS,
         answer=_kv_dtype,
     ),
     "max-model-len-above-model": _Ours(
@@ -479,7 +483,7 @@ OURS: dict[str, _Ours] = {
         stage="request",
         cause="`vllm serve`'s HTTP layer counts the rendered prompt before the engine sees it.",
         setting="--max-model-len",
-        command="gemma-explore plan …, plan.admit(…)",
+        command="gemma-explore plan …, gemma-explore admit MODEL requests.jsonl",
         answer=lambda f, plan, p: (
             f"Set --max-model-len {_int(f['token_count']) + 1} or more, or send a shorter prompt."
         ),
@@ -503,14 +507,14 @@ OURS: dict[str, _Ours] = {
             "multimodal/media/audio.py). " + _media_cause(p)
         ),
         setting="VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES (on the server)",
-        command="plan.admit(request, entry_point='serve')",
+        command="gemma-explore admit MODEL requests.jsonl",
         answer=_media_decode,
     ),
     "media-decode-budget-bytes": _Ours(
         stage="request",
         cause=_media_cause,
         setting="VLLM_MAX_MEDIA_REQUEST_DECODE_BYTES (on the server)",
-        command="plan.admit(request, entry_point='serve')",
+        command="gemma-explore admit MODEL requests.jsonl",
         answer=_media_decode_bytes,
     ),
     "media-download-budget": _Ours(
@@ -583,7 +587,7 @@ OURS: dict[str, _Ours] = {
         'vllm-project/vllm#53016 the same case raised ValueError("value too large") and, for '
         "the profiling dummy, stopped the engine at start-up (vllm-project/vllm#52835).",
         setting="--mm-processor-cache-gb",
-        command="ge.processor_cache(plan_serving(MODEL), mm_processor_cache_gb=GB)",
+        command="gemma-explore processor-cache MODEL",
         answer=lambda f, plan, p: (
             f"Set --mm-processor-cache-gb above {f['arg1']} (GiB) to cache such items, or "
             "leave it: the item still runs, only its repeats are processed again."
@@ -605,7 +609,7 @@ OURS: dict[str, _Ours] = {
         "exceeds max_model_len, before it tokenizes anything. When only max_tokens + prompt "
         "exceeds it, vLLM lowers max_tokens to what is left and answers 200, without a word.",
         setting="the request's max_tokens, --max-model-len",
-        command="plan.admit(request, entry_point='serve')",
+        command="gemma-explore admit MODEL requests.jsonl",
         answer=lambda f, plan, p: (
             f"Send max_tokens {_int(f['max_total_tokens'])} or less (minus the prompt's "
             f"tokens), or start with --max-model-len {_int(f['max_output_tokens'])} plus the "
@@ -629,7 +633,7 @@ OURS: dict[str, _Ours] = {
         cause="`vllm serve` computes the output room from the rendered prompt; a prompt longer "
         "than max_model_len leaves none.",
         setting="--max-model-len",
-        command="plan.admit(request, entry_point='serve')",
+        command="gemma-explore admit MODEL requests.jsonl",
         answer=lambda f, plan, p: (
             f"Set --max-model-len {_int(f['input_length']) + 1} or more, or send a shorter prompt."
         ),
@@ -782,6 +786,58 @@ class Explanation:
             f"computes it: {e.command}",
         ]
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class GeneralHint:
+    """A hint for an error that is no vLLM message of any release (CUDA's, PyTorch's), so
+    it belongs to no release's profile: what it means for a vLLM server, and what to try."""
+
+    name: str
+    pattern: re.Pattern[str]
+    cause: str
+    answer: str
+
+    def text(self) -> str:
+        """The hint as the CLI prints it."""
+        return "\n".join(
+            [
+                f"not a vLLM message: '{self.name}' (a general hint, the same in every release)",
+                f"cause: {self.cause}",
+                f"set: {self.answer}",
+            ]
+        )
+
+
+GENERAL_HINTS: tuple[GeneralHint, ...] = (
+    GeneralHint(
+        "cuda-out-of-memory",
+        re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory", re.I),
+        cause=(
+            "CUDA could not allocate GPU memory (PyTorch's out-of-memory error): at start-up "
+            "the weights, the profiling run or the KV pool did not fit; while serving, a "
+            "batch's activations outgrew the room left beside the KV pool, or another process "
+            "holds part of the GPU (nvidia-smi lists them)."
+        ),
+        answer=(
+            "at start-up, run `gemma-explore serve-args MODEL --gpu GPU`: it says whether the "
+            "model fits and prints a command that does (--tensor-parallel-size, "
+            "--kv-cache-dtype fp8, a shorter --max-model-len) or the smallest GPU that would; "
+            "while serving, leave more room outside the pool with a lower "
+            "--gpu-memory-utilization or a smaller --max-num-batched-tokens, and stop other "
+            "processes on the GPU"
+        ),
+    ),
+)
+
+
+def general_hint(text: str) -> GeneralHint | None:
+    """The general hint for a pasted error no vLLM message matches, or None.
+
+    >>> general_hint("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB").name
+    'cuda-out-of-memory'
+    """
+    return next((h for h in GENERAL_HINTS if h.pattern.search(text)), None)
 
 
 def _best(text: str, errors: tuple[VllmError, ...]) -> tuple[VllmError, re.Match[str]] | None:

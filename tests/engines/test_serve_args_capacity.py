@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 
 from gemma_explore.engines.serve_args import (
+    engine_args,
     serve_command,
     serving_advice,
     serving_plan_for,
-    serving_recipe,
 )
 from gemma_explore.engines.vllm_processor import vllm_available
 from gemma_explore.serving.kv import capacity, kv_memory_estimate
+from gemma_explore.serving.recipe import Workload
 from gemma_explore.vllm_versions import SUPPORTED
 from tests.serving.test_kv import (  # noqa: F401 (the fixture)
     released_text_config,
@@ -28,12 +29,12 @@ pytestmark = pytest.mark.skipif(not vllm_available(), reason="needs vLLM")
     "model,gpu,workload",
     [
         ("google/gemma-4-31B-it", "H100 80GB", {}),
-        ("google/gemma-4-E2B-it", "L4", {"images": 1, "max_model_len": 8192}),
+        ("google/gemma-4-E2B-it", "L4", {"workload": Workload(images=1), "max_model_len": 8192}),
     ],
 )
 def test_serve_args_quotes_capacity_and_vllm_agrees(vllm_config, model, gpu, workload):  # noqa: F811
     reasons: dict[str, str] = {}
-    args = serving_recipe(model, reasons=reasons, gpu=gpu, **workload)
+    args = engine_args(model, reasons=reasons, gpu=gpu, workshop=False, **workload)
     plan = serving_plan_for(args, gpu=gpu)
     assert plan.max_model_len == args["max_model_len"]
     assert plan.max_num_batched_tokens == args.get(
@@ -65,7 +66,13 @@ def test_serve_args_plans_by_the_release_asked_for(version):
     """vllm_version reaches the plan, and the advice quotes that release's KV estimate (a
     share of the GPU, or the extensible KV cache's measured pool); no utilization is
     proposed, so the release's own sizing applies."""
-    args = serving_recipe("google/gemma-4-E4B-it", images=1, gpu="H100 80GB", vllm_version=version)
+    args = engine_args(
+        "google/gemma-4-E4B-it",
+        workload=Workload(images=1),
+        workshop=False,
+        gpu="H100 80GB",
+        vllm_version=version,
+    )
     assert "gpu_memory_utilization" not in args
     plan = serving_plan_for(args, gpu="H100 80GB", vllm_version=version)
     assert plan.vllm_version == version

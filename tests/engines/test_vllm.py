@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import gemma_explore as ge
+from gemma_explore.engines import serve_args as sa
 from gemma_explore.engines import vllm as vb
 from gemma_explore.engines.vllm_processor import vllm_available, vllm_process
 
@@ -16,16 +17,16 @@ needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not instal
 
 
 def test_engine_args_defaults():
-    args = vb.engine_args("google/gemma-4-E4B-it", family="gemma4", max_soft_tokens=1120)
+    args = sa.engine_args("google/gemma-4-E4B-it", family="gemma4", max_soft_tokens=1120)
     assert args["mm_processor_kwargs"] == {"max_soft_tokens": 1120}
     assert args["limit_mm_per_prompt"] == {"image": 4, "audio": 1, "video": 1}
     assert args["enforce_eager"] and args["max_model_len"] == 8192
     assert args["trust_remote_code"] is False
-    args3 = vb.engine_args("google/gemma-3n-E2B-it", family="gemma3n", max_model_len=4096)
+    args3 = sa.engine_args("google/gemma-3n-E2B-it", family="gemma3n", max_model_len=4096)
     assert "mm_processor_kwargs" not in args3 and "video" not in args3["limit_mm_per_prompt"]
     assert args3["max_model_len"] == 4096
     with pytest.raises(ValueError, match="1120"):
-        vb.engine_args("x", family="gemma4", max_soft_tokens=333)
+        sa.engine_args("x", family="gemma4", max_soft_tokens=333)
 
 
 @needs_vllm
@@ -79,10 +80,10 @@ def test_generate_passes_data_and_budget_to_the_engine(tiny4, photo, monkeypatch
 
 
 def test_cpu_engine_args_size_the_kv_cache_in_bytes():
-    args = vb.engine_args("x", family="gemma4", device="cpu")
+    args = sa.engine_args("x", family="gemma4", device="cpu")
     assert "gpu_memory_utilization" not in args and args["dtype"] == "float32"
-    assert args["kv_cache_memory_bytes"] == vb.CPU_KV_CACHE_BYTES
-    assert vb.engine_args("x", family="gemma4", device="cpu", dtype="bfloat16")["dtype"] == (
+    assert args["kv_cache_memory_bytes"] == sa.CPU_KV_CACHE_BYTES
+    assert sa.engine_args("x", family="gemma4", device="cpu", dtype="bfloat16")["dtype"] == (
         "bfloat16"
     )
 
@@ -171,7 +172,7 @@ def test_the_audio_less_refusals_are_vllms(no_audio_bundle):
 
     from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS
 
-    doc = re.sub(r"\s+", " ", vb.engine_args.__doc__)
+    doc = re.sub(r"\s+", " ", sa.engine_args.__doc__)
     with_rate, bare = re.findall(r'"([^"]+)"', doc.split("has_audio=False")[1])[:2]
     info = VLLM_PROCESSORS.get(no_audio_bundle).info
     wave = np.zeros(1600, np.float32)

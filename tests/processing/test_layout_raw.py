@@ -179,7 +179,7 @@ def test_a_checkpoint_without_audio_tower(tmp_path, tiny4):
     message before vLLM's 'does not have an audio tower'."""
     from transformers import Gemma4ForConditionalGeneration
 
-    from gemma_explore.engines.vllm import engine_args
+    from gemma_explore.engines.serve_args import engine_args
     from gemma_explore.models.tiny import tiny_config
 
     config = tiny_config("gemma4")

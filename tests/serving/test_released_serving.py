@@ -261,33 +261,48 @@ def test_encoder_sizes_of_a_released_id_are_its_own_towers(model_id):
         assert sizes.audio_params == parts["embed_audio"]
 
 
-def test_production_advice_splits_the_31b_when_it_does_not_fit():
-    """Tensor parallelism from the plan's own bytes: the 31B's 58 GiB of bf16 weights fit
-    one 80 GB GPU (with KV room for a request) but not one 40 GB GPU."""
-    from gemma_explore.serving.recipe import production_advice
+def test_the_advice_splits_the_31b_when_it_does_not_fit():
+    """Tensor parallelism by the plan's own start-up arithmetic (the KV estimate and the
+    capacity at each size): the 31B's 58 GiB of bf16 weights start on one 80 GB GPU but
+    need two 40 GB GPUs. The flag carries its value, never a label ("…size: 1:")."""
+    from gemma_explore.engines.serve_args import serving_advice
+    from gemma_explore.serving.kv import capacity, kv_memory_estimate
+
+    def starts(gib: int, tp: int) -> bool:
+        est = kv_memory_estimate(plan, gpu_memory_bytes=gib * 2**30, tensor_parallel_size=tp)
+        kv = est.kv_cache_memory_bytes
+        return capacity(plan, kv_cache_memory_bytes=kv, tensor_parallel_size=tp).fits
 
     plan = plan_serving("google/gemma-4-31B-it", max_model_len=8192)
-    big = production_advice(plan, gpu_memory_gib=80)
-    small = production_advice(plan, gpu_memory_gib=40)
-    assert big["--tensor-parallel-size"].startswith("1:")
-    assert small["--tensor-parallel-size"].startswith("2:")
-    need = plan.weights_bytes + plan.vllm_kv_bytes_per_request  # weights + one request's KV
-    assert need / 2 <= 40 * 0.9 * 2**30 < need  # two 40 GB GPUs hold it, one does not
+    args = {"model": "google/gemma-4-31B-it"}
+    big = serving_advice(args, plan=plan, gpu_memory_gib=80)
+    small = serving_advice(args, plan=plan, gpu_memory_gib=40)
+    assert starts(80, 1) and not starts(40, 1) and starts(40, 2)
+    assert big["--tensor-parallel-size 1"].startswith("one GPU is enough")
+    assert small["--tensor-parallel-size 2"].startswith("the fewest GPUs that start it")
     assert set(big) == {
-        "--tensor-parallel-size",
+        "--tensor-parallel-size 1",
         "--quantization fp8",
         "--kv-cache-dtype fp8",
         "--enable-prefix-caching",
         "--max-num-seqs",
     }
-    e2b = production_advice(plan_serving("google/gemma-4-E2B-it"), gpu_memory_gib=24)
-    assert e2b["--tensor-parallel-size"].startswith("1:")
+    e2b = serving_advice(
+        {"model": "google/gemma-4-E2B-it"},
+        plan=plan_serving("google/gemma-4-E2B-it"),
+        gpu_memory_gib=24,
+    )
+    assert "--tensor-parallel-size 1" in e2b
 
 
 def test_the_recipe_says_larger_per_request_budgets_are_honoured():
-    from gemma_explore.serving.recipe import Workload, engine_recipe
+    from gemma_explore.engines.serve_args import engine_args
+    from gemma_explore.serving.recipe import Workload
 
-    r = engine_recipe("google/gemma-4-31B-it", workload=Workload(images=2, max_soft_tokens=280))
-    why = r.reasons["mm_processor_kwargs"]
+    reasons: dict[str, str] = {}
+    engine_args(
+        "google/gemma-4-31B-it", workload=Workload(images=2, max_soft_tokens=280), reasons=reasons
+    )
+    why = reasons["mm_processor_kwargs"]
     assert "larger ones too" in why and "less, not more" not in why
-    assert "allocated on demand" in r.reasons["max_model_len"]
+    assert "allocated on demand" in reasons["max_model_len"]

@@ -20,7 +20,7 @@ weights), in a few seconds once the engine is up. (One lesson on the way: a requ
 budget the engine has not met yet makes vLLM build a new transformers processor, tens of
 seconds on a busy laptop; the workload keeps to 70, 140 and the start-up 280.)::
 
-    bundle = ge.load("tiny-gemma4-unified", engine="vllm", **engine_args(load_workload()))
+    bundle = ge.load("tiny-gemma4-unified", engine="vllm", **load_workload().engine)
     report = run_capstone(bundle, guesses={"photo-70": {"image": 63}, "encoder_cache": 4096})
     report            # a table: your guess, the plan, the processor, the engine
 
@@ -45,9 +45,8 @@ __all__ = [
     "WORKLOAD",
     "Capstone",
     "Outcome",
-    "Request",
-    "Workload",
-    "engine_args",
+    "CapstoneRequest",
+    "CapstoneWorkload",
     "load_workload",
     "predict",
     "requests_for",
@@ -60,7 +59,7 @@ WORKLOAD = Path(__file__).resolve().parent / "workload.json"  # shipped with the
 
 
 @dataclass(frozen=True)
-class Request:
+class CapstoneRequest:
     """One request of the workload, as the JSON writes it."""
 
     # The row's label in the report, and the key of a learner's guess.
@@ -82,12 +81,14 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Workload:
+class CapstoneWorkload:
     """The requests and the engine they are meant for."""
 
     family: str  # the family whose engine runs them
-    engine: dict  # engine arguments: max_model_len, limit_mm_per_prompt
-    requests: tuple[Request, ...]  # in the order the report lists them
+    # The values it sets of engine_args (gemma_explore.engines.serve_args), the one function
+    # for vLLM's start-up arguments: max_model_len, limit_mm_per_prompt.
+    engine: dict
+    requests: tuple[CapstoneRequest, ...]  # in the order the report lists them
 
 
 @dataclass(frozen=True)
@@ -107,11 +108,11 @@ class Outcome:
         return ", ".join(f"{m} {n}" for m, n in sorted(self.tokens.items())) or "no media"
 
 
-def load_workload(path: str | Path | None = None) -> Workload:
+def load_workload(path: str | Path | None = None) -> CapstoneWorkload:
     """The capstone's workload (``workload.json``, or your own file at ``path``)."""
     data = json.loads(Path(path or WORKLOAD).read_text(encoding="utf-8"))
     requests = tuple(
-        Request(
+        CapstoneRequest(
             name=r["name"],
             text=r.get("text", ""),
             images=tuple(r.get("images", ())),
@@ -123,21 +124,13 @@ def load_workload(path: str | Path | None = None) -> Workload:
         )
         for r in data["requests"]
     )
-    return Workload(data["family"], dict(data["engine"]), requests)
-
-
-def engine_args(workload: Workload) -> dict[str, Any]:
-    """The ``ge.load(..., engine="vllm", **engine_args(w))`` arguments the workload is for."""
-    return {
-        "max_model_len": int(workload.engine["max_model_len"]),
-        "limit_mm_per_prompt": dict(workload.engine["limit_mm_per_prompt"]),
-    }
+    return CapstoneWorkload(data["family"], dict(data["engine"]), requests)
 
 
 # ---- the media, and the request each side sees --------------------------------------------
 
 
-def _media(request: Request) -> dict[str, list]:
+def _media(request: CapstoneRequest) -> dict[str, list]:
     import numpy as np
     from PIL import Image
 
@@ -158,7 +151,7 @@ def _media(request: Request) -> dict[str, list]:
     return {"images": images, "audios": audios, "videos": videos}
 
 
-def _prepared(request: Request, bundle: Any) -> Any:
+def _prepared(request: CapstoneRequest, bundle: Any) -> Any:
     from gemma_explore.processing.inputs import prepare_inputs
 
     return prepare_inputs(
@@ -175,7 +168,7 @@ def _edited(spec: FamilySpec, ids: list[int]) -> list[int]:
     return ids[:k] + ids[k + 1 :]
 
 
-def _vllm_request(request: Request, bundle: Any) -> dict[str, Any]:
+def _vllm_request(request: CapstoneRequest, bundle: Any) -> dict[str, Any]:
     """What ``LLM.generate`` is handed for ``request``: the rendered prompt (as text, or as
     the edited ids), the media, and the request's own budget."""
     from gemma_explore.engines.vllm import vllm_request
@@ -217,7 +210,9 @@ def _image_count(spec: FamilySpec, image: dict, budget: int) -> int:
     return vllm_image_tokens(*image["size"], max_soft_tokens=budget, family=spec)
 
 
-def _planned(request: Request, work: Workload, bundle: Any, startup_budget: int) -> Outcome:
+def _planned(
+    request: CapstoneRequest, work: CapstoneWorkload, bundle: Any, startup_budget: int
+) -> Outcome:
     """The plans' prediction for one request: no vLLM, no engine."""
     from gemma_explore.plans.video import plan_video
     from gemma_explore.plans.vllm import vllm_audio_tokens, vllm_reexpand
@@ -251,7 +246,7 @@ def _planned(request: Request, work: Workload, bundle: Any, startup_budget: int)
 
 
 def predict(
-    work: Workload, bundle: Any, *, max_num_batched_tokens: int, startup_budget: int
+    work: CapstoneWorkload, bundle: Any, *, max_num_batched_tokens: int, startup_budget: int
 ) -> tuple[dict[str, Outcome], int]:
     """The prediction key: each request's outcome and the encoder cache size, from the
     package's plans (``plan_serving`` for the cache) for an engine with the workload's
@@ -270,14 +265,14 @@ def predict(
     return outcomes, plan.encoder_cache_size
 
 
-def requests_for(work: Workload, bundle: Any) -> dict[str, dict[str, Any]]:
+def requests_for(work: CapstoneWorkload, bundle: Any) -> dict[str, dict[str, Any]]:
     """name → what ``LLM.generate`` is handed for each request, built once (the processor
     and the engine get the very same dict)."""
     return {r.name: _vllm_request(r, bundle) for r in work.requests}
 
 
 def run_processor(
-    work: Workload, llm: Any, bundle: Any, sent: dict[str, dict[str, Any]] | None = None
+    work: CapstoneWorkload, llm: Any, bundle: Any, sent: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Outcome]:
     """Each request through the engine's own multimodal processor (``renderer.mm_processor``):
     the placeholders it writes, or what it raises. It does not check the context length."""
@@ -308,7 +303,7 @@ def run_processor(
 
 
 def run_engine(
-    work: Workload, llm: Any, bundle: Any, sent: dict[str, dict[str, Any]] | None = None
+    work: CapstoneWorkload, llm: Any, bundle: Any, sent: dict[str, dict[str, Any]] | None = None
 ) -> tuple[dict[str, Outcome], int]:
     """Each request through ``LLM.generate`` (one greedy token): the prompt the engine ran,
     or its refusal in its own words; and the encoder cache size the scheduler holds."""
@@ -415,10 +410,11 @@ class Capstone:
 
 
 def run_capstone(
-    bundle: Any, guesses: dict[str, Any] | None = None, workload: Workload | None = None
+    bundle: Any, guesses: dict[str, Any] | None = None, workload: CapstoneWorkload | None = None
 ) -> Capstone:
     """Run the workload on ``bundle``'s vLLM engine (``ge.load(..., engine="vllm",
-    **engine_args(workload))``) and diff plans, processor and engine, with ``guesses``."""
+    **workload.engine)``: the one
+    :func:`~gemma_explore.engines.serve_args.engine_args` with the workload's values) and diff plans, processor and engine, with ``guesses``."""
     work = workload or load_workload()
     if bundle.family != work.family:
         raise ValueError(f"The workload is for {work.family}; this engine serves {bundle.family}.")

@@ -27,10 +27,11 @@ def _request_budget(budget: int) -> int:
 
 def _needs_restart() -> str:
     # The option set only in the engine's arguments (not in any request) needs a restart.
-    from gemma_explore.engines.vllm import engine_args, vllm_request
+    from gemma_explore.engines.serve_args import engine_args
+    from gemma_explore.engines.vllm import vllm_request
     from gemma_explore.processing.inputs import prepare_inputs
 
-    engine = engine_args("google/gemma-4-E4B-it", family=GEMMA4)
+    engine = engine_args("google/gemma-4-E4B-it", family=GEMMA4, has_audio=True)
     prepared = prepare_inputs(
         "Hi", bundle=tiny("tiny-gemma4"), images=[photo()], max_soft_tokens=140
     )
