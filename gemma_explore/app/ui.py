@@ -99,9 +99,9 @@ CSS = f"""
                          zoom: {PHONE_FIGURE_ZOOM}; margin: 0; }}
     [id$="_plot"]:has(img)::before {{ content: "← the figure scrolls sideways →";
         display: block; font-size: 12px; color: #6b7280; text-align: center; }}
-    .gallery, .examples table, table.examples-table {{ table-layout: fixed; width: 100%; }}
-    .gallery td, .examples td, table.examples-table td {{ overflow-wrap: anywhere;
-        white-space: normal !important; }} }}
+    .table-wrap table {{ table-layout: fixed; width: 100% !important; }}
+    .table-wrap th, .table-wrap td {{ overflow-wrap: anywhere; white-space: normal !important;
+        padding: 4px !important; }} }}
 """
 # The upload cap in the page's own words: a file over MAX_UPLOAD is stopped before gradio
 # sees it (gradio would show a bare "exceeds the maximum size" toast, twice), and a line
