@@ -412,6 +412,16 @@ def _wire_page(
     _wire(ctx, page.tab, page.key, shown, inputs, [*outputs, page.figures], changes, page.key)
 
 
+def _upload(sample: str, label: str, elem_id: str) -> Any:
+    """A tab's file input, holding its bundled sample at first. A file box, not
+    gr.Image / gr.Audio / gr.Video: those would refuse a wrong file with gradio's own
+    toast (or need ffmpeg to re-encode a video) before our handler could say what is
+    wrong; the file reaches the handler as a path."""
+    import gradio as gr
+
+    return gr.File(sample, label=label, type="filepath", elem_id=elem_id)
+
+
 def build_image_tab(ctx: Context) -> None:
     import gradio as gr
 
@@ -419,12 +429,7 @@ def build_image_tab(ctx: Context) -> None:
 
     with _page("Image", "image") as page:
         with page.left:
-            image_in = gr.File(
-                ctx.samples["photo"],
-                label="Image (PNG, JPEG, WebP…)",
-                type="filepath",
-                elem_id="image_in",
-            )
+            image_in = _upload(ctx.samples["photo"], "Image (PNG, JPEG, WebP…)", "image_in")
             budget = _budget_box("image_budget", ctx)
             gr.Examples([[ctx.samples["photo"]]], inputs=[image_in], label="Example image")
             readouts = _readouts("image")
@@ -453,14 +458,7 @@ def build_audio_tab(ctx: Context) -> None:
 
     with _page("Audio", "audio") as page:
         with page.left:
-            # A file input, as on the Image tab: gr.Audio would refuse a wrong file
-            # with gradio's MIME toast before our handler could say what is wrong.
-            audio_in = gr.File(
-                ctx.samples["speech"],
-                label="Clip (WAV, FLAC, MP3…)",
-                type="filepath",
-                elem_id="audio_in",
-            )
+            audio_in = _upload(ctx.samples["speech"], "Clip (WAV, FLAC, MP3…)", "audio_in")
             _recorder(audio_in, "audio_record")
             gr.Examples([[ctx.samples["speech"]]], inputs=[audio_in], label="Example clip")
             readouts = _readouts("audio")
@@ -742,12 +740,8 @@ def build_video_tab(ctx: Context) -> None:
 
     with _page("Video", "video") as page:
         with page.left:
-            # A file input: gr.Video would need ffmpeg to re-encode uploads.
-            video_in = gr.File(
-                ctx.samples["video"],
-                label="Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)",
-                type="filepath",
-                elem_id="video_in",
+            video_in = _upload(
+                ctx.samples["video"], "Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)", "video_in"
             )
             gr.Examples([[ctx.samples["video"]]], inputs=[video_in], label="Example video")
             readouts = _readouts("video")
@@ -777,18 +771,8 @@ def build_layout_tab(ctx: Context) -> None:
                 elem_id="layout_raw",
             )
             text = gr.Textbox("Describe this.", label="Text", lines=3, elem_id="layout_text")
-            image = gr.File(
-                ctx.samples["photo"],
-                label="Image (optional)",
-                type="filepath",
-                elem_id="layout_image",
-            )
-            audio = gr.File(
-                ctx.samples["speech"],
-                label="Clip (optional)",
-                type="filepath",
-                elem_id="layout_audio",
-            )
+            image = _upload(ctx.samples["photo"], "Image (optional)", "layout_image")
+            audio = _upload(ctx.samples["speech"], "Clip (optional)", "layout_audio")
             budget = _budget_box("layout_budget", ctx)
             gr.Examples(
                 [["Describe this.", ctx.samples["photo"], ctx.samples["speech"]]],
