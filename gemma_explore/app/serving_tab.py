@@ -8,6 +8,8 @@ The ``gpu_memory_utilization`` slider starts at what the release uses when the f
 unset (:func:`utilization_default`): its fixed share of the GPU, or 1.0 where the
 extensible KV cache sizes the pool from memory measured after warm-up. At that value the
 table says "unset"; any other value is yours, as ``--gpu-memory-utilization`` would be.
+``max_num_batched_tokens`` likewise: at the value ``vllm serve`` picks unset on this GPU,
+the notes give vLLM's default and why; another value is yours.
 
 Every control is described once, in :data:`CONTROLS` (its label, range and default):
 the page builds its sliders from it and the handler checks each value against it, so a
@@ -46,6 +48,8 @@ __all__ = [
     "Control",
     "ProbeView",
     "gpu_assumption",
+    "limit_states",
+    "page_words",
     "probe_tab",
     "serving_family",
     "serving_tab",
@@ -93,17 +97,30 @@ class Control:
     high: float
     default: float
     step: float = 1
+    kind: str = "slider"  # the page's control: "slider", or "box" (a number box)
 
     def check(self, value: Any) -> float:
-        """``value`` as a number in range, or a ValueError naming this control."""
+        """``value`` as a number in range, or a ValueError naming this control, in the
+        words of the control the page has (a slider, or a number box).
+
+        >>> _BY_KEY["gpu_memory_gib"].check(0)
+        Traceback (most recent call last):
+        ...
+        ValueError: GPU memory (GiB) must be between 1 and 1024 (got 0): type a number from 1 to 1024 in its box.
+        """
         try:
             n = float(value)
         except (TypeError, ValueError):
             raise ValueError(f"{self.label} must be a number, got {value!r}.") from None
         if n != n or not self.low <= n <= self.high:  # NaN, or out of range
+            span = f"{self.low:g} to {self.high:g}"
+            how = (
+                f"type a number from {span} in its box"
+                if self.kind == "box"
+                else f"drag the slider, or type a number from {span} in its box"
+            )
             raise ValueError(
-                f"{self.label} must be between {self.low:g} and {self.high:g} "
-                f"(got {n:g}): set it within the slider's range."
+                f"{self.label} must be between {self.low:g} and {self.high:g} (got {n:g}): {how}."
             )
         if self.step >= 1 and n != int(n):
             raise ValueError(f"{self.label} must be a whole number, got {n:g}.")
@@ -116,7 +133,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("audio_limit", "limit_mm_per_prompt: audio", 0, 4, 1),
     Control("video_limit", "limit_mm_per_prompt: video", 0, 4, 1),
     Control("max_num_batched_tokens", "max_num_batched_tokens", 16, 131072, 8192, 16),
-    Control("gpu_memory_gib", "GPU memory (GiB)", 1, 1024, 80, 1),
+    Control("gpu_memory_gib", "GPU memory (GiB)", 1, 1024, 80, 1, kind="box"),
     Control(
         "gpu_memory_utilization",
         "gpu_memory_utilization",
@@ -290,16 +307,21 @@ def serving_tab(
             else _BY_KEY["gpu_memory_utilization"].check(gpu_memory_utilization)
         )
         unset = util == default  # the same budget as the flag left unset, in vLLM too
-        plan = plan_serving(  # vllm serve on this GPU: its defaults fill what the tab leaves out
-            model_name,
-            gpu_memory_gib=gpu,
-            entry_point="serve",
-            max_model_len=_whole("max_model_len", max_model_len),
-            limit_mm_per_prompt=limits,
-            max_num_batched_tokens=_whole("max_num_batched_tokens", max_num_batched_tokens),
-            max_soft_tokens=_budget(max_soft_tokens),  # Gemma 3n ignores it, as vLLM does
-            vllm_version=release.version,
-        )
+        asked_batch = _whole("max_num_batched_tokens", max_num_batched_tokens)
+        options: dict[str, Any] = {  # vllm serve on this GPU: its defaults fill the rest
+            "gpu_memory_gib": gpu,
+            "entry_point": "serve",
+            "max_model_len": _whole("max_model_len", max_model_len),
+            "limit_mm_per_prompt": limits,
+            "max_soft_tokens": _budget(max_soft_tokens),  # Gemma 3n ignores it, as vLLM does
+            "vllm_version": release.version,
+        }
+        # max_num_batched_tokens at vllm serve's own value is the flag left unset (the
+        # notes say vLLM's default and why); another value is yours.
+        plan = plan_serving(model_name, **options)
+        if plan.max_num_batched_tokens != asked_batch:
+            plan = plan_serving(model_name, max_num_batched_tokens=asked_batch, **options)
+        _MODALITIES[model_name] = plan.model.modalities
         fits, why = verdict(plan, gpu, util)
         asked = None if unset else util  # None: the release's own sizing
         fig = show_serving(plan, gpu_memory_gib=gpu, gpu_memory_utilization=asked)
@@ -370,6 +392,74 @@ def _lever_rows(plan: ServingPlan, util: float | None) -> list[tuple[str, str]]:
     ]
 
 
+# The inputs each checkpoint the tab planned takes (its plan's model.modalities): what the
+# limit sliders read once its plan is on screen. One entry per name planned.
+_MODALITIES: dict[str, tuple[str, ...]] = {}
+
+
+def limit_states(planned: ServingPlan | str | None) -> tuple[tuple[bool, str], ...] | None:
+    """(enabled, reason) of the image, audio and video limit sliders for a plan's
+    checkpoint (a plan, or the name of one this tab has planned): a modality it takes no
+    input for is disabled, and the reason says so. None when there is no plan (a
+    refused value leaves the sliders as they are).
+
+    >>> limit_states(serving_tab("google/gemma-4-31B-it").plan)[1]  # doctest: +SKIP
+    (False, 'google/gemma-4-31B-it takes no audio: vLLM ignores this limit.')
+    """
+    if isinstance(planned, str):
+        name, modalities = planned, _MODALITIES.get(planned)
+    elif planned is not None:
+        name, modalities = planned.model.name, planned.model.modalities
+    else:
+        name, modalities = "", None
+    if modalities is None:
+        return None
+    return tuple(
+        (True, "")
+        if modality in modalities
+        else (False, f"{name} takes no {modality}: vLLM ignores this limit.")
+        for modality in ("image", "audio", "video")
+    )
+
+
+# The plan's notes are written for a notebook (its Python calls, its source files); on the
+# page each becomes what a user of the page has: a box, a row, a tab, a vllm serve flag.
+_PAGE_WORDS: tuple[tuple[str, str], ...] = (
+    (
+        r"built-in facts \(gemma_explore/facts/released\.py\)",
+        "the released checkpoint's config, built in (no download)",
+    ),
+    (r"\(vllm_version=[\w.]+\)", "(chosen in the vLLM release box)"),
+    (
+        r"plan\.kv_memory\(\) guesses it; plan\.capacity\(kv_cache_memory_bytes=…\) sizes a "
+        r"pool of memory you give",
+        "the KV pool row above is that estimate",
+    ),
+    (r"plan\.kv_memory\(\) guesses them", "the KV pool row above estimates them"),
+    (r"plan_video counts them", "the Video tab counts them"),
+    (r"pass block_size=(\w+)", r"pass --block-size \1"),
+    (
+        r"max_num_batched_tokens=(\d+): yours \(no default applied\)",
+        r"max_num_batched_tokens \1: yours, from its slider (vLLM's default is not used)",
+    ),
+    (r" ?\([\w/]+\.py\)", ""),  # any other source file: the page has no use for it
+)
+
+
+def page_words(note: str) -> str:
+    """A plan's note in the page's words (:data:`_PAGE_WORDS`): no source files, no
+    Python calls.
+
+    >>> page_words("config: built-in facts (gemma_explore/facts/released.py)")
+    "config: the released checkpoint's config, built in (no download)"
+    """
+    import re
+
+    for pattern, words in _PAGE_WORDS:
+        note = re.sub(pattern, words, note)
+    return note
+
+
 def _table(
     plan: ServingPlan,
     why: str,
@@ -395,7 +485,8 @@ def _table(
     if video is not None:
         rows.append(video)
     rows.append(_processor_cache_row(plan))
-    return dataclasses.replace(table, rows=tuple(rows)).markdown()
+    notes = tuple(page_words(n) for n in table.notes)
+    return dataclasses.replace(table, rows=tuple(rows), notes=notes).markdown()
 
 
 def _processor_cache_row(plan: ServingPlan) -> tuple[str, str]:

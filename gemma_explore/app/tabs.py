@@ -110,16 +110,30 @@ def _image_rows(spec: FamilySpec, plan: Any) -> list[tuple[str, Any]]:
     ]
     if spec.image.budgets:  # the budget a user keeps asking for: max_soft_tokens="auto"
         auto = recommend_budget(plan.original_size, family=spec)  # budgets not shown
-        here = "shrunk" if plan.scale < 1 else "not shrunk"
-        rows.append(
-            (
-                "recommended budget",
-                f"{auto.max_soft_tokens} (the smallest that does not shrink this image, "
-                f"else the largest: {auto.scale:.2f}×); at {plan.max_soft_tokens} it is "
-                f"{here}, {plan.scale:.2f}×",
-            )
-        )
+        rows.append(("recommended budget", _budget_words(auto, plan)))
     return rows
+
+
+def _size_words(scale: float) -> str:
+    """What a resize does to the image, in plain words."""
+    if scale < 1:
+        return f"shrinks it to {scale:.2f}× its size (10 px text becomes {10 * scale:.1f} px)"
+    if scale > 1:
+        return f"enlarges it {scale:.2f}× (every pixel kept)"
+    return "keeps it at its own size"
+
+
+def _budget_words(auto: Any, plan: Any) -> str:
+    """The recommended budget (``max_soft_tokens="auto"``) and what the chosen one does,
+    in two plain sentences."""
+    if auto.scale >= 1:
+        why = f"{auto.max_soft_tokens}: the fewest tokens that keep every pixel of this image."
+    else:
+        why = (
+            f"{auto.max_soft_tokens}: every budget shrinks this image, and this one, the "
+            f"largest, shrinks it least ({auto.scale:.2f}× its size)."
+        )
+    return f"{why} The chosen budget, {plan.max_soft_tokens}, {_size_words(plan.scale)}."
 
 
 def image_tab(model_name: str, image: Any, budget: Any = None) -> ImageResult:
@@ -190,11 +204,23 @@ def _audio_rows(spec: FamilySpec, plan: Any, notes: dict[str, Any]) -> list[tupl
             (
                 "windows",
                 f"{len(long.windows)} of ≤ {long.max_window_s:g} s, cut at quiet points, "
-                f"{long.overlap_s:g} s overlap ({spans}): {long.audio_tokens} tokens in all; "
-                "send each to hear the whole clip",
+                f"{long.overlap_s:g} s overlap ({spans}): {long.audio_tokens} tokens in all. "
+                + _windows_use(spec, long.max_window_s),
             )
         )
     return rows
+
+
+def _windows_use(spec: FamilySpec, heard_s: float) -> str:
+    """Who sends the windows in this demo: Transcribe, for a family that transcribes;
+    for the others nothing does, and the row says what the model hears instead."""
+    if spec.transcribes:
+        return "The Transcribe button below sends each window and joins the texts."
+    return (
+        f"Nothing in this demo sends windows under {spec.display_name}: Chat sends the "
+        f"clip whole and the model hears its first {heard_s:g} s. To ask about the rest, "
+        "cut the clip at these points and attach each part to its own turn."
+    )
 
 
 def long_audio_of(plan: Any) -> LongAudioPlan | None:

@@ -4,7 +4,8 @@ It asks the demo's bundle for Gemma 3n's fixed speech-to-text prompt
 (:meth:`~gemma_explore.models.bundle.Bundle.transcribe`) and returns Markdown. Bad input
 (an unknown language code, a clip over vLLM's 600 s decode limit, a Gemma 4 model) comes
 back as a message, never an exception, so the demo keeps answering. A clip over 30 s is
-transcribed, with the warning that the model hears only its first 30 s shown after ⚠.
+sent window by window (the windows the Audio tab's counts list, cut at quiet points) and
+the texts joined; what the result's note says about the join is shown after ⚠.
 
 >>> transcribe_tab("tiny-gemma3n", "speech.wav", "en").text        # doctest: +SKIP
 '**Transcript** (transcribe, English): `…`\\n\\n⚠ Random weights: this text is noise, …'

@@ -19,7 +19,8 @@ reads), and append it to :data:`TABS`.
 """
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,7 @@ __all__ = [
     "build_layout_tab",
     "build_serving_tab",
     "build_video_tab",
+    "transcribe_help",
 ]
 
 MAX_UPLOAD = "20mb"  # gradio refuses bigger uploads before they reach a handler
@@ -57,6 +59,12 @@ LIVE = {"trigger_mode": "always_last", "show_progress": "minimal"}  # a re-rende
 # Below this width a tab's two columns stack, the figure first (its column's min_width
 # and the media query below agree: 300 + 640 px and the gaps).
 STACK_BELOW_PX = 1000
+# A phone (below this width) shows each figure at PHONE_FIGURE_ZOOM of its drawn size, in a
+# box that scrolls sideways and says so: shrunk to a 390 px screen, an 11-inch figure's
+# 9 pt labels (12.5 px at the figure's 100 dpi) would be 4 px tall; at this zoom they are
+# 9 px or more (9 pt × 100/72 × 0.75 = 9.4 px).
+PHONE_BELOW_PX = 600
+PHONE_FIGURE_ZOOM = 0.75
 # The page's style (gradio takes it in launch()):
 # * figures scale down to their column (never wider, never a hidden sideways scroll);
 #   below STACK_BELOW_PX the columns stack, figure (or the message that replaces it)
@@ -64,7 +72,9 @@ STACK_BELOW_PX = 1000
 # * tables keep vLLM's names and checkpoint ids whole (no break inside
 #   max_num_batched_tokens, nor at the "/" and "-" of google/gemma-4-E4B-it); their values
 #   wrap at spaces so the table fits its column;
-# * gr.Examples' headers wrap instead of being cut;
+# * gr.Examples' headers wrap instead of being cut, and on a phone its cells too;
+# * a counts table's names wrap at their spaces, so its values keep their width;
+# * on a phone, a figure keeps its labels legible (PHONE_FIGURE_ZOOM) and scrolls sideways;
 # * the upload cap's message (HEAD) shows under the box that refused the file.
 CSS = f"""
 [id$="_plot"] .matplotlib {{ display: block !important; overflow: hidden !important;
@@ -77,9 +87,21 @@ CSS = f"""
 .gallery th, .examples th, table.examples-table th {{ white-space: normal !important;
     overflow: visible !important; text-overflow: clip !important; }}
 .upload-cap {{ color: #b91c1c; font-weight: 600; margin: 4px 0; }}
+[id$="_counts"] td:first-child {{ white-space: normal; }}
+[id$="_counts"] td:last-child {{ min-width: 9em; }}
+.slider-range {{ color: #b45309; font-weight: 600; margin: 4px 0; }}
 @media (max-width: {STACK_BELOW_PX}px) {{ .plot-col {{ order: -1; }} }}
-@media (max-width: 600px) {{ #serving_table table, [id$="_counts"] table {{ font-size: 12px; }}
-    .prose td, .prose th {{ padding: 4px 6px !important; }} }}
+@media (max-width: {PHONE_BELOW_PX}px) {{
+    #serving_table table, [id$="_counts"] table {{ font-size: 12px; }}
+    .prose td, .prose th {{ padding: 4px 6px !important; }}
+    [id$="_plot"] .matplotlib {{ overflow-x: auto !important; }}
+    [id$="_plot"] img {{ max-width: none !important; width: auto !important;
+                         zoom: {PHONE_FIGURE_ZOOM}; margin: 0; }}
+    [id$="_plot"]:has(img)::before {{ content: "← the figure scrolls sideways →";
+        display: block; font-size: 12px; color: #6b7280; text-align: center; }}
+    .table-wrap table {{ table-layout: fixed; width: 100% !important; }}
+    .table-wrap th, .table-wrap td {{ overflow-wrap: anywhere; white-space: normal !important;
+        padding: 4px !important; }} }}
 """
 # The upload cap in the page's own words: a file over MAX_UPLOAD is stopped before gradio
 # sees it (gradio would show a bare "exceeds the maximum size" toast, twice), and a line
@@ -111,6 +133,29 @@ HEAD = f"""<script>
     }}, true);
   }}
   window.addEventListener('drop', e => check(e, e.dataTransfer && e.dataTransfer.files), true);
+  // A slider's box takes a typed number past the slider's ends, and gradio then sets the
+  // nearest end without a word: the line under the slider says so.
+  const typed = new WeakMap();
+  const range = el => el.closest('.wrap') && el.closest('.wrap').querySelector('input[type=range]');
+  window.addEventListener('input', e => {{
+    if (e.target && e.target.type === 'number' && range(e.target)) typed.set(e.target, e.target.value);
+  }}, true);
+  const said = e => {{
+    const box = e.target, r = box && box.type === 'number' && range(box);
+    if (!r || !typed.has(box)) return;
+    const host = box.closest('.block') || box.parentElement;
+    host.querySelectorAll('.slider-range').forEach(n => n.remove());
+    const v = Number(typed.get(box)), lo = Number(r.min), hi = Number(r.max);
+    typed.delete(box);
+    if (!(v < lo || v > hi)) return;
+    const label = (host.querySelector('label') || {{innerText: 'This slider'}}).innerText.trim();
+    const note = document.createElement('div');
+    note.className = 'slider-range';
+    note.textContent = '⚠ ' + label + ' goes from ' + lo + ' to ' + hi + ': ' + v
+      + ' was set to ' + (v > hi ? hi : lo) + ', its ' + (v > hi ? 'highest' : 'lowest') + '.';
+    host.appendChild(note);
+  }};
+  window.addEventListener('focusout', said, true);  // gradio sets the end on blur
 }})();
 </script>"""
 # How the page is launched (launch() and the tests' server alike): on top of the host
@@ -140,6 +185,8 @@ class Context:
     budgets: list[Any] = field(default_factory=list)
     # Buttons only some families use, with the test: (button, spec → enabled).
     family_buttons: list[tuple[Any, Callable[[FamilySpec], bool]]] = field(default_factory=list)
+    # Lines whose words follow the family, with their text: (markdown, spec → text).
+    family_texts: list[tuple[Any, Callable[[FamilySpec], str]]] = field(default_factory=list)
 
     def on_open(self) -> list[Any]:
         """The model-ready trigger, as a list to add to a listener's triggers."""
@@ -267,10 +314,10 @@ def _heading(text: str) -> None:
     gr.Markdown(f"**{text}**")
 
 
-def _plot(elem_id: str) -> Any:
+def _plot(elem_id: str, **options: Any) -> Any:
     import gradio as gr
 
-    return gr.Plot(show_label=False, elem_id=elem_id)
+    return gr.Plot(show_label=False, elem_id=elem_id, **options)
 
 
 def _error_slot(elem_id: str) -> Any:
@@ -295,60 +342,113 @@ def _shown(r: Any) -> tuple[str, str]:
     return ("" if r.error else r.counts), (r.error or "")
 
 
+@dataclass
+class _Page:
+    """A tab of the common shape: its controls column (``left``), and in its figure
+    column the message slot (``error``) above the column of figures it replaces
+    (``figures``: hidden while a message shows, so on a phone the message sits right
+    above the controls, with no empty figure box between them)."""
+
+    key: str  # the tab's id, its elements' prefix and its API name
+    tab: Any
+    left: Any
+    error: Any
+    figures: Any
+
+
+@contextmanager
+def _page(title: str, key: str) -> Iterator[_Page]:
+    """Build a tab of the common shape: in the ``with`` block, fill ``page.left`` with
+    the controls and ``page.figures`` with the figures, then wire it (:func:`_wire_page`);
+    what is built outside those two goes under both, full width."""
+    import gradio as gr
+
+    with gr.Tab(title, id=key) as tab:
+        with gr.Row():
+            left, right = _columns()
+            with right:
+                error = _error_slot(f"{key}_error")
+                figures = gr.Column(elem_id=f"{key}_figures")
+        yield _Page(key, tab, left, error, figures)
+
+
+def _readouts(key: str) -> tuple[Any, Any, Any]:
+    """The counts table, the parity badge and the timings under a tab's controls."""
+    import gradio as gr
+
+    return (
+        gr.Markdown(elem_id=f"{key}_counts"),
+        gr.Markdown(elem_id=f"{key}_parity"),
+        gr.Markdown(elem_id=f"{key}_time"),
+    )
+
+
+def _readouts_of(r: Any) -> tuple[str, str, str, str]:
+    """A result's (counts, parity, timings, message), as :func:`_readouts` and the
+    message slot show them."""
+    counts_md, error_md = _shown(r)
+    return counts_md, r.parity, r.timings, error_md
+
+
+def _wire_page(
+    ctx: Context,
+    page: _Page,
+    render: Callable[..., tuple[Any, ...]],
+    inputs: list[Any],
+    outputs: list[Any],
+    changes: list[Any],
+) -> None:
+    """:func:`_wire` for a :func:`_page`: ``render(model, *inputs)`` gives ``outputs``'
+    values, the page's message among them; the figure column shows exactly when the
+    message is empty. The API (named after the tab) returns ``outputs``."""
+    import gradio as gr
+
+    at = next(i for i, o in enumerate(outputs) if o is page.error)
+
+    def shown(model: str, *values: Any) -> tuple[Any, ...]:
+        out = render(model, *values)
+        return (*out, gr.Column(visible=not out[at]))
+
+    _wire(ctx, page.tab, page.key, shown, inputs, [*outputs, page.figures], changes, page.key)
+
+
+def _upload(sample: str, label: str, elem_id: str) -> Any:
+    """A tab's file input, holding its bundled sample at first. A file box, not
+    gr.Image / gr.Audio / gr.Video: those would refuse a wrong file with gradio's own
+    toast (or need ffmpeg to re-encode a video) before our handler could say what is
+    wrong; the file reaches the handler as a path."""
+    import gradio as gr
+
+    return gr.File(sample, label=label, type="filepath", elem_id=elem_id)
+
+
 def build_image_tab(ctx: Context) -> None:
     import gradio as gr
 
     from gemma_explore.app.tabs import image_tab
 
-    with gr.Tab("Image", id="image") as tab:
-        with gr.Row():
-            left, right = _columns()
-            with left:
-                image_in = gr.File(
-                    ctx.samples["photo"],
-                    label="Image (PNG, JPEG, WebP…)",
-                    type="filepath",
-                    elem_id="image_in",
-                )
-                budget = _budget_box("image_budget", ctx)
-                gr.Examples([[ctx.samples["photo"]]], inputs=[image_in], label="Example image")
-                counts = gr.Markdown(elem_id="image_counts")
-                parity = gr.Markdown(elem_id="image_parity")
-                timings = gr.Markdown(elem_id="image_time")
-            with right:
-                error = _error_slot("image_error")
-                _heading("Patch grid: what the processor keeps, and its padding")
-                patch = _plot("patch_plot")
-                # A family with a pooler gets a second figure; Unified (no tower, no
-                # pooler) shows its one figure once, so this panel hides for it.
-                with gr.Column(elem_id="pooled_panel") as pooled_panel:
-                    _heading("Which soft tokens are real, and which are padding")
-                    pooled = _plot("pooled_plot")
+    with _page("Image", "image") as page:
+        with page.left:
+            image_in = _upload(ctx.samples["photo"], "Image (PNG, JPEG, WebP…)", "image_in")
+            budget = _budget_box("image_budget", ctx)
+            gr.Examples([[ctx.samples["photo"]]], inputs=[image_in], label="Example image")
+            readouts = _readouts("image")
+        with page.figures:
+            _heading("Patch grid: what the processor keeps, and its padding")
+            patch = _plot("patch_plot")
+            # A family with a pooler gets a second figure; Unified (no tower, no
+            # pooler) shows its one figure once, so this panel hides for it.
+            with gr.Column(elem_id="pooled_panel") as pooled_panel:
+                _heading("Which soft tokens are real, and which are padding")
+                pooled = _plot("pooled_plot")
 
         def run(model: str, image: Any, b: Any) -> tuple[Any, ...]:
             r = ImageResult.blank() if image is None else image_tab(model, image, b)
             shown = r.pooled_figure is not None or image is None or r.error is not None
-            counts_md, error_md = _shown(r)
-            return (
-                r.patch_figure,
-                r.pooled_figure,
-                counts_md,
-                r.parity,
-                r.timings,
-                error_md,
-                gr.Column(visible=shown),
-            )
+            return (r.patch_figure, r.pooled_figure, *_readouts_of(r), gr.Column(visible=shown))
 
-        _wire(
-            ctx,
-            tab,
-            "image",
-            run,
-            [image_in, budget],
-            [patch, pooled, counts, parity, timings, error, pooled_panel],
-            [image_in.change, budget.change],
-            "image",
-        )
+        outputs = [patch, pooled, *readouts, page.error, pooled_panel]
+        _wire_page(ctx, page, run, [image_in, budget], outputs, [image_in.change, budget.change])
 
 
 def build_audio_tab(ctx: Context) -> None:
@@ -356,46 +456,28 @@ def build_audio_tab(ctx: Context) -> None:
 
     from gemma_explore.app.tabs import audio_tab, long_audio_figure
 
-    with gr.Tab("Audio", id="audio") as tab:
-        with gr.Row():
-            left, right = _columns()
-            with left:
-                # A file input, as on the Image tab: gr.Audio would refuse a wrong file
-                # with gradio's MIME toast before our handler could say what is wrong.
-                audio_in = gr.File(
-                    ctx.samples["speech"],
-                    label="Clip (WAV, FLAC, MP3…)",
-                    type="filepath",
-                    elem_id="audio_in",
-                )
-                _recorder(audio_in, "audio_record")
-                gr.Examples([[ctx.samples["speech"]]], inputs=[audio_in], label="Example clip")
-                counts = gr.Markdown(elem_id="audio_counts")
-                parity = gr.Markdown(elem_id="audio_parity")
-                timings = gr.Markdown(elem_id="audio_time")
-            with right:
-                error = _error_slot("audio_error")
-                _heading("Waveform, its frames and their tokens")
-                mel = _plot("mel_plot")
-                # Past 30 s: the windows the model hears whole (empty for a shorter clip).
+    with _page("Audio", "audio") as page:
+        with page.left:
+            audio_in = _upload(ctx.samples["speech"], "Clip (WAV, FLAC, MP3…)", "audio_in")
+            _recorder(audio_in, "audio_record")
+            gr.Examples([[ctx.samples["speech"]]], inputs=[audio_in], label="Example clip")
+            readouts = _readouts("audio")
+        with page.figures:
+            _heading("Waveform, its frames and their tokens")
+            mel = _plot("mel_plot")
+            # Past 30 s: the windows the model hears whole; hidden for a shorter clip
+            # (never an empty box).
+            with gr.Column(visible=False, elem_id="audio_windows_panel") as windows_panel:
                 windows = _plot("audio_windows_plot")
 
         def run(model: str, audio: Any) -> tuple[Any, ...]:
             r = AudioResult.blank() if audio is None else audio_tab(model, audio)
-            counts_md, error_md = _shown(r)
             figure = long_audio_figure(r.plan)
-            return r.mel_figure, counts_md, r.parity, r.timings, error_md, figure
+            shown = gr.Column(visible=figure is not None)
+            return (r.mel_figure, *_readouts_of(r), figure, shown)
 
-        _wire(
-            ctx,
-            tab,
-            "audio",
-            run,
-            [audio_in],
-            [mel, counts, parity, timings, error, windows],
-            [audio_in.change],
-            "audio",
-        )
+        outputs = [mel, *readouts, page.error, windows, windows_panel]
+        _wire_page(ctx, page, run, [audio_in], outputs, [audio_in.change])
         transcribe_row(ctx, audio_in)
 
 
@@ -414,10 +496,36 @@ def _transcribes(spec: FamilySpec) -> bool:
     return spec.transcribes
 
 
+def transcribe_help(spec: FamilySpec) -> str:
+    """The line under the Transcribe button for the chosen family: what the button
+    sends, or (a family without speech-to-text) where to ask instead.
+
+    >>> from gemma_explore.facts.families import get_family
+    >>> transcribe_help(get_family("gemma4"))[:46]
+    'Gemma 4 has no speech-to-text interface here: '
+    """
+    from gemma_explore.plans.long_audio import heard_seconds
+
+    stt = SPEECH_TO_TEXT_FAMILY.display_name
+    heard = f"{heard_seconds(spec):g} s"
+    if spec.transcribes:
+        return (
+            f"Transcribe sends the clip with {stt}'s fixed speech-to-text prompt (the one "
+            f"vLLM's /v1/audio/transcriptions sends). A clip longer than {heard} is sent "
+            "window by window, cut at the quiet points the counts table lists, and the "
+            "texts are joined."
+        )
+    return (
+        f"{spec.display_name} has no speech-to-text interface here: attach the clip in the "
+        f'Chat tab and ask "Transcribe this audio." (Chat sends the clip whole: the model '
+        f"hears its first {heard}). Transcribe is {stt}'s: pick a {stt} model in Model."
+    )
+
+
 def transcribe_row(ctx: Context, audio_in: Any) -> None:
     """Gemma 3n speech-to-text with the fixed prompt vLLM's /v1/audio/transcriptions
     sends (a button: generation is not a live re-render). The button is active only
-    under a family that transcribes; the line beside it says which one does."""
+    under a family that transcribes; the line under it follows the family chosen."""
     import gradio as gr
 
     from gemma_explore.app.transcribe_tab import transcribe_tab
@@ -431,12 +539,9 @@ def transcribe_row(ctx: Context, audio_in: Any) -> None:
             elem_id="transcribe_btn",
             interactive=_transcribes(DEFAULT_FAMILY),
         )
-    gr.Markdown(
-        f"Transcription is {stt}'s (pick a {stt} model in Model); under Gemma 4, attach the "
-        'clip in the Chat tab and ask "Transcribe this audio."',
-        elem_id="transcribe_help",
-    )
+    help_line = gr.Markdown(transcribe_help(DEFAULT_FAMILY), elem_id="transcribe_help")
     ctx.family_buttons.append((button, _transcribes))
+    ctx.family_texts.append((help_line, transcribe_help))
     transcript = gr.Markdown(elem_id="transcript")
     # A transcript belongs to one clip and one model: a change clears it.
     gr.on([audio_in.change, ctx.model.change], lambda: "", None, [transcript], queue=False)
@@ -465,11 +570,11 @@ def _serving_controls() -> tuple[list[Any], Any, Any]:
 
     boxes = {}
     for c in CONTROLS:
-        # The GPU's memory is typed (no range: the handler refuses a bad one in its words,
-        # where gradio's own check would show a bare toast); the rest are sliders.
+        # The GPU's memory is typed (a number box: the handler refuses a bad one in its
+        # words); the rest are sliders.
         box = (
             gr.Number(value=c.default, label=c.label, elem_id=f"serving_{c.key}")
-            if c.key == "gpu_memory_gib"
+            if c.kind == "box"
             else _lenient(
                 gr.Slider(
                     c.low,
@@ -499,33 +604,30 @@ def build_serving_tab(ctx: Context) -> None:
         VLLM_LABEL,
     )
 
-    with gr.Tab("Serving", id="serving") as tab:
-        with gr.Row():
-            left, right = _columns()
-            with left:
-                # A released checkpoint by default: its real shapes, from the package's
-                # cited facts (offline). The tiny model's sizes answer no operator's question.
-                checkpoint = gr.Dropdown(
-                    list(SERVING_CHOICES),
-                    value=SERVING_DEFAULT,
-                    label="Checkpoint (released shapes, planned offline)",
-                    elem_id="serving_checkpoint",
-                )
-                # The release whose rules plan the engine (the installed one, else the newest).
-                release = gr.Dropdown(
-                    list(VLLM_CHOICES), value=VLLM_DEFAULT, label=VLLM_LABEL, elem_id="serving_vllm"
-                )
-                controls, gpu, util = _serving_controls()
-                budget = _budget_box("serving_budget")  # follows `checkpoint`, not Model
-            with right:
-                error = _error_slot("serving_error")
-                warnings = gr.Markdown(elem_id="serving_warnings")
-                _heading("What vLLM reserves: memory, and worst-case tokens per item")
-                assumption = gr.Markdown(elem_id="serving_assumption")
-                plot = _plot("serving_plot")
+    with _page("Serving", "serving") as page:
+        with page.left:
+            # A released checkpoint by default: its real shapes, from the package's
+            # cited facts (offline). The tiny model's sizes answer no operator's question.
+            checkpoint = gr.Dropdown(
+                list(SERVING_CHOICES),
+                value=SERVING_DEFAULT,
+                label="Checkpoint (released shapes, planned offline)",
+                elem_id="serving_checkpoint",
+            )
+            # The release whose rules plan the engine (the installed one, else the newest).
+            release = gr.Dropdown(
+                list(VLLM_CHOICES), value=VLLM_DEFAULT, label=VLLM_LABEL, elem_id="serving_vllm"
+            )
+            controls, gpu, util = _serving_controls()
+            budget = _budget_box("serving_budget")  # follows `checkpoint`, not Model
+        with page.figures:
+            warnings = gr.Markdown(elem_id="serving_warnings")
+            _heading("What vLLM reserves: memory, and worst-case tokens per item")
+            assumption = gr.Markdown(elem_id="serving_assumption")
+            plot = _plot("serving_plot")
         table = gr.Markdown(elem_id="serving_table")  # full width: its values stay whole
-        outputs = [plot, table, error, warnings, assumption]
-        _wire_serving(ctx, tab, checkpoint, budget, [*controls, gpu, util, release], outputs)
+        outputs = [plot, table, page.error, warnings, assumption]
+        _wire_serving(ctx, page, checkpoint, budget, [*controls, gpu, util, release], outputs)
         _probe_row()
 
 
@@ -557,15 +659,17 @@ def _probe_row() -> None:
 
 
 def _wire_serving(
-    ctx: Context, tab: Any, checkpoint: Any, budget: Any, values: list[Any], outputs: list[Any]
+    ctx: Context, page: _Page, checkpoint: Any, budget: Any, values: list[Any], outputs: list[Any]
 ) -> None:
     """The budget box follows the checkpoint chosen on the tab (or the model above, when
     that is the choice); every control re-plans, and plot, table and verdict change
-    together (a refused value clears them all and says which control)."""
+    together (a refused value clears them all and says which control). A limit the
+    checkpoint has no input for is disabled, with the reason under it."""
     import gradio as gr
 
     from gemma_explore.app.serving_tab import (
         LOADED_MODEL,
+        limit_states,
         serving_family,
         serving_tab,
         utilization_default,
@@ -598,6 +702,7 @@ def _wire_serving(
         api_visibility="private",
         queue=False,
     )
+    limits = values[1:4]  # image, audio, video
 
     def run(model: str, chosen: str, b: Any, *v: Any) -> tuple[Any, ...]:
         name = model if chosen == LOADED_MODEL else chosen
@@ -613,15 +718,18 @@ def _wire_serving(
         )
         return r.figure, r.table, r.error or "", r.warnings, r.assumption
 
-    _wire(
-        ctx,
-        tab,
-        "serving",
-        run,
-        [checkpoint, budget, *values],
-        outputs,
-        [checkpoint.change, budget.change, *(c.change for c in values)],
-        "serving",
+    changes = [checkpoint.change, budget.change, *(c.change for c in values)]
+    _wire_page(ctx, page, run, [checkpoint, budget, *values], outputs, changes)
+
+    def enable(model: str, chosen: str) -> tuple[Any, ...]:
+        states = limit_states(model if chosen == LOADED_MODEL else chosen)
+        if states is None:  # not planned (a refused value): the sliders stay as they are
+            return tuple(gr.update() for _ in limits)
+        return tuple(gr.update(interactive=on, info=why) for on, why in states)
+
+    # Once a plan is on screen, its checkpoint's inputs decide which limits mean something.
+    outputs[1].change(
+        enable, [ctx.model, checkpoint], limits, queue=False, api_visibility="private"
     )
 
 
@@ -630,41 +738,23 @@ def build_video_tab(ctx: Context) -> None:
 
     from gemma_explore.app.tabs import video_tab
 
-    with gr.Tab("Video", id="video") as tab:
-        with gr.Row():
-            left, right = _columns()
-            with left:
-                # A file input: gr.Video would need ffmpeg to re-encode uploads.
-                video_in = gr.File(
-                    ctx.samples["video"],
-                    label="Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)",
-                    type="filepath",
-                    elem_id="video_in",
-                )
-                gr.Examples([[ctx.samples["video"]]], inputs=[video_in], label="Example video")
-                counts = gr.Markdown(elem_id="video_counts")
-                parity = gr.Markdown(elem_id="video_parity")
-                timings = gr.Markdown(elem_id="video_time")
-            with right:
-                error = _error_slot("video_error")
-                _heading("Sampled frames, their timestamps and tokens")
-                frames = _plot("frames_plot")
+    with _page("Video", "video") as page:
+        with page.left:
+            video_in = _upload(
+                ctx.samples["video"], "Video for Gemma 4 (MP4, MOV, AVI, MKV, WebM)", "video_in"
+            )
+            gr.Examples([[ctx.samples["video"]]], inputs=[video_in], label="Example video")
+            readouts = _readouts("video")
+        with page.figures:
+            _heading("Sampled frames, their timestamps and tokens")
+            frames = _plot("frames_plot")
 
         def run(model: str, video: Any) -> tuple[Any, ...]:
             r = VideoResult.blank() if video is None else video_tab(model, video)
-            counts_md, error_md = _shown(r)
-            return r.frames_figure, counts_md, r.parity, r.timings, error_md
+            return (r.frames_figure, *_readouts_of(r))
 
-        _wire(
-            ctx,
-            tab,
-            "video",
-            run,
-            [video_in],
-            [frames, counts, parity, timings, error],
-            [video_in.change],
-            "video",
-        )
+        outputs = [frames, *readouts, page.error]
+        _wire_page(ctx, page, run, [video_in], outputs, [video_in.change])
 
 
 def build_layout_tab(ctx: Context) -> None:
@@ -672,66 +762,47 @@ def build_layout_tab(ctx: Context) -> None:
 
     from gemma_explore.app.tabs import layout_tab
 
-    with gr.Tab("Prompt layout", id="layout") as tab:
-        with gr.Row():
-            left, right = _columns()
-            with left:
-                raw = gr.Checkbox(
-                    False,
-                    label="Raw prompt, as vLLM's LLM.generate takes it (no chat template; "
-                    "one <|image|> / <image_soft_token> per attachment)",
-                    elem_id="layout_raw",
-                )
-                text = gr.Textbox("Describe this.", label="Text", lines=3, elem_id="layout_text")
-                image = gr.File(
-                    ctx.samples["photo"],
-                    label="Image (optional)",
-                    type="filepath",
-                    elem_id="layout_image",
-                )
-                audio = gr.File(
-                    ctx.samples["speech"],
-                    label="Clip (optional)",
-                    type="filepath",
-                    elem_id="layout_audio",
-                )
-                budget = _budget_box("layout_budget", ctx)
-                gr.Examples(
-                    [["Describe this.", ctx.samples["photo"], ctx.samples["speech"]]],
-                    inputs=[text, image, audio],
-                    label="Example turn",
-                )
-                counts = gr.Markdown(elem_id="layout_counts")
-            with right:
-                error = _error_slot("layout_error")
-                _heading("Expanded prompt")
-                plot = _plot("layout_plot")
-                page = gr.HTML(elem_id="layout_html")
-                checks = gr.Markdown(elem_id="layout_checks")
-                gr.Markdown(
-                    "Keys: **BOS** begins the text · **turn▶ / ◀turn** open and close a chat "
-                    "turn · **BOI / EOI** begin and end an image · **BOA / EOA** begin and end "
-                    "a clip · **image_soft / audio_soft / video_soft**: one placeholder per "
-                    "embedding the encoder (or Unified's embedder) hands the model.",
-                    elem_id="layout_keys",
-                )
-                timings = gr.Markdown(elem_id="layout_time")
+    with _page("Prompt layout", "layout") as page:
+        with page.left:
+            raw = gr.Checkbox(
+                False,
+                label="Raw prompt, as vLLM's LLM.generate takes it (no chat template; "
+                "one <|image|> / <image_soft_token> per attachment)",
+                elem_id="layout_raw",
+            )
+            text = gr.Textbox("Describe this.", label="Text", lines=3, elem_id="layout_text")
+            image = _upload(ctx.samples["photo"], "Image (optional)", "layout_image")
+            audio = _upload(ctx.samples["speech"], "Clip (optional)", "layout_audio")
+            budget = _budget_box("layout_budget", ctx)
+            gr.Examples(
+                [["Describe this.", ctx.samples["photo"], ctx.samples["speech"]]],
+                inputs=[text, image, audio],
+                label="Example turn",
+                elem_id="layout_examples",
+            )
+            counts = gr.Markdown(elem_id="layout_counts")
+        with page.figures:
+            _heading("Expanded prompt")
+            plot = _plot("layout_plot")
+            html = gr.HTML(elem_id="layout_html")
+            checks = gr.Markdown(elem_id="layout_checks")
+            gr.Markdown(
+                "Keys: **BOS** begins the text · **turn▶ / ◀turn** open and close a chat "
+                "turn · **BOI / EOI** begin and end an image · **BOA / EOA** begin and end "
+                "a clip · **image_soft / audio_soft / video_soft**: one placeholder per "
+                "embedding the encoder (or Unified's embedder) hands the model.",
+                elem_id="layout_keys",
+            )
+            timings = gr.Markdown(elem_id="layout_time")
 
         def run(model: str, *inputs: Any) -> tuple[Any, ...]:
             r = layout_tab(model, *inputs)
-            counts_md, error_md = _shown(r)
-            return r.layout_figure, r.layout_html, counts_md, r.parity, r.timings, error_md
+            counts_md, parity, times, error_md = _readouts_of(r)
+            return r.layout_figure, r.layout_html, counts_md, parity, times, error_md
 
-        _wire(
-            ctx,
-            tab,
-            "layout",
-            run,
-            [text, image, audio, budget, raw],
-            [plot, page, counts, checks, timings, error],
-            [text.change, image.change, audio.change, budget.change, raw.change],
-            "layout",
-        )
+        inputs = [text, image, audio, budget, raw]
+        outputs = [plot, html, counts, checks, timings, page.error]
+        _wire_page(ctx, page, run, inputs, outputs, [i.change for i in inputs])
 
 
 class _StopEvents:
@@ -890,7 +961,7 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
         )
         model_box = gr.Dropdown(choices, value=model, label="Model", elem_id="model")
         notice = gr.Markdown(
-            bundles.model_notice(model) if bundles.is_loaded(model) else _loading(model),
+            bundles.model_notice(model) if bundles.is_loaded(model) else _loading(model, warm=True),
             elem_id="notice",
         )
         # Fires once the page has opened and after each switch, once the model has loaded
@@ -907,13 +978,22 @@ def build_app(model: str = "tiny-gemma4", *, tabs: list[Callable[[Context], None
     return demo
 
 
-def _loading(model: str) -> str:
+def _loading(model: str, *, warm: bool = False) -> str:
     """The banner while ``model`` loads: a tiny model's warning at once (its checkpoint
-    named from its family), and that the tabs answer once it is ready."""
+    named from its family), then one plain line: what is loading (``warm``: the demo's
+    start, which also runs each analysis tab once, :func:`preload`), and that the tabs
+    answer once it is ready.
+
+    >>> _loading("my-model", warm=True)[:58]
+    "Loading **my-model**: torch and transformers, the model's "
+    """
     from gemma_explore.models.tiny import TINY_NAMES
 
     spec = family_from_name(model)
-    waiting = f"Loading **{model}**… (the tabs answer once it is ready)"
+    what = "the model's processor and weights"
+    what = f"torch and transformers, {what}" if warm else what
+    then = ", then one run of each analysis tab on its example" if warm else ""
+    waiting = f"Loading **{model}**: {what}{then}. The tabs answer once it is ready."
     if model in TINY_NAMES and spec is not None:
         return f"{bundles.random_weights_notice(spec)}\n\n{waiting}"
     return waiting
@@ -926,7 +1006,8 @@ def _wire_model(demo: Any, ctx: Context, notice: Any, ready: Any) -> None:
     import gradio as gr
 
     buttons = [b for b, _ in ctx.family_buttons]
-    controls = [*ctx.budgets, *buttons]
+    texts = [t for t, _ in ctx.family_texts]
+    controls = [*ctx.budgets, *buttons, *texts]
 
     def first(m: str, *current: Any) -> list[Any]:
         spec = _family_of(m)
@@ -937,6 +1018,7 @@ def _wire_model(demo: Any, ctx: Context, notice: Any, ready: Any) -> None:
             _loading(m),
             *(gr.update(choices=c, value=v, interactive=on) for c, v, on in budgets),
             *(gr.update(interactive=test(spec)) for _, test in ctx.family_buttons),
+            *(gr.update(value=words(spec)) for _, words in ctx.family_texts),
         ]
 
     def after(m: str, *current: Any) -> list[Any]:
@@ -945,15 +1027,18 @@ def _wire_model(demo: Any, ctx: Context, notice: Any, ready: Any) -> None:
         return first(m, *current)[1:]
 
     private = {"api_visibility": "private"}
+    # The banner's own line says what is loading: no greyed banner with gradio's timer
+    # on it while the model loads (show_progress="hidden").
+    quiet = {"show_progress": "hidden"}
     (
         ctx.model.change(first, [ctx.model, *controls], [notice, *controls], queue=False, **private)
-        .then(bundles.model_notice, [ctx.model], [notice], api_name="model")
-        .then(after, [ctx.model, *controls], controls, **private)
-        .then(lambda n: n + 1, [ready], [ready], **private)
+        .then(bundles.model_notice, [ctx.model], [notice], api_name="model", **quiet)
+        .then(after, [ctx.model, *controls], controls, **private, **quiet)
+        .then(lambda n: n + 1, [ready], [ready], **private, **quiet)
     )
-    demo.load(bundles.model_notice, [ctx.model], [notice], **private).then(
-        after, [ctx.model, *controls], controls, **private
-    ).then(lambda n: n + 1, [ready], [ready], **private)
+    demo.load(bundles.model_notice, [ctx.model], [notice], **private, **quiet).then(
+        after, [ctx.model, *controls], controls, **private, **quiet
+    ).then(lambda n: n + 1, [ready], [ready], **private, **quiet)
 
 
 def _warm_figures() -> None:

@@ -333,8 +333,12 @@ def _auto_budget_image(spec: FamilySpec, h: int, w: int, pixels: Any) -> ImagePl
             f"{chosen.max_soft_tokens}, shrinks it least ({chosen.scale:.2f}×)"
         )
     scales = "; ".join(
-        f"at {p.max_soft_tokens}: {p.scale:.2f}×"
-        + (f", text 10 px tall becomes {10 * p.scale:.1f} px" if p.scale < 1 else ", native")
+        f"at budget {p.max_soft_tokens}: {p.scale:.2f}× its size"
+        + (
+            f", so text 10 px tall becomes {10 * p.scale:.1f} px"
+            if p.scale < 1
+            else " (not shrunk: every pixel kept)"
+        )
         for p in plans
     )
     return ImagePlan(

@@ -28,8 +28,9 @@ def test_image_tab_recommends_the_auto_budget():
     """The counts name the budget max_soft_tokens="auto" picks, and what the chosen one does."""
     r = h.image_tab("tiny-gemma4", PHOTO, 70)
     auto = plan_image(PHOTO, family="gemma4", max_soft_tokens="auto")
-    assert f"| recommended budget | {auto.max_soft_tokens} (" in r.counts
-    assert f"at 70 it is shrunk, {r.plan.scale:.2f}×" in r.counts
+    assert f"| recommended budget | {auto.max_soft_tokens}: " in r.counts
+    assert r.plan.scale < 1  # the photo at 70: shrunk, and the row says by how much
+    assert f"The chosen budget, 70, shrinks it to {r.plan.scale:.2f}× its size" in r.counts
     assert "recommended budget" not in h.image_tab("tiny-gemma3n", PHOTO, None).counts
 
 

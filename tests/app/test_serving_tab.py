@@ -1,5 +1,7 @@
 """The Serving tab's handler: the plan's numbers for the sliders' values, never a crash."""
 
+import re
+
 import pytest
 
 from gemma_explore.app.serving_tab import serving_tab
@@ -224,3 +226,89 @@ def test_the_probe_row_shows_one_line_where_the_figure_was(case):
     assert out.figure is None and out.table == ""
     assert out.error.startswith("✗ the server at ")
     assert_one_line(out.error, url)
+
+
+def test_a_refusal_speaks_of_the_control_the_page_has():
+    """The GPU's memory is a number box, the limits are sliders: each refusal says how to
+    fix it with that control."""
+    box = serving_tab("google/gemma-4-E4B-it", gpu_memory_gib=0).error
+    assert box.endswith("type a number from 1 to 1024 in its box.") and "slider" not in box
+    slider = serving_tab("google/gemma-4-E4B-it", image_limit=40).error
+    assert "(got 40): drag the slider, or type a number from 0 to 16 in its box." in slider
+
+
+def _notes(table: str) -> list[str]:
+    return [line for line in table.splitlines() if re.match(r"\d+\. ", line)]
+
+
+def test_max_num_batched_tokens_is_yours_only_when_it_is_not_vllms_own():
+    """At the value vllm serve picks unset on this GPU the notes give vLLM's default and
+    why (the plan with the flag unset is the same); another value is yours."""
+    unset = plan_serving("google/gemma-4-E4B-it", gpu_memory_gib=80, entry_point="serve")
+    out = serving_tab("google/gemma-4-E4B-it", max_num_batched_tokens=unset.max_num_batched_tokens)
+    assert out.plan.max_num_batched_tokens == unset.max_num_batched_tokens
+    assert "yours" not in " ".join(n for n in _notes(out.table) if "max_num_batched" in n)
+    assert f"vllm serve defaults to {unset.max_num_batched_tokens}" in out.table
+    mine = serving_tab("google/gemma-4-E4B-it", max_num_batched_tokens=4096)
+    assert mine.plan.max_num_batched_tokens == 4096
+    assert "max_num_batched_tokens 4096: yours, from its slider" in mine.table
+
+
+# What a notebook reader has and a page user has not: a source file, a Python call of the
+# package, a keyword argument of the Python API.
+_PYTHON = re.compile(
+    r"\.py\b|\bplan[._]\w+|\b\w+\.\w+\(|\b(?:vllm_version|block_size|max_num_batched_tokens|"
+    r"max_model_len|kv_cache_memory_bytes)="
+)
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_the_notes_use_the_pages_words(version):
+    """Every checkpoint the tab offers, by every release: no note cites a source file or a
+    Python call; where the plan's note did, the page names its own row, tab or flag."""
+    from gemma_explore.app.serving_tab import SERVING_CHOICES
+
+    for checkpoint in SERVING_CHOICES[:-1]:
+        out = serving_tab(checkpoint, vllm_version=version, max_num_batched_tokens=4096)
+        notes = _notes(out.table)
+        assert notes, checkpoint
+        python = [n for n in notes if _PYTHON.search(n)]
+        assert python == [], f"{checkpoint} by vLLM {version}: {python}"
+        assert any("the KV pool row above" in n for n in notes), notes
+        assert "config: the released checkpoint's config, built in (no download)" in out.table
+
+
+def test_a_limit_the_checkpoint_has_no_input_for_is_disabled_with_its_reason():
+    from gemma_explore.app.serving_tab import limit_states
+
+    big = serving_tab("google/gemma-4-31B-it")
+    assert "audio" not in big.plan.model.modalities
+    assert limit_states(big.plan) == (
+        (True, ""),
+        (False, "google/gemma-4-31B-it takes no audio: vLLM ignores this limit."),
+        (True, ""),
+    )
+    n3 = serving_tab("google/gemma-3n-E4B-it").plan
+    assert [on for on, _ in limit_states(n3)] == [True, True, False]
+    assert limit_states(None) is None
+
+
+def test_the_docs_give_each_releases_default_utilization():
+    """docs/demo.md states the slider's default for every release, from the profiles (the
+    page's source): never a number of its own."""
+    from pathlib import Path
+
+    from gemma_explore.app.serving_tab import utilization_default
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "demo.md").read_text()
+    text = " ".join(doc.split())
+    for version in SUPPORTED:
+        assert f"vLLM {version}: {utilization_default(version):g}" in text, version
+
+
+def test_the_sliders_read_the_checkpoint_the_tab_planned_by_name():
+    from gemma_explore.app.serving_tab import limit_states
+
+    assert limit_states("never-planned") is None
+    serving_tab("google/gemma-4-26B-A4B-it")
+    assert limit_states("google/gemma-4-26B-A4B-it")[1][0] is False

@@ -87,3 +87,42 @@ def test_the_demo_serves_the_transcribe_button(app_url):
     client = Client(app_url, verbose=False)
     text = client.predict("tiny-gemma3n", handle_file(SPEECH), "en", "", api_name="/transcribe")
     assert text.startswith("**Transcript**") and "noise" in text
+
+
+def _long_clip() -> tuple[np.ndarray, int]:
+    """70 s of noise with a quiet second at 27 s: three windows of at most 30 s."""
+    wave = (0.3 * np.random.default_rng(0).standard_normal(70 * 16_000)).astype(np.float32)
+    wave[27 * 16_000 : 28 * 16_000] *= 0.001
+    return wave, 16_000
+
+
+def test_the_windows_row_says_who_sends_the_windows():
+    """Under Gemma 3n the Transcribe button sends them, and its transcript joins as many
+    window texts as the row lists; under Gemma 4 nothing in the demo sends windows, and
+    the row says what Chat does instead."""
+    from gemma_explore.app.tabs import audio_tab
+    from gemma_explore.plans.long_audio import plan_long_audio
+
+    clip = _long_clip()
+    n3 = audio_tab("tiny-gemma3n", clip).counts
+    assert "The Transcribe button below sends each window" in n3
+    windows = plan_long_audio(clip, family="gemma3n").windows
+    from gemma_explore.app.bundles import get_bundle  # the bundle the button asks
+
+    result = get_bundle("tiny-gemma3n").transcribe(clip, max_new_tokens=1)
+    assert len(result.windows) == len(windows)  # what the button's call really sends
+    g4 = audio_tab("tiny-gemma4", clip).counts
+    assert "Nothing in this demo sends windows under Gemma 4" in g4
+    assert "Chat sends the clip whole and the model hears its first 30 s" in g4
+
+
+def test_the_help_under_the_button_follows_the_family():
+    from gemma_explore.app.ui import transcribe_help
+    from gemma_explore.facts.families import get_family
+
+    n3 = transcribe_help(get_family("gemma3n"))
+    assert n3.startswith("Transcribe sends the clip with Gemma 3n's fixed speech-to-text")
+    assert "window by window" in n3 and "pick a" not in n3
+    g4 = transcribe_help(get_family("gemma4"))
+    assert "Gemma 4 has no speech-to-text interface here" in g4
+    assert 'ask "Transcribe this audio."' in g4 and "pick a Gemma 3n model in Model" in g4

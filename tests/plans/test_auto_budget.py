@@ -43,7 +43,7 @@ def test_auto_is_the_brute_force_over_the_budgets(family):
         assert auto.scale == pytest.approx(scales[want])
         assert auto.steps[0].startswith(f"auto: {want}" if native else "auto: every budget")
         for b in budgets:  # the scale at every budget is stated
-            assert f"at {b}: {scales[b]:.2f}×" in auto.steps[1]
+            assert f"at budget {b}: {scales[b]:.2f}× its size" in auto.steps[1]
 
 
 def test_auto_for_the_readme_photo_and_an_a4_scan():
