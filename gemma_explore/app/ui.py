@@ -65,7 +65,10 @@ STACK_BELOW_PX = 1000
 #   max_num_batched_tokens, nor at the "/" and "-" of google/gemma-4-E4B-it); their values
 #   wrap at spaces so the table fits its column;
 # * gr.Examples' headers wrap instead of being cut;
-# * the upload cap's message (HEAD) shows under the box that refused the file.
+# * the upload cap's message (HEAD) shows under the box that refused the file;
+# * a file box holding a file has no picker (gradio's gr.File): a line under the file says
+#   how to choose another.
+REPLACE_FILE = "To choose another file, press × (Clear) at this box's top right first."
 CSS = f"""
 [id$="_plot"] .matplotlib {{ display: block !important; overflow: hidden !important;
                              width: 100% !important; }}
@@ -77,6 +80,9 @@ CSS = f"""
 .gallery th, .examples th, table.examples-table th {{ white-space: normal !important;
     overflow: visible !important; text-overflow: clip !important; }}
 .upload-cap {{ color: #b91c1c; font-weight: 600; margin: 4px 0; }}
+[id$="_in"] .file-preview-holder::after, #layout_image .file-preview-holder::after,
+#layout_audio .file-preview-holder::after {{ content: "{REPLACE_FILE}"; display: block;
+    font-size: 12px; padding: 4px 8px; color: var(--block-info-text-color); }}
 @media (max-width: {STACK_BELOW_PX}px) {{ .plot-col {{ order: -1; }} }}
 @media (max-width: 600px) {{ #serving_table table, [id$="_counts"] table {{ font-size: 12px; }}
     .prose td, .prose th {{ padding: 4px 6px !important; }} }}
