@@ -59,14 +59,6 @@ class TurnCounts:
     plans: tuple[tuple[str, Any], ...]  # ("image" / "audio" / "video", its plan), in order
     vocabulary: str  # what the text is counted with
 
-    @property
-    def placeholders(self) -> dict[str, int]:
-        """Soft-token placeholders by kind (what the model's embeddings fill)."""
-        out = {"image": 0, "audio": 0, "video": 0}
-        for kind, plan in self.plans:
-            out[kind] += plan.num_soft_tokens
-        return out
-
     def line(self) -> str:
         parts = [f"text {self.text} (the chat template and your words; {self.vocabulary})"]
         parts += [_item(kind, plan) for kind, plan in self.plans]
