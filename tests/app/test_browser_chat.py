@@ -68,7 +68,7 @@ def test_a_bad_attachment_is_refused_once_and_the_chat_goes_on(page, tmp_path, w
         page.locator("#chat_in textarea").fill("And what is this?")
     # Waiting in the box, the file is already called out, with what to do about it.
     waiting = _wait_text(page, "#chat_counts", "notes.png", "×")
-    assert waiting.startswith("✗ notes.png")
+    assert "✗ notes.png is not an image" in waiting and "Take it out of the box" in waiting
     _send_and_wait(page, 4)
     shown = _messages(page)
     assert [role for role, _ in shown] == ["user", "bot", "user", "bot"], shown
