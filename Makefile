@@ -42,7 +42,9 @@ PYTEST_ARGS ?=
 SERVE_TESTS := tests/serve
 ENGINE_TESTS := tests/engine
 ENGINES_TESTS := tests/engines tests/plans/test_sentences.py
-CHILD_TESTS := tests/test_notebooks.py tests/test_headless.py tests/app/test_browser.py tests/test_site.py
+CHILD_TESTS := tests/test_notebooks.py tests/test_headless.py tests/app/test_browser.py \
+	tests/app/test_browser_chat.py tests/app/test_browser_narrow.py tests/app/test_browser_probe.py \
+	tests/test_site.py
 SERVING_TESTS := tests/serving
 PROCESSOR_TESTS := tests/processing tests/plans tests/inside tests/parity tests/conformance
 PHASED := $(SERVE_TESTS) $(ENGINE_TESTS) $(ENGINES_TESTS) $(CHILD_TESTS) $(SERVING_TESTS) \

@@ -161,6 +161,9 @@ def _demo() -> dict[tuple[str, str], Callable[[dict], str]]:
         ("demo · Chat", "an attachment of another type"): lambda f: chat(
             "tiny-gemma4", {"text": "hi", "files": [f["notes.txt"]]}
         ),
+        ("demo · Chat", "a text file named .png, sent"): lambda f: chat(
+            "tiny-gemma4", {"text": "hi", "files": [f["notes.png"]]}
+        ),
         ("demo · Chat", "the --base-url server does not answer"): dead_server,
         ("demo · Model", "an unknown model name"): lambda f: h.model_notice("tiny-gemma9"),
     }

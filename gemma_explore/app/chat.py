@@ -1,9 +1,11 @@
 """The Chat tab's handlers: one multimodal turn, streamed, and the token counts of the
 turn waiting in the box. Plain functions, no gradio import.
 
-A turn reads its attachments (one message per file that fails), prepares the prompt
-once (its counts show before the first token), streams the answer, and ends it with
-how long it took and whether the user stopped it.
+A turn shows the user's message in the history first, then reads its attachments: a
+file that cannot be read is refused before anything is sent (one message, its own bubble,
+naming each such file) and taken out of the box, so the next send does not meet it again.
+A readable turn prepares the prompt once (its counts show before the first token), streams
+the answer, and ends it with how long it took and whether the user stopped it.
 
 >>> turn_counts(get_bundle("tiny-gemma4"), [2, 105, 258880, 258880])  # doctest: +SKIP
 {'text': 2, 'image': 2, 'audio': 0, 'video': 0}
@@ -44,41 +46,69 @@ def turn_counts(bundle: Bundle, input_ids: list[int]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class TurnCounts:
-    """A prepared turn's prompt tokens, as the counts line shows them: the placeholders
-    by kind, each video as its plan's soft tokens + markers + timestamps (the Video tab's
-    rows, layout_prompt's count), and the text around them, with its vocabulary."""
+    """A prepared turn's prompt tokens, as the counts line shows them: each attachment as
+    its plan's soft tokens + markers (+ a video's timestamps) = its prompt tokens (the
+    Image, Audio and Video tabs' "prompt tokens" rows, the same number), and the text
+    around them (the chat template and the typed words), with its vocabulary.
+
+    ``total`` is len(input_ids), what layout_prompt counts for the same turn, and equals
+    ``text`` plus every attachment's prompt tokens."""
 
     total: int  # len(input_ids): what layout_prompt counts for the same turn
-    text: int  # everything else: the template, the typed text, image and audio markers
-    placeholders: dict[str, int]  # "image" / "audio" / "video" → placeholders
-    videos: tuple[Any, ...]  # one VideoPlan per attached video
+    text: int  # everything else: the chat template and the typed words
+    plans: tuple[tuple[str, Any], ...]  # ("image" / "audio" / "video", its plan), in order
     vocabulary: str  # what the text is counted with
 
     def line(self) -> str:
-        parts = [f"text {self.text} ({self.vocabulary})"]
-        for kind, n in self.placeholders.items():
-            if kind != "video" or not self.videos:
-                parts.append(f"{kind} {n}")
-        parts += [
-            f"video {v.num_soft_tokens} soft + {v.num_markers} markers + "
-            f"{v.num_timestamp_tokens} timestamps = {v.total_tokens}"
-            for v in self.videos
-        ]
+        parts = [f"text {self.text} (the chat template and your words; {self.vocabulary})"]
+        parts += [_item(kind, plan) for kind, plan in self.plans]
         return f"{self.total} prompt tokens ({' · '.join(parts)})"
 
 
+def _item(kind: str, plan: Any) -> str:
+    """One attachment's prompt tokens as its plan adds them up: soft tokens, the markers
+    around them (BOI/EOI, BOA/EOA: per frame for a video), a video's timestamps and
+    Gemma 3n's "\\n\\n" wrappers."""
+    if kind == "video":
+        extra = [f"{plan.num_markers} markers", f"{plan.num_timestamp_tokens} timestamps"]
+    else:
+        around = plan.total_tokens - plan.num_soft_tokens
+        breaks = around - 2 if plan.spec.wraps_in_newlines else 0
+        extra = [f"{around - breaks} markers"] + ([f"{breaks} line breaks"] if breaks else [])
+    return f"{kind} {plan.num_soft_tokens} soft + {' + '.join(extra)} = {plan.total_tokens}"
+
+
 def _turn_counts(bundle: Bundle, prepared: Any) -> TurnCounts:
+    """Each attachment planned as its tab plans it (the same budget, the same frames), so
+    one image, clip or video shows one count on every surface."""
+    from gemma_explore.facts.families import AUDIO_SAMPLING_RATE
+    from gemma_explore.plans.audio import plan_audio
+    from gemma_explore.plans.image import plan_image
     from gemma_explore.plans.video import plan_video
 
+    spec = bundle.spec
     ids = list(prepared.input_ids)
-    counts = turn_counts(bundle, ids)
-    videos = tuple(
-        plan_video(v, family=bundle.spec, max_frames=len(idx))
-        for v, idx in zip(prepared.videos, prepared.video_frame_indices, strict=False)
-    )
-    around = sum(v.num_markers + v.num_timestamp_tokens for v in videos)
-    placeholders = {k: n for k, n in counts.items() if k != "text"}
-    return TurnCounts(len(ids), counts["text"] - around, placeholders, videos, bundle.vocabulary)
+    images = iter(prepared.images)
+    audios = iter(prepared.audios)
+    videos = iter(zip(prepared.videos, prepared.video_frame_indices, strict=False))
+    plans: list[tuple[str, Any]] = []
+    for message in prepared.messages:
+        items = message.get("content")
+        for item in items if isinstance(items, list) else []:
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind == "image":
+                b = prepared.max_soft_tokens if spec.image.budgets else None
+                plans.append(("image", plan_image(next(images), family=spec, max_soft_tokens=b)))
+            elif kind == "audio":
+                wave = next(audios)
+                plans.append(
+                    ("audio", plan_audio(wave, family=spec, sampling_rate=AUDIO_SAMPLING_RATE))
+                )
+            elif kind == "video":
+                video, idx = next(videos)
+                plans.append(("video", plan_video(video, family=spec, max_frames=len(idx))))
+    text = len(ids) - sum(p.total_tokens for _, p in plans)
+    return TurnCounts(len(ids), text, tuple(plans), bundle.vocabulary)
 
 
 def _counts_line(counts: TurnCounts, generated: int | None, seconds: float | None) -> str:
@@ -119,16 +149,52 @@ class _TurnStop(threading.Event):
         return super().is_set() or self.user.is_set()
 
 
-def _read_attachments(files: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Each file as a content item, and one line per file that could not be read."""
+def _read_attachments(files: list[str]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """Each readable file as a content item, one line per file that could not be read,
+    and the paths of those files (the ones to take out of the box)."""
     content: list[dict[str, Any]] = []
     problems: list[str] = []
+    refused: list[str] = []
     for path in files:
         try:
             content.append(attachment(path))
-        except Exception as exc:  # noqa: BLE001 - one message per failing attachment
+        except Exception as exc:  # noqa: BLE001 - one line per failing attachment
             problems.append(file_error(path, exc))
-    return content, problems
+            refused.append(path)
+    return content, problems, refused
+
+
+def _refusal(problems: list[str], refused: list[str], *, rest: bool) -> str:
+    """The one message for a turn refused for its attachments: what is wrong with each,
+    that nothing was sent, that the files left the box, and what to do next."""
+    names = ", ".join(md(file_name(p)) for p in refused)
+    them = "it" if len(refused) == 1 else "them"
+    after = (
+        "The rest of your message is back in the box: press Enter to send it without "
+        f"{them}, or attach another file."
+        if rest
+        else "Attach another file, or type a message."
+    )
+    return "\n\n".join(
+        [
+            *problems,
+            f"Not sent: {names} {'was' if len(refused) == 1 else 'were'} taken out "
+            f"of the message box. {after}",
+        ]
+    )
+
+
+def _without(message: dict[str, Any] | str, refused: list[str]) -> dict[str, Any] | None:
+    """The box's value with the refused files taken out (None: nothing left in it)."""
+    if isinstance(message, str):
+        return {"text": message, "files": []} if message.strip() else None
+    kept = [
+        f
+        for f in (message or {}).get("files") or []
+        if (f if isinstance(f, str) else (f or {}).get("path")) not in refused
+    ]
+    text = (message or {}).get("text") or ""
+    return {"text": text, "files": kept} if text.strip() or kept else None
 
 
 @dataclass
@@ -177,6 +243,11 @@ def _with_notes(line: str, notes: list[str]) -> str:
     return "\n\n".join([line, *notes]) if notes else line
 
 
+def _shown(text: str, files: list[str]) -> str:
+    """The user's turn as the history shows it: the words, then each file's own name."""
+    return (md(text) + "".join(f"\n[{md(file_name(p))}]" for p in files)).strip()
+
+
 def chat_stream(
     model_name: str,
     message: dict[str, Any] | str,
@@ -191,33 +262,42 @@ def chat_stream(
     the turn's token counts).
 
     ``message`` is gradio's MultimodalTextbox value ``{"text": ..., "files": [...]}``.
+    The user's turn is added to the history first, whatever happens next; a problem is
+    its own assistant message after it, never text added to an earlier answer.
     Setting ``stop`` (the user's Stop) or closing this generator ends generation at the
-    next token. ``outcome``, when given, is filled with ``failed`` (the turn never ran:
-    the caller keeps the question) and ``stopped`` (the user stopped it; a turn that
-    simply finished is not "stopped").
+    next token. ``outcome``, when given, is filled with ``failed`` (the turn never ran),
+    ``box`` (what the message box should hold afterwards: None to empty it; a turn
+    refused for its files gives back the message without them, any other failure the
+    message as it was, to fix and resend) and ``stopped`` (the user stopped it; a turn
+    that simply finished is not "stopped").
     """
     history = list(history or [])
     outcome = outcome if outcome is not None else {}
-    outcome.update(failed=False, stopped=False)
+    outcome.update(failed=False, stopped=False, box=None)
     turn_stop = _TurnStop(stop)
     turn = None
+    text, files = split_message(message)
+    shown = _shown(text, files)
+    if shown:  # every user turn shows, a refused one too
+        history.append({"role": "user", "content": shown})
     try:
-        bundle = get_bundle(model_name)
-        text, files = split_message(message)
-        content, problems = _read_attachments(files)
+        # The files first: a bad one is refused before the model is even looked up.
+        content, problems, refused = _read_attachments(files)
         if problems:
             outcome["failed"] = True
-            yield history + [{"role": "assistant", "content": p} for p in problems], ""
+            outcome["box"] = box = _without(message, refused)
+            refusal = _refusal(problems, refused, rest=box is not None)
+            yield history + [{"role": "assistant", "content": refusal}], ""
             return
+        bundle = get_bundle(model_name)
         if text:
             content.append({"type": "text", "text": text})
         if not content:
             raise MediaError("Type a message or attach an image, clip or video.")
         notes = _cut_notes(bundle, files, content)
-        shown = md(text) + "".join(f"\n[{md(file_name(p))}]" for p in files)
         start = time.perf_counter()
         turn = _start(bundle, content, budget, int(max_new_tokens), turn_stop)
-        history += [{"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
+        history.append({"role": "assistant", "content": ""})
         counts_md = _with_notes(
             _counts_line(turn.counts, None, None) if turn.counts is not None else "", notes
         )
@@ -238,6 +318,9 @@ def chat_stream(
         yield history, counts_md
     except Exception as exc:  # noqa: BLE001
         outcome["failed"] = True
+        outcome["box"] = _without(message, [])
+        if history and history[-1] == {"role": "assistant", "content": ""}:
+            history.pop()  # the answer that never came: the error takes its place
         yield history + [{"role": "assistant", "content": file_error(None, exc)}], ""
     finally:
         if turn is not None and hasattr(turn.pieces, "close"):
@@ -256,9 +339,14 @@ def chat_preview(model_name: str, message: dict[str, Any] | str, budget: Any = N
         if bundle.processor is None:
             return ""  # a remote server tokenizes the turn itself
         text, files = split_message(message)
-        content, problems = _read_attachments(files)
+        content, problems, refused = _read_attachments(files)
         if problems:
-            return "\n\n".join(problems)
+            it = "it" if len(refused) == 1 else "them"
+            advice = (
+                f"Take {it} out of the box with {'its' if it == 'it' else 'their'} × before "
+                f"you send; sent as it is, the turn is refused and {it} taken out."
+            )
+            return "\n\n".join([*problems, advice])
         notes = _cut_notes(bundle, files, content)
         if text:
             content.append({"type": "text", "text": text})

@@ -405,17 +405,24 @@ def _layout_checks(layout: PromptLayout) -> str:
 
 def _check_raw(spec: FamilySpec, text: str, **items: int) -> None:
     """A raw prompt needs one placeholder per attachment: said in the words of the
-    Prompt layout tab's controls (the library's message names ``template=True``)."""
+    Prompt layout tab's controls (the library's message names ``template=True``), every
+    placeholder that does not match named in one message."""
+    said, fixes, placed = [], [], 0
     for modality, count in items.items():
         token = spec.placeholder_tokens[modality]
         found = text.count(token)
-        if found != count:
+        if found == count:
+            continue
+        if count:
             where = "where the " + modality + " goes" if count == 1 else "per " + modality
-            raise MediaError(
-                f"The raw prompt has {found} {token} for {count} {modality} attachment(s): "
-                f'type one {token} {where} in Text, or untick "Raw prompt" to let the '
-                "chat template place it."
-                if count
-                else f"The raw prompt has {found} {token} but no {modality} is attached: "
-                f"attach one, or delete the {token} from Text."
-            )
+            said.append(f"{found} {token} for {count} {modality} attachment(s)")
+            fixes.append(f"type one {token} {where} in Text")
+            placed += 1
+        else:
+            said.append(f"{found} {token} but no {modality} is attached")
+            fixes.append(f"attach one, or delete the {token} from Text")
+    if not said:
+        return
+    them = "it" if placed == 1 else "them"
+    untick = f', or untick "Raw prompt" to let the chat template place {them}' if placed else ""
+    raise MediaError(f"The raw prompt has {' and '.join(said)}: {'; '.join(fixes)}{untick}.")

@@ -75,7 +75,10 @@ PHONE_FIGURE_ZOOM = 0.75
 # * gr.Examples' headers wrap instead of being cut, and on a phone its cells too;
 # * a counts table's names wrap at their spaces, so its values keep their width;
 # * on a phone, a figure keeps its labels legible (PHONE_FIGURE_ZOOM) and scrolls sideways;
-# * the upload cap's message (HEAD) shows under the box that refused the file.
+# * the upload cap's message (HEAD) shows under the box that refused the file;
+# * a file box holding a file has no picker (gradio's gr.File): a line under the file says
+#   how to choose another.
+REPLACE_FILE = "To choose another file, press × (Clear) at this box's top right first."
 CSS = f"""
 [id$="_plot"] .matplotlib {{ display: block !important; overflow: hidden !important;
                              width: 100% !important; }}
@@ -90,6 +93,9 @@ CSS = f"""
 [id$="_counts"] td:first-child {{ white-space: normal; }}
 [id$="_counts"] td:last-child {{ min-width: 9em; }}
 .slider-range {{ color: #b45309; font-weight: 600; margin: 4px 0; }}
+[id$="_in"] .file-preview-holder::after, #layout_image .file-preview-holder::after,
+#layout_audio .file-preview-holder::after {{ content: "{REPLACE_FILE}"; display: block;
+    font-size: 12px; padding: 4px 8px; color: var(--block-info-text-color); }}
 @media (max-width: {STACK_BELOW_PX}px) {{ .plot-col {{ order: -1; }} }}
 @media (max-width: {PHONE_BELOW_PX}px) {{
     #serving_table table, [id$="_counts"] table {{ font-size: 12px; }}
@@ -122,9 +128,15 @@ HEAD = f"""<script>
     if (event.target.value !== undefined && event.target.type === 'file') event.target.value = '';
     const note = document.createElement('div');
     note.className = 'upload-cap';
+    // The advice for the file's own kind (its MIME type, else the box it was dropped on).
+    const fix = f => {{
+      const kind = (f.type || '').split('/')[0] || (host.id || '').split('_')[0];
+      return {{audio: 'Cut the clip shorter', image: 'Shrink the image',
+               video: 'Shorten the video'}}[kind] || 'Use a smaller file';
+    }};
     note.textContent = big.map(f => '✗ ' + f.name + ' is ' + (f.size / 2 ** 20).toFixed(1)
-      + ' MB: the demo takes files up to 20 MB. Cut the clip, shrink the image or shorten '
-      + 'the video, then upload it again.').join(' ');
+      + ' MB: the demo takes files up to 20 MB. ' + fix(f) + ', then attach it again.')
+      .join(' ');
     host.appendChild(note);
   }};
   for (const kind of ['change', 'input']) {{
@@ -840,7 +852,14 @@ def build_chat_tab(ctx: Context) -> None:
     from gemma_explore.app.chat import FRESH_PROMPT, chat_preview
 
     with gr.Tab("Chat", id="chat") as tab:
-        chatbot = gr.Chatbot(label=f"Conversation ({FRESH_PROMPT})", height=380, elem_id="chatbot")
+        # Each message its own bubble: a refusal or an error never reads as part of the
+        # answer before it.
+        chatbot = gr.Chatbot(
+            label=f"Conversation ({FRESH_PROMPT})",
+            height=380,
+            elem_id="chatbot",
+            group_consecutive_messages=False,
+        )
         counts = gr.Markdown(elem_id="chat_counts")
         example = {"text": "What is in this picture?", "files": [ctx.samples["photo"]]}
         chat_in = gr.MultimodalTextbox(
@@ -896,14 +915,15 @@ def build_chat_tab(ctx: Context) -> None:
 
 
 def _respond(m, message, history, n, b, request: Any = None):
-    """One streamed turn (chat_stream), for the page: a turn that failed keeps the
-    question in the box, to fix and resend."""
+    """One streamed turn (chat_stream), for the page: the box empties when the turn is
+    sent; a turn that failed gives the box back what chat_stream says (the message
+    without the files it refused, or the whole message to fix and resend)."""
     from gemma_explore.app.chat import chat_stream
 
     stop = _STOPS.new(getattr(request, "session_hash", None) or "")
     outcome: dict[str, Any] = {}
     for hist, line in chat_stream(m, message, history, n, b, stop=stop, outcome=outcome):
-        yield hist, (message if outcome.get("failed") else None), line
+        yield hist, (outcome.get("box") if outcome.get("failed") else None), line
 
 
 def _wire_turn(trigger: Callable, stop_btn: Any, inputs: list, outputs: list, api_name) -> None:

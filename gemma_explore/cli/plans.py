@@ -83,7 +83,9 @@ def plan(
                         "a clip (.wav, .flac, .mp3, …) or a video (.mp4, .mov, …)"
                     )
             except ValueError as exc:  # MediaError is a ValueError
-                errors.append(f"{path}: {exc}")
+                said = str(exc)  # the file named once: the message's own name, or "This file"
+                lead = next((w for w in (path.name, "This file") if said.startswith(w)), None)
+                errors.append(f"{path}{said[len(lead) :]}" if lead else f"{path}: {said}")
                 bar.update()
                 continue
             bar.update()

@@ -454,7 +454,7 @@ def starts(
 
 
 def _gpu_words(plan: Any) -> str:
-    """"one L4 (22.5 GiB)": the GPU by the name --gpu takes (kv.GPUS), and its memory."""
+    """ "one L4 (22.5 GiB)": the GPU by the name --gpu takes (kv.GPUS), and its memory."""
     from gemma_explore.serving.kv import GPUS
 
     gib = (plan.gpu_memory_bytes or 80 * 2**30) / 2**30

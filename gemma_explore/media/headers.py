@@ -35,6 +35,10 @@ os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
 from gemma_explore.media.wavfile import wav_shortfall
 from gemma_explore.sizes import size_label
 
+# An empty file, in every reader's words: sending the same file again would not help, so
+# the advice is which file to choose.
+EMPTY = "{name} is empty (0 bytes): there is no {what} in it. Choose the file that holds it."
+
 __all__ = [
     "AUDIO_SUFFIXES",
     "IMAGE_SUFFIXES",
@@ -76,7 +80,7 @@ def _check_file(path: Path, what: str) -> None:
     except OSError as exc:
         raise MediaError(f"Cannot read {path}: {exc.strerror or exc}.") from None
     if size == 0:
-        raise MediaError(f"{path.name} is empty (0 bytes).")
+        raise MediaError(EMPTY.format(name=path.name, what=what))
 
 
 def image_header(path: str | os.PathLike) -> tuple[int, int]:
@@ -98,17 +102,22 @@ def image_header(path: str | os.PathLike) -> tuple[int, int]:
                 orientation = 1
     except Image.DecompressionBombError:
         raise MediaError(
-            f"{Path(path).name}: the header claims more pixels than PIL will open (over "
+            f"{Path(path).name}: the header claims more pixels than the package opens (over "
             f"{2 * Image.MAX_IMAGE_PIXELS / 1e6:.0f} MP): a damaged header, or a picture to "
             "downscale first."
         ) from None
     except Exception as exc:  # noqa: BLE001 - PIL raises OSError, SyntaxError, ValueError, …
         _check_file(Path(path), "image")  # a missing or empty file says so
         # PIL's own text names the file's full (often temporary) path: say it our way.
-        why = "corrupt or unsupported" if isinstance(exc, UnidentifiedImageError) else "damaged"
+        if isinstance(exc, UnidentifiedImageError):
+            raise MediaError(
+                f"{Path(path).name} is not an image: its bytes are in no image format (PNG, "
+                "JPEG, WebP, GIF, BMP, TIFF). It is another kind of file under an image's "
+                "name, or a damaged one: use the picture itself."
+            ) from None
         raise MediaError(
-            f"{Path(path).name} is not an image PIL can read ({why} header). "
-            "Save it again as PNG or JPEG."
+            f"{Path(path).name} is a damaged image: its header does not read. Open it in an "
+            "image viewer and export it again."
         ) from None
     if orientation in _ROTATED:
         w, h = h, w
@@ -178,8 +187,9 @@ def _audio_metadata(path: Path) -> tuple[int, int, int]:
             seconds = float(librosa.get_duration(path=str(path)))
     except Exception:  # noqa: BLE001
         raise MediaError(
-            f"{path.name} is not audio that soundfile or audioread can read (corrupt, or a "
-            "format they do not know). Save it as WAV or FLAC."
+            f"{path.name} is not audio: its bytes are in no audio format this package reads "
+            "(WAV, FLAC, MP3, OGG, M4A, AIFF). It is another kind of file under a clip's name, "
+            "or a damaged one: use the recording itself, or export it again as WAV or FLAC."
         ) from None
     return int(round(seconds * rate)), rate, 0  # 0: the metadata does not say
 

@@ -35,6 +35,7 @@ from gemma_explore.errors import MediaError
 os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
 os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
 from gemma_explore.facts.families import AUDIO_SAMPLING_RATE, DEFAULT_FAMILY
+from gemma_explore.media.headers import EMPTY
 from gemma_explore.media.wavfile import wav_shortfall
 from gemma_explore.sizes import size_label
 
@@ -66,11 +67,11 @@ def _read_source(source: Any, what: str) -> bytes | None:
             raise MediaError(f"{path} is a folder, not a {what} file.")
         data = path.read_bytes()
         if not data:
-            raise MediaError(f"{path.name} is empty (0 bytes). Upload the {what} again.")
+            raise MediaError(EMPTY.format(name=path.name, what=what))
         return data
     if isinstance(source, bytes | bytearray | memoryview):
         if not len(source):
-            raise MediaError(f"The {what} is empty (0 bytes). Upload the {what} again.")
+            raise MediaError(EMPTY.format(name=f"The {what}", what=what))
         return bytes(source)
     if hasattr(source, "read"):  # an open file, BytesIO, an upload stream
         data = source.read()
@@ -114,8 +115,9 @@ def _open_image(data: bytes) -> PILImage:
         ) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise MediaError(
-            "This file is not an image PIL can read (corrupt or unsupported format). "
-            "Save it as PNG or JPEG and try again."
+            "This file is not an image: its bytes are in no image format (PNG, JPEG, WebP, "
+            "GIF, BMP, TIFF). It is another kind of file under an image's name, or a damaged "
+            "one: use the picture itself."
         ) from exc
 
 
@@ -194,7 +196,8 @@ def load_image(image: Any) -> PILImage:
             image.load()
         except Exception as exc:  # noqa: BLE001 - PIL raises OSError, SyntaxError, ValueError, …
             raise MediaError(
-                "This image file is truncated or corrupt. Save it again as PNG or JPEG."
+                "This image file is truncated or corrupt: its pixels do not decode. Open "
+                "it in an image viewer and export it again, then attach that copy."
             ) from exc
     if isinstance(image, np.ndarray):
         arr = image
@@ -362,8 +365,10 @@ def _decode_audio_bytes(data: bytes) -> tuple[np.ndarray, int]:
         return np.asarray(wav, dtype=np.float32), int(sr)
     except Exception as exc:  # noqa: BLE001
         raise MediaError(
-            "This file is not audio that soundfile or librosa can read (corrupt or unsupported "
-            "format). Save it as a WAV or FLAC file and try again."
+            "This file is not audio: its bytes are in no audio format this package reads "
+            "(WAV, FLAC, MP3, OGG, M4A, AIFF). It is another kind of file under a clip's "
+            "name, or a damaged one: use the recording itself, or export it again as "
+            "WAV or FLAC from the program that made it."
         ) from exc
 
 
@@ -552,7 +557,7 @@ def _read_source_checks(path: Path, what: str) -> None:
     if path.is_dir():
         raise MediaError(f"{path} is a folder, not a {what} file.")
     if path.stat().st_size == 0:
-        raise MediaError(f"{path.name} is empty (0 bytes). Upload the {what} again.")
+        raise MediaError(EMPTY.format(name=path.name, what=what))
 
 
 def load_video(video: Any, *, fps: float | None = None, max_frames: int | None = None) -> Video:

@@ -427,20 +427,25 @@ def _processor_call(text: str, media: PreparedInputs, *, bos: bool) -> dict[str,
 
 
 def _check_raw_placeholders(spec: FamilySpec, text: str, media: PreparedInputs) -> None:
-    """A raw prompt needs exactly one placeholder per item, as vLLM's processor does."""
+    """A raw prompt needs exactly one placeholder per item, as vLLM's processor does:
+    every placeholder that does not match is named in one message."""
     given = {"image": len(media.images), "audio": len(media.audios), "video": len(media.videos)}
+    said, fixes = [], []
     for modality, token in spec.placeholder_tokens.items():
         found = text.count(token)
         if found != given[modality]:
-            what = f"{given[modality]} {modality} item(s)"
             vllm = (
                 " (vLLM would stop with 'Failed to apply prompt replacement for "
                 f"mm_items[{modality!r}][{found}]')"
                 if found < given[modality]
                 else ""
             )
-            raise ValueError(
-                f"The raw prompt has {found} {token} placeholder(s) for {what}{vllm}. Write "
-                f"one {token} where each {modality} goes, or pass template=True to let the "
-                "chat template place them."
+            said.append(
+                f"{found} {token} placeholder(s) for {given[modality]} {modality} item(s){vllm}"
             )
+            fixes.append(f"one {token} where each {modality} goes")
+    if said:
+        raise ValueError(
+            f"The raw prompt has {' and '.join(said)}. Write {' and '.join(fixes)}, or pass "
+            "template=True to let the chat template place them."
+        )

@@ -68,6 +68,34 @@ def test_raw_prompt_messages_keep_their_token_names(model):
     assert token not in ok.layout_html and "<bos>" not in ok.layout_html
 
 
+@pytest.mark.parametrize("model", ["tiny-gemma4", "tiny-gemma3n"])
+def test_a_raw_prompt_names_every_missing_placeholder_at_once(model):
+    """Issue 46: an image and a clip attached, no placeholder typed: one message names
+    both (it used to name the image, and the clip only after the image was fixed); the
+    library's own check (prepare_inputs, template=False) does the same."""
+    import html
+
+    from gemma_explore.processing.inputs import prepare_inputs
+
+    spec = h.get_bundle(model).spec
+    image, audio = spec.placeholder_tokens["image"], spec.placeholder_tokens["audio"]
+    r = h.layout_tab(model, "Describe.", PHOTO, SPEECH, None, True)
+    said = html.unescape(r.error)
+    assert f"0 {image} for 1 image attachment(s) and 0 {audio} for 1 audio" in said, said
+    assert f"type one {image} where the image goes" in said
+    assert f"one {audio} where the audio goes" in said and 'untick "Raw prompt"' in said
+    # One typed, one extra: both named, each with its own fix.
+    r = h.layout_tab(model, f"Describe {image} and {audio}.", PHOTO, None, None, True)
+    said = html.unescape(r.error)
+    assert "1 " + audio + " but no audio is attached" in said and image not in said
+    with pytest.raises(ValueError) as refused:
+        prepare_inputs(
+            "Describe.", images=[PHOTO], audios=[SPEECH], bundle=h.get_bundle(model), template=False
+        )
+    assert f"0 {image} placeholder(s) for 1 image" in str(refused.value)
+    assert f"0 {audio} placeholder(s) for 1 audio" in str(refused.value)
+
+
 def test_image_tab_parity_badge_names_the_difference():
     """A 3×900 strip: every side counts 280 tokens, but vLLM's assumed resize differs.
     The badge says the counts agree (no ⚠) and names where they part before that."""
@@ -175,7 +203,33 @@ def test_chat_counts_add_up_to_layout_prompts_and_name_the_vocabulary():
         }
     ]
     total = layout_prompt(turn, bundle=bundle, max_soft_tokens=280).num_tokens
-    assert f"{total} prompt tokens" in line and f"({bundle.vocabulary})" in line
+    assert f"{total} prompt tokens" in line and f"your words; {bundle.vocabulary})" in line
+
+
+@pytest.mark.parametrize("model", ["tiny-gemma4", "tiny-gemma3n", "tiny-gemma4-unified"])
+def test_chat_counts_an_image_and_a_clip_as_their_tabs_and_the_layout_do(model):
+    """Issue 46: Chat showed the photo as 260 placeholders with its markers counted as
+    text, where the Image tab said 262. Now each attachment shows as its tab's soft
+    tokens + markers = prompt tokens, the Prompt layout tab's segments for the same turn
+    add up to the same numbers, and the text is what is left."""
+    budget = 280 if h.get_bundle(model).spec.image.budgets else None
+    image = h.image_tab(model, PHOTO, budget)
+    audio = h.audio_tab(model, SPEECH)
+    layout = h.layout_tab(model, "What is this?", PHOTO, SPEECH, budget)
+    line = h.chat_preview(model, {"text": "What is this?", "files": [PHOTO, SPEECH]}, budget)
+    ip, ap = image.plan, audio.plan
+    assert f"| prompt tokens (with markers) | {ip.total_tokens} |" in image.counts
+    assert f"image {ip.num_soft_tokens} soft + " in line and f" = {ip.total_tokens} · " in line
+    assert f"audio {ap.num_soft_tokens} soft + " in line and line.endswith(f"= {ap.total_tokens})")
+    counts = layout.layout.counts()
+    assert counts["image_soft"] == ip.num_soft_tokens and counts["audio_soft"] == ap.num_soft_tokens
+    # The layout's own segments: each attachment's markers (and 3n's newline wrappers).
+    items = ip.total_tokens + ap.total_tokens
+    total = layout.layout.num_tokens
+    assert f"**Waiting to be asked** (press Enter): {total} prompt tokens" in line
+    assert f"(text {total - items} (the chat template and your words;" in line
+    around = sum(v for k, v in counts.items() if k in ("boi", "eoi", "boa", "eoa"))
+    assert around == 4  # BOI, EOI, BOA, EOA: the markers the line counts with each item
 
 
 def test_text_counts_say_which_vocabulary_counted_them():
@@ -235,7 +289,7 @@ def test_chat_streams_and_says_the_weights_are_random():
     ("tab", "args", "message"),
     [
         (h.image_tab, ("tiny-gemma4", None), "Upload an image"),
-        (h.image_tab, ("tiny-gemma4", b"\x89PNG\r\n broken"), "PNG or JPEG"),
+        (h.image_tab, ("tiny-gemma4", b"\x89PNG\r\n broken"), "no image format"),
         (h.image_tab, ("tiny-gemma4", PHOTO, 300), "70, 140, 280, 560, 1120"),
         (h.audio_tab, ("tiny-gemma4", b""), "empty"),
         (h.audio_tab, ("tiny-gemma4", b"RIFF....garbage"), "WAV or FLAC"),
@@ -250,20 +304,107 @@ def test_bad_input_is_a_message_and_the_next_request_works(tab, args, message):
     assert h.image_tab("tiny-gemma4", PHOTO).error is None
 
 
-def test_a_failed_turn_gives_one_message_per_bad_attachment(tmp_path):
+def test_a_failed_turn_names_each_bad_attachment_once_in_one_message(tmp_path):
     notes, broken = tmp_path / "notes.txt", tmp_path / "broken.png"
     notes.write_text("hello")
     broken.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
     outcome: dict = {}
     message = {"text": "hi", "files": [str(notes), PHOTO, str(broken)]}
     (final,) = [hist for hist, _ in h.chat_stream("tiny-gemma4", message, [], 2, outcome=outcome)]
-    assert outcome["failed"] and [m["role"] for m in final] == ["assistant", "assistant"]
-    assert "notes.txt" in final[0]["content"] and "file type" in final[0]["content"]
-    assert all(
-        m["content"].count(n) == 1 for m, n in zip(final, ["notes.txt", "broken.png"], strict=True)
-    )
-    assert "broken.png" in final[1]["content"] and "image" in final[1]["content"]
-    assert all(str(tmp_path) not in m["content"] for m in final)
+    assert outcome["failed"] and [m["role"] for m in final] == ["user", "assistant"]
+    assert all(n in final[0]["content"] for n in ("hi", "notes.txt", "photo.jpg", "broken.png"))
+    refusal = final[1]["content"]
+    problems = refusal.split("\n\n")
+    assert "notes.txt" in problems[0] and "file type" in problems[0]
+    assert "broken.png" in problems[1] and "image" in problems[1]
+    assert problems[0].count("notes.txt") == problems[1].count("broken.png") == 1
+    assert "notes.txt, broken.png were taken out" in problems[2]
+    assert str(tmp_path) not in refusal
+    assert outcome["box"] == {"text": "hi", "files": [PHOTO]}  # the good photo stays
+
+
+def _turns(history: list[dict]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in history]
+
+
+def test_a_bad_attachment_is_refused_once_and_the_next_send_answers(tmp_path):
+    """Issue 46: a text file named .png. The turn is refused before the model runs, its
+    own message after the user's turn (the last answer untouched), the file taken out of
+    the box (the page's box gets ``outcome["box"]``); the next send, plain text, answers."""
+    bad = tmp_path / "notes.png"
+    bad.write_text("shopping list: eggs, milk")
+    before = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    outcome: dict = {}
+    steps = []
+    bundle = h.get_bundle("tiny-gemma4")
+    hook = bundle.model.register_forward_hook(lambda *_: steps.append(1))
+    try:
+        updates = list(
+            h.chat_stream(
+                "tiny-gemma4", {"text": "", "files": [str(bad)]}, before, 4, outcome=outcome
+            )
+        )
+    finally:
+        hook.remove()
+    assert steps == [], "the model ran for a refused turn"
+    ((history, counts),) = updates  # one update: the refusal, once
+    assert counts == ""
+    assert _turns(history[:2]) == _turns(before)  # the last answer is untouched
+    assert history[2] == {"role": "user", "content": "[notes.png]"}
+    refusal = history[3]
+    assert refusal["role"] == "assistant" and refusal["content"].startswith("✗ notes.png ")
+    assert "taken out of the message box" in refusal["content"] and len(history) == 4
+    assert outcome["failed"] and outcome["box"] is None  # nothing left: the box empties
+
+    # The next send: plain text, and the history as the page holds it now.
+    outcome = {}
+    *_, (history, counts) = h.chat_stream("tiny-gemma4", "What now?", history, 3, outcome=outcome)
+    assert not outcome["failed"] and outcome["box"] is None
+    assert [m["role"] for m in history] == ["user", "assistant"] * 3
+    assert history[4]["content"] == "What now?" and "notes.png" not in history[5]["content"]
+    assert "random weights" in history[5]["content"] and "prompt tokens" in counts
+
+
+def test_the_page_gives_the_box_back_without_the_refused_file(tmp_path):
+    """ui._respond, the Chat tab's handler: its second output is the message box. A
+    refused file leaves it (the typed text and the good file stay); a sent turn empties it."""
+    from gemma_explore.app import ui
+
+    bad = tmp_path / "notes.png"
+    bad.write_text("shopping list")
+    message = {"text": "And this?", "files": [str(bad), PHOTO]}
+    updates = list(ui._respond("tiny-gemma4", message, [], 2, None))
+    (hist, box, _counts) = updates[-1]
+    assert box == {"text": "And this?", "files": [PHOTO]}
+    assert [m["role"] for m in hist] == ["user", "assistant"] and "✗" in hist[1]["content"]
+    assert "press Enter to send it without it" in hist[1]["content"]
+    *_, (hist, box, counts) = ui._respond("tiny-gemma4", box, hist, 2, None)
+    assert box is None and [m["role"] for m in hist] == ["user", "assistant"] * 2
+    assert "✗" not in hist[-1]["content"] and "image 270 soft" in counts
+
+
+def test_the_waiting_box_says_to_take_a_bad_file_out(tmp_path):
+    bad = tmp_path / "notes.png"
+    bad.write_text("shopping list")
+    line = h.chat_preview("tiny-gemma4", {"text": "And this?", "files": [str(bad)]})
+    assert line.startswith("✗ notes.png ") and "×" in line and "refused" in line
+
+
+def test_an_error_after_the_turn_is_sent_is_its_own_message():
+    """A server that does not answer: the user's turn shows, the error follows it as its
+    own message, and the question goes back in the box to resend."""
+    name = "google/gemma-4-E4B-it"
+    h.configure(name, engine="openai", base_url="http://127.0.0.1:9/v1")
+    before = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    try:
+        outcome: dict = {}
+        *_, (final, _) = h.chat_stream(name, "Still there?", before, 2, outcome=outcome)
+    finally:
+        h.bundles.forget(name)
+    assert _turns(final[:2]) == _turns(before)
+    assert final[2] == {"role": "user", "content": "Still there?"}
+    assert final[3]["role"] == "assistant" and final[3]["content"].startswith("✗")
+    assert len(final) == 4 and outcome["box"] == {"text": "Still there?", "files": []}
 
 
 def test_a_finished_answer_says_nothing_about_stopping():

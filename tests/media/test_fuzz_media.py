@@ -242,9 +242,10 @@ def test_mutated_samples_plan_or_say_why(baseline_rss, tmp_path_factory):
         if code == 2:
             lines = stderr.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("gemma-explore: error: ")
-            _check_message(
-                f"plan on {description}", lines[0].split(f"{path}: ", 1)[-1], str(folder)
-            )
+            # The line leads with the path the user typed ("PATH: …" or "PATH is …"): the
+            # message after it is what must name no temporary folder.
+            said = lines[0].removeprefix("gemma-explore: error: ").removeprefix(str(path))
+            _check_message(f"plan on {description}", said.removeprefix(": "), str(folder))
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         assert peak - baseline_rss < PEAK_LIMIT, f"{description}: peak {peak / 1e9:.1f} GB"
 

@@ -58,7 +58,7 @@ def test_arrays(array):
     ("bad", "message"),
     [
         (b"", "empty"),
-        (b"GIF89a broken", "PNG or JPEG"),
+        (b"GIF89a broken", "no image format"),
         (np.zeros((0, 5)), "empty"),
         (np.full((4, 4), np.nan), "NaN"),
         (np.zeros((2, 2, 2, 2)), "shape"),
@@ -288,3 +288,48 @@ def test_a_damaged_video_writes_nothing_to_stderr(tmp_path, capfd):
         with pytest.raises(MediaError):
             read(path)
     assert capfd.readouterr().err == ""  # FFmpeg's "moov atom not found" stays quiet
+
+
+def _reader_messages(tmp_path, name: str, data: bytes) -> list[str]:
+    """What every reader of a file says about it: the loader (the demo's tabs and chat)
+    and the header reader (`gemma-explore plan` and `bill`)."""
+    from gemma_explore.media.headers import audio_header, image_header, kind_of
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    kind = kind_of(path)
+    readers = {
+        "image": (ge.load_image, image_header),
+        "audio": (ge.load_audio, audio_header),
+        "video": (ge.load_video, None),
+    }[kind]
+    out = []
+    for read in filter(None, readers):
+        with pytest.raises(ge.MediaError) as refused:
+            read(str(path))
+        out.append(str(refused.value))
+    return out
+
+
+@pytest.mark.parametrize("name", ["notes.png", "notes.jpg", "notes.wav", "notes.flac"])
+def test_a_file_under_another_kinds_name_gets_advice_that_fits_its_name(tmp_path, name):
+    """A text file named .png: no library name (PIL, soundfile, librosa) and no "save it
+    as PNG" (it already is named so): the message says what the file is not, and to
+    attach the real one."""
+    for message in _reader_messages(tmp_path, name, b"shopping list: eggs, milk"):
+        assert "PIL" not in message and "soundfile" not in message and "librosa" not in message
+        suffix = name.rsplit(".", 1)[1].upper()
+        assert f"save it as {suffix}" not in message.lower(), message
+        assert f"save it again as {suffix}" not in message.lower(), message
+        assert "not an image" in message or "not audio" in message, message
+        assert "itself" in message, message  # the advice: the real picture or recording
+
+
+@pytest.mark.parametrize("name", ["empty.png", "empty.wav", "empty.mp4"])
+def test_an_empty_file_is_named_once_and_not_told_to_upload_again(tmp_path, name):
+    """Uploading the same 0-byte file again gives the same 0 bytes: the advice is to
+    choose the file that holds the picture, clip or video."""
+    for message in _reader_messages(tmp_path, name, b""):
+        assert message.count(name) == 1, message
+        assert "again" not in message.lower(), message
+        assert "empty (0 bytes)" in message and "Choose the file" in message
