@@ -1,8 +1,8 @@
 """ipywidgets explorers. Each returns the widget; its callbacks are plain methods, so a
 test can set a control's value and read the resulting plan and figure headless.
 
->>> w = explore_image((1080, 1920))                      # doctest: +SKIP
->>> w.budget.value = 70; w.plan.num_soft_tokens           # doctest: +SKIP
+>>> w = explore_image((1080, 1920))
+>>> w.budget.value = 70; w.plan.num_soft_tokens
 66
 """
 

@@ -6,9 +6,10 @@ GPU or, with vLLM's CPU build, on the CPU: ``engines/vllm.py``). :data:`VLLM_PRO
 makes each bundle's processor once, from the bundle's folder or from a temporary copy
 that is deleted again when the cache is cleared or the process exits.
 
->>> out = vllm_process(ge.load("tiny-gemma4"), text, {"image": [photo]})   # doctest: +SKIP
->>> out["placeholders"]["image"][0]   # (offset, length, embeddings)  # doctest: +SKIP
-(2, 282, 280)
+>>> import gemma_explore as ge
+>>> out = vllm_process(ge.load("tiny-gemma4"), "<|image|>", {"image": [ge.sample_photo()]})
+>>> out["placeholders"]["image"][0]   # (offset, length, embeddings)
+(0, 272, 270)
 """
 
 from __future__ import annotations

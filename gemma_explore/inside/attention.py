@@ -19,10 +19,10 @@ inside an image span, never the future. vLLM does the same with its
 (with eager attention, so that both layer types give a materialised mask).
 
 >>> import gemma_explore as ge
->>> bundle = ge.load("tiny-gemma4")                                    # doctest: +SKIP
->>> layout = ge.layout_prompt([...], bundle=bundle, max_soft_tokens=70) # doctest: +SKIP
->>> masks = attention_mask(layout, bundle=bundle, use_bidirectional_attention="vision")  # doctest: +SKIP
->>> masks.future_pairs("sliding_attention") > 0, masks.future_pairs("full_attention")  # doctest: +SKIP
+>>> bundle = ge.load("tiny-gemma4")
+>>> layout = ge.layout_prompt("Look:", bundle=bundle, images=[(96, 96)], max_soft_tokens=70)
+>>> masks = attention_mask(layout, bundle=bundle, use_bidirectional_attention="vision")
+>>> masks.future_pairs("sliding_attention") > 0, masks.future_pairs("full_attention")
 (True, 0)
 """
 

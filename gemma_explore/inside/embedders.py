@@ -29,10 +29,12 @@ checking the result equals the module's forward:
   embedder takes the raw rows (a merged 48 px block after ``patch_dense``, or 640 raw
   samples of audio) and is the whole encoder.
 
->>> import gemma_explore as ge                                    # doctest: +SKIP
->>> trace = trace_embedder(ge.load("tiny-gemma4"), "image", tower_output)  # doctest: +SKIP
->>> [s.name for s in trace.stages]                                # doctest: +SKIP
-['tower output', 'RMSNorm without weight', 'Linear 32 → 64']
+>>> import gemma_explore as ge, torch
+>>> b = ge.load("tiny-gemma4")
+>>> tower_output = torch.zeros(1, 4, b.model.config.vision_config.hidden_size)  # 4 soft tokens
+>>> trace = trace_embedder(b, "image", tower_output)
+>>> [s.name for s in trace.stages]
+['encoder output', 'RMSNorm without weight', 'Linear 32 → 64']
 """
 
 from __future__ import annotations
@@ -298,8 +300,9 @@ def audio_padding_embedding(bundle: Bundle) -> AudioPadding:
     ``embed_audio``'s hard path, put the result where the tower's mask marks padding, and
     append it until the 188 slots are full (vLLM truncates longer outputs instead).
 
-    >>> pad = audio_padding_embedding(ge.load("tiny-gemma3n"))     # doctest: +SKIP
-    >>> pad.token_id, pad.table_row, pad.last_row                  # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> pad = audio_padding_embedding(ge.load("tiny-gemma3n"))
+    >>> pad.token_id, pad.table_row, pad.last_row
     (262399, 127, True)
     """
     import torch

@@ -15,8 +15,9 @@ A multimodal placeholder id (``<|image|>``, ``<|audio|>``, ``<|video|>``) in the
 never be generated, so a model cannot write its own soft-token run. Which engine honours
 the list is read from vLLM's class itself (:func:`vllm_applies_suppress_tokens`).
 
->>> report = suppressed_tokens(ge.load("tiny-gemma4"))            # doctest: +SKIP
->>> report.suppressed                                              # doctest: +SKIP
+>>> import gemma_explore as ge
+>>> report = suppressed_tokens(ge.load("tiny-gemma4"))
+>>> report.suppressed
 ()
 """
 
@@ -51,7 +52,7 @@ def vllm_applies_suppress_tokens(architecture: str) -> bool | None:
     """Whether vLLM's class for ``architecture`` applies ``suppress_tokens`` in its
     ``compute_logits`` (read from the class's code; None when vLLM is not installed).
 
-    >>> vllm_applies_suppress_tokens("Gemma3nForConditionalGeneration")  # doctest: +SKIP
+    >>> vllm_applies_suppress_tokens("Gemma3nForConditionalGeneration")
     False
     """
     try:

@@ -24,8 +24,11 @@ vLLM also keeps a zero buffer of ``(max_num_batched_tokens, layers, width)`` for
 inputs, allocated at start-up so CUDA graphs see one address; while it profiles memory,
 ``embed_input_ids`` is never called and the layers read zeros.
 
->>> per_layer_ids(input_ids, bundle=bundle).remapped[:3]                  # doctest: +SKIP
-(4, 5, 6)
+>>> import gemma_explore as ge
+>>> bundle = ge.load("tiny-gemma4")
+>>> layout = ge.layout_prompt("Hi", bundle=bundle, images=[(96, 96)], max_soft_tokens=70)
+>>> per_layer_ids(list(layout.input_ids), bundle=bundle).remapped[:3]  # the image's positions
+(5, 6, 7)
 """
 
 from __future__ import annotations
@@ -70,7 +73,8 @@ def vllm_per_layer_buffer(
     """Shape of the zero buffer vLLM allocates at start-up for per-layer inputs,
     ``(max_num_batched_tokens, layers, hidden_size_per_layer_input)``; None without them.
 
-    >>> vllm_per_layer_buffer(ge.load("tiny-gemma4"), 2048)       # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> vllm_per_layer_buffer(ge.load("tiny-gemma4"), 2048)
     (2048, 2, 8)
     """
     config = bundle.model.config.get_text_config()

@@ -12,8 +12,8 @@ each modality's items in prompt order: an audio clip written between two images 
 between them in both. :attr:`EncoderReport.in_prompt_order` is vLLM's order.
 
 >>> import gemma_explore as ge
->>> pooled = ge.vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP
->>> pooled.num_valid == pooled.plan.num_soft_tokens                      # doctest: +SKIP
+>>> pooled = ge.vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))
+>>> pooled.num_valid == pooled.plan.num_soft_tokens
 True
 """
 
@@ -109,7 +109,9 @@ def encode_images(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
     model. Gemma 3n: its CNN tower gives a fixed grid of tokens, all real. Unified: one row
     per merged 48 px block, padding rows dropped.
 
-    >>> encode_images(prepare_inputs("", bundle=b, images=[photo]), bundle=b).counts  # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> b = ge.load("tiny-gemma3n")
+    >>> encode_images(prepare_inputs("", bundle=b, images=[ge.sample_photo()]), bundle=b).counts
     [256]
     """
     import torch
@@ -159,7 +161,10 @@ def encode_audio(prepared: PreparedInputs, *, bundle: Bundle) -> EncodedItems:
     the tower's tokens fill the first of the 188 fixed slots, and the model fills the
     rest with one padding embedding.
 
-    >>> encode_audio(prepare_inputs("", bundle=b, audios=[clip]), bundle=b).counts  # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> b = ge.load("tiny-gemma4")
+    >>> clip = ([0.0] * 48000, 16000)  # three seconds of silence
+    >>> encode_audio(prepare_inputs("", bundle=b, audios=[clip]), bundle=b).counts
     [75]
     """
     import torch
@@ -221,8 +226,11 @@ def encode(analysis: Analysis) -> Analysis:
     for a clip (Unified: the embedders), run once. An analysis that holds the run
     already comes back as it is, so every consumer after the first reads it for free.
 
-    >>> a = encode(analyse(ge.sample_photo(), modality="image", bundle=b))  # doctest: +SKIP
-    >>> encode(a) is a, a.encoded.counts                                    # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> from gemma_explore.processing.analysis import analyse
+    >>> b = ge.load("tiny-gemma4")
+    >>> a = encode(analyse(ge.sample_photo(), modality="image", bundle=b))
+    >>> encode(a) is a, a.encoded.counts
     (True, [270])
     """
     if analysis.encoded is not None:
@@ -245,8 +253,9 @@ def vision_pooling(
     ``image`` is any image input, or an :class:`Analysis` (the demo's: planned,
     processed and encoded once per request), which needs no ``bundle``.
 
-    >>> pooled = vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP
-    >>> pooled.num_valid == pooled.plan.num_soft_tokens               # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> pooled = vision_pooling((300, 500), bundle=ge.load("tiny-gemma4"))
+    >>> pooled.num_valid == pooled.plan.num_soft_tokens
     True
     """
     analysis = encode(
@@ -399,7 +408,12 @@ def inspect_multimodal(
     ``input_ids`` replaces the processor's ids (e.g. with a placeholder removed by hand) to
     see the mismatch report instead of the model's exception.
 
-    >>> report = inspect_multimodal(msgs, bundle=ge.load("tiny-gemma4"))  # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> msgs = [{"role": "user", "content": [{"type": "image", "image": ge.sample_photo()},
+    ...                                      {"type": "text", "text": "What is this?"}]}]
+    >>> report = inspect_multimodal(msgs, bundle=ge.load("tiny-gemma4"))
+    >>> report.agrees, report.num_tokens
+    (True, 285)
     """
     import torch
 

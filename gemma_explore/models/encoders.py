@@ -9,10 +9,10 @@ checkpoint's own towers from its built-in config (:mod:`gemma_explore.facts.rele
 family counts the towers of its first released checkpoint (the E2B for Gemma 3n and
 Gemma 4, whose E-models share their towers).
 
->>> sizes = encoder_sizes("gemma4_unified")          # doctest: +SKIP
->>> sizes.vision_params < encoder_sizes("gemma4").vision_params   # doctest: +SKIP
+>>> sizes = encoder_sizes("gemma4_unified")
+>>> sizes.vision_params < encoder_sizes("gemma4").vision_params
 True
->>> encoder_sizes("google/gemma-4-31B-it").vision_params       # doctest: +SKIP
+>>> encoder_sizes("google/gemma-4-31B-it").vision_params
 569548080
 """
 

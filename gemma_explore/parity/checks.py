@@ -13,7 +13,7 @@ Each puts four views of the same item in one table:
 and says which side the model's encoder follows (running it when asked).
 
 >>> from gemma_explore import check_image_parity
->>> check_image_parity((3, 900), family="gemma4").agree                # doctest: +SKIP
+>>> check_image_parity((640, 480), family="gemma4").agree
 True
 """
 

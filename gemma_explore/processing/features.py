@@ -5,9 +5,10 @@ When the processor has already run (an :class:`~gemma_explore.processing.analysi
 holds its run), the features are read from its batch instead of running the extractor a
 second time.
 
->>> feats = audio_features(("speech.wav"), family="gemma4")      # doctest: +SKIP
->>> feats.mel.shape, int(feats.mask.sum())                        # doctest: +SKIP
-((301, 128), 300)
+>>> import gemma_explore as ge
+>>> feats = audio_features(ge.sample_speech(), family="gemma4")
+>>> feats.mel.shape, int(feats.mask.sum())
+((528, 128), 528)
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ It is made by the model file's dummy builder (``get_dummy_text`` and
 * **video** (Gemma 4 and Unified): 32 frames of the image size (at least 2), labelled
   2 fps, every frame kept (``do_sample_frames=False``).
 
->>> d = vllm_dummy_inputs(ge.load("tiny-gemma4"), {"image": 2, "audio": 1})  # doctest: +SKIP
->>> d.text                                                                   # doctest: +SKIP
+>>> import gemma_explore as ge
+>>> d = vllm_dummy_inputs(ge.load("tiny-gemma4"), {"image": 2, "audio": 1})
+>>> d.text
 '\\t<|image|>\\t<|image|><|audio|>'
 """
 

@@ -50,7 +50,7 @@ placeholders in every release; Gemma 4's (and Unified's, which inherits it) retu
 3n's strings for images and audio in some releases and Gemma 4's own in others, and the
 profile says which.
 
->>> [i.name for i in vllm_interfaces("Gemma3nForConditionalGeneration") if i.supported]  # doctest: +SKIP
+>>> [i.name for i in vllm_interfaces("Gemma3nForConditionalGeneration") if i.supported]
 ['multimodal', 'transcription']
 """
 

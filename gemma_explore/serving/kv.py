@@ -39,8 +39,9 @@ what profiling measures, or the extensible KV cache, which measures what is free
 warm-up and keeps a margin.
 
 >>> import gemma_explore as ge
->>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096)    # doctest: +SKIP
->>> plan.capacity(kv_cache_memory_bytes=2**30).num_tokens          # doctest: +SKIP
+>>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096)
+>>> plan.capacity(kv_cache_memory_bytes=2**30).num_tokens
+4186127
 """
 
 from __future__ import annotations
@@ -526,8 +527,10 @@ def capacity(
     ``max_num_batched_tokens``, ``block_size``, ``max_model_len`` and ``async_scheduling``
     default to the plan's.
 
-    >>> plan = plan_serving("tiny-gemma4", max_model_len=4096)          # doctest: +SKIP
-    >>> capacity(plan, kv_cache_memory_bytes=256 * 2**20).log_line()    # doctest: +SKIP
+    >>> from gemma_explore.serving.plan import plan_serving
+    >>> plan = plan_serving("tiny-gemma4", max_model_len=4096)
+    >>> capacity(plan, kv_cache_memory_bytes=256 * 2**20).log_line()
+    'GPU KV cache size: 1,046,531 tokens, Maximum concurrency for 4,096 tokens per request: 255.50x'
     """
     mml = int(max_model_len or plan.max_model_len)
     if async_scheduling is None:
@@ -661,7 +664,11 @@ def kv_memory_estimate(
     ``activation_bytes`` (2 GiB) stands for the transient peak, the CUDA-graph pool and
     the driver's share: a guess either way, which the steps say.
 
-    >>> kv_memory_estimate(plan, gpu_memory_bytes=80 * 2**30).kv_cache_memory_bytes  # doctest: +SKIP
+    >>> from gemma_explore.serving.plan import plan_serving
+    >>> plan = plan_serving("google/gemma-4-E4B-it", max_model_len=8192)
+    >>> est = kv_memory_estimate(plan, gpu_memory_bytes=80 * 2**30, vllm_version="0.32")
+    >>> round(est.kv_cache_memory_bytes / 2**30, 1)  # GiB
+    56.4
     """
     profile = profile_of(plan, vllm_version)
     util = gpu_memory_utilization
@@ -1040,7 +1047,11 @@ def start_settings(
     the largest item stops the engine at start-up (raised here with vLLM's words).
     ``plan_serving(..., gpu=…, entry_point=…)`` applies the same (:func:`batch_settings`).
 
-    >>> start_settings(plan, entry_point="serve", gpu_memory_bytes=80 * 2**30)  # doctest: +SKIP
+    >>> from gemma_explore.serving.plan import plan_serving
+    >>> plan = plan_serving("google/gemma-4-E4B-it")
+    >>> s = start_settings(plan, entry_point="serve", gpu_memory_bytes=80 * 2**30)
+    >>> s.max_num_batched_tokens, s.max_num_seqs
+    (8192, 1024)
     """
     items = _supported_item_tokens(plan)
     active = [t for m, t in plan.max_tokens_per_item.items() if plan.limits.get(m, 0) > 0]

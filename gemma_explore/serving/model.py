@@ -7,7 +7,7 @@ keeps what the plan needs: the modalities vLLM serves, the image budget and audi
 vLLM reads, every decoder layer as the KV cache sees it (:func:`kv_layers`) and the
 parameters of a meta-device build (:func:`meta_parameters`, cached per config).
 
->>> serving_model("tiny-gemma4").layers[0].kind          # doctest: +SKIP
+>>> serving_model("tiny-gemma4").layers[0].kind
 'sliding_attention'
 """
 
@@ -81,7 +81,7 @@ class ServingModel:
     def active_parameters(self) -> int:
         """Parameters one token runs through: all, less the experts it is not routed to.
 
-        >>> serving_model("google/gemma-4-26B-A4B-it").active_parameters < 5e9   # doctest: +SKIP
+        >>> serving_model("google/gemma-4-26B-A4B-it").active_parameters < 5e9
         True
         """
         if not self.experts_per_token:
@@ -219,7 +219,7 @@ def _config_of(source: Any) -> tuple[str, str, Any, Any, str]:
 def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
     """Read what serving needs from a checkpoint's config (and processor, when there is one).
 
-    >>> serving_model("tiny-gemma4").num_parameters            # doctest: +SKIP
+    >>> serving_model("tiny-gemma4").num_parameters
     21788384
     """
     if isinstance(source, ServingModel):

@@ -57,8 +57,9 @@ checkpoint; another release differs only by its tower rule, ``vllm_version=``):
 * RoPE ``cos_sin_cache`` buffers and the per-layer-input staging tensor, which vLLM
   allocates at load time too.
 
->>> plan = loading_plan(ge.load("tiny-gemma4"), quant_method="fp8")   # doctest: +SKIP
->>> plan.row("model.language_model.layers.0.self_attn.q_proj.weight").vllm  # doctest: +SKIP
+>>> import gemma_explore as ge
+>>> plan = loading_plan(ge.load("tiny-gemma4"), quant_method="fp8")
+>>> plan.row("model.language_model.layers.0.self_attn.q_proj.weight").vllm
 'language_model.model.layers.0.self_attn.qkv_proj.weight'
 """
 
@@ -374,8 +375,8 @@ def vllm_quantized_modules(
 
     >>> from gemma_explore.facts.released import released_config
     >>> config = released_config("google/gemma-4-31B-it")
-    >>> cls = vllm_model_class("Gemma4ForConditionalGeneration")  # doctest: +SKIP
-    >>> vllm_quantized_modules(cls, config, "fp8")  # doctest: +SKIP
+    >>> cls = vllm_model_class("Gemma4ForConditionalGeneration")
+    >>> vllm_quantized_modules(cls, config, "fp8")
     {'vision_tower': False, 'embed_vision': False}
     """
     init = cls.__init__
@@ -734,9 +735,10 @@ def vllm_loaded_weights(
     per-layer embeddings, norms and the towers vLLM keeps unquantized stay in
     ``dtype_bytes``. ``max_num_batched_tokens`` sizes the per-layer-input staging buffer.
 
-    >>> w = vllm_loaded_weights(serving_model("google/gemma-4-E4B-it"),   # doctest: +SKIP
+    >>> from gemma_explore.serving.model import serving_model
+    >>> w = vllm_loaded_weights(serving_model("google/gemma-4-E4B-it"),
     ...                         limit_mm_per_prompt={"audio": 0})
-    >>> w.skipped                                                          # doctest: +SKIP
+    >>> w.skipped
     {'audio_tower': 304824608, 'embed_audio': 3932160}
     """
     if quantization is not None and quantization not in FP8_METHODS:

@@ -146,7 +146,9 @@ def show_attention(masks: AttentionMasks, *, ax: Any = None) -> Figure:
     image above the diagonal: its soft tokens see each other. With ``ax=`` the panels
     are drawn in a sub-grid at that axes' place.
 
-    >>> fig = show_attention(ge.attention_mask(layout, bundle=bundle))   # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> b = ge.load("tiny-gemma4")
+    >>> fig = show_attention(ge.attention_mask(ge.layout_prompt("Hi", bundle=b), bundle=b))
     """
     if not isinstance(masks, AttentionMasks):
         raise TypeError(

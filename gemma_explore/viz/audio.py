@@ -193,8 +193,9 @@ def show_mel(
     per 16 frames (160 ms) and a strip of the 188 placeholder slots, real vs padding. A
     family without a mel (Unified): its frame view, :func:`show_audio_frames`.
 
-    >>> fig = show_mel(ge.audio_features("speech.wav", family="gemma4"))   # doctest: +SKIP
-    >>> fig = show_mel((wave, 16000), family="gemma4")                      # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> fig = show_mel(ge.audio_features(ge.sample_speech(), family="gemma4"))
+    >>> fig = show_mel(([0.0] * 16000, 16000), family="gemma4")  # one second of silence
     """
     if not isinstance(features, AudioFeatures):
         if family is None:

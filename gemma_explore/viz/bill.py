@@ -5,7 +5,10 @@ colour and line style: a file whose tokens do not depend on the budget (a clip, 
 at a fixed frame budget) shows once per budget, not as one outline drawn over another.
 The count axis ticks whole files only.
 
->>> fig = show_bill(bill(Path("dataset"), family="gemma4"))   # doctest: +SKIP
+>>> import tempfile, gemma_explore as ge
+>>> folder = tempfile.mkdtemp()
+>>> ge.sample_photo().save(f"{folder}/photo.jpg")
+>>> fig = show_bill(ge.bill(folder, family="gemma4"))
 """
 
 from __future__ import annotations
@@ -57,7 +60,10 @@ def show_bill(bill: Bill, *, ax: Any = None) -> Figure:
     """A histogram of tokens per file (or sample), one series per budget, side by side in
     shared bins (a Figure; ``ax=`` to draw into an existing axis).
 
-    >>> fig = show_bill(bill(Path("dataset"), budgets=(70, 280)))   # doctest: +SKIP
+    >>> import tempfile, gemma_explore as ge
+    >>> folder = tempfile.mkdtemp()
+    >>> ge.sample_photo().save(f"{folder}/photo.jpg")
+    >>> fig = show_bill(ge.bill(folder, family="gemma4", budgets=(70, 280)))
     """
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator

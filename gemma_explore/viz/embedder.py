@@ -139,7 +139,7 @@ def show_embedder_grid(
     ``plan`` may also be any image input, planned first for ``family`` (default: the
     first family without encoders) at ``max_soft_tokens``.
 
-    >>> fig = show_embedder_grid(plan_image(photo, family="gemma4_unified"))   # doctest: +SKIP
+    >>> fig = show_embedder_grid(plan_image((640, 480), family="gemma4_unified"))
     """
     if not isinstance(plan, ImagePlan):
         spec = _encoder_free(family)
@@ -248,7 +248,7 @@ def show_audio_frames(
     (planned for ``family``, default the first family without encoders). Clips longer
     than ``max_frames`` frames draw one cell per 10 frames.
 
-    >>> fig = show_audio_frames(plan_audio((wave, 16000), family="gemma4_unified"))  # doctest: +SKIP
+    >>> fig = show_audio_frames(plan_audio(([0.0] * 16000, 16000), family="gemma4_unified"))
     """
     if not isinstance(plan, AudioPlan):
         plan = plan_audio(plan, family=_encoder_free(family))
@@ -367,7 +367,8 @@ def show_three_way(comparison: Any, *, ax: Any = None) -> Figure:
     a bar chart of the released parameters of each family's tower or embedder (when
     ``compare_families`` counted them).
 
-    >>> fig = show_three_way(compare_families(photo, (wave, 16000)))   # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> fig = show_three_way(ge.compare_families(ge.sample_photo(), ge.sample_speech()))
     """
     st = current_style()
     rows = comparison.rows

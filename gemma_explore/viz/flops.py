@@ -26,7 +26,7 @@ def show_flops(reports: list[FlopsReport] | tuple[FlopsReport, ...], *, ax: Any 
     prompt token, so the bars read as "this image costs N prompt tokens".
 
     >>> from gemma_explore.serving.flops import flops_report
-    >>> fig = show_flops([flops_report("google/gemma-4-E2B-it")])    # doctest: +SKIP
+    >>> fig = show_flops([flops_report("google/gemma-4-E2B-it")])
     """
     from matplotlib.figure import Figure
 

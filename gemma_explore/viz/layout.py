@@ -199,7 +199,9 @@ def show_layout(
     """Draw the prompt after expansion: one box per segment, wrapped into rows (a video's
     middle frames folded into one box unless ``fold=False``).
 
-    >>> fig = show_layout(ge.layout_prompt("Hi", bundle=b, images=[img]))   # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> b = ge.load("tiny-gemma4")
+    >>> fig = show_layout(ge.layout_prompt("Hi", bundle=b, images=[ge.sample_photo()]))
     """
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch

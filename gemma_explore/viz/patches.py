@@ -297,7 +297,7 @@ def show_budgets(
     """The same image at each of a family's budgets, side by side and **to one scale**
     (one pixel of every resized image is the same size), with its soft-token cells.
 
-    >>> fig = show_budgets((1080, 1920))                     # doctest: +SKIP
+    >>> fig = show_budgets((1080, 1920))
     """
     from matplotlib.figure import Figure
 
@@ -371,8 +371,8 @@ def show_patch_grid(
     rows with padding hatched. A fixed-size family (Gemma 3n): the original beside the
     squash with its token cells. An encoder-free family: :func:`show_embedder_grid`.
 
-    >>> fig = show_patch_grid(plan_image(photo, family="gemma4"))    # doctest: +SKIP
-    >>> fig = show_patch_grid((1080, 1920), family="gemma4")          # doctest: +SKIP
+    >>> fig = show_patch_grid(plan_image((640, 480), family="gemma4"))
+    >>> fig = show_patch_grid((1080, 1920), family="gemma4")
     """
     if not isinstance(plan, ImagePlan):
         if family is None:

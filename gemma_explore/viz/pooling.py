@@ -93,7 +93,8 @@ def show_pooled_mask(pooled: PooledTokens, *, ax: Any = None) -> Figure:
     shows shapes only and says so. The slot title says whether the valid count equals
     the plan. With ``ax=`` the panels go in a sub-grid at that axes' place.
 
-    >>> fig = show_pooled_mask(ge.vision_pooling(ge.load("tiny-gemma4"), "photo.jpg"))  # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> fig = show_pooled_mask(ge.vision_pooling((300, 500), bundle=ge.load("tiny-gemma4")))
     """
     if not isinstance(pooled, PooledTokens):
         raise TypeError(

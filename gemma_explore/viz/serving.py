@@ -208,7 +208,8 @@ def show_serving(
     the flag unset) and that release, and says when the engine does not fit. With ``ax=``
     the panels go in a sub-grid at that axes' place.
 
-    >>> fig = show_serving(ge.plan_serving("tiny-gemma4"), gpu_memory_gib=24)  # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> fig = show_serving(ge.plan_serving("tiny-gemma4"), gpu_memory_gib=24)
     """
     if not isinstance(plan, ServingPlan):
         raise TypeError("show_serving draws a ServingPlan: pass ge.plan_serving(bundle, …).")

@@ -128,8 +128,9 @@ def style(name: str | Style = "screen") -> _Switched:
     Call it once (``ge.style("projector")``) for the rest of the session, or use it in a
     ``with`` block to switch back at its end.
 
-    >>> with style("projector") as s:        # doctest: +SKIP
-    ...     fig = ge.show_patch_grid(plan)   # 14 pt text, thick lines
+    >>> import gemma_explore as ge
+    >>> with style("projector") as s:
+    ...     fig = ge.show_patch_grid((640, 480), family="gemma4")  # 14 pt text, thick lines
     """
     import matplotlib as mpl
 

@@ -46,7 +46,8 @@ def show_video_frames(
     or any video input (planned first, with ``fps=`` for a frame array). With ``ax=`` the
     thumbnails go in a sub-grid at that axes' place.
 
-    >>> fig = show_video_frames(ge.plan_video("clip.mp4"))             # doctest: +SKIP
+    >>> import gemma_explore as ge
+    >>> fig = show_video_frames(ge.plan_video(ge.sample_video()))
     """
     if not isinstance(plan, VideoPlan):
         plan = plan_video(plan, fps=fps, max_frames=max_frames)

@@ -24,6 +24,8 @@ real Gemma 3n audio tower (transformers' ``Gemma3nAudioEncoder``, through the pa
 parity harness, :func:`~gemma_explore.parity.checks.check_audio_parity`) on clips from
 50 ms to 31 s and compares its real tokens, and the processor's 188 slots. About 12 lines.
 
+Once you have written it (until then it raises ``NotImplementedError``):
+
 >>> gemma3n_audio_tokens(7 * 16_000)  # doctest: +SKIP
 (44, 144)
 """

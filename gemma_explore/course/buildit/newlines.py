@@ -22,6 +22,8 @@ own ``Gemma3nMultiModalProcessor._apply_token_matches``
 (``vllm/model_executor/models/gemma3n_mm.py``) on a few hundred random prompts of
 newlines, text and placeholders, with the tiny Gemma 3n's vocabulary. About 15 lines.
 
+Once you have written it (until then it raises ``NotImplementedError``):
+
 >>> merge_newlines([5, 1, 2, 7], {1: 1, 2: 2, 3: 3, 4: 4})  # doctest: +SKIP
 [5, 3, 7]
 """

@@ -23,6 +23,8 @@ tiny Unified's real embedder through the package's parity harness
 (:func:`~gemma_explore.parity.checks.check_audio_parity`) and vLLM's own
 ``Gemma4ProcessingInfo._compute_audio_num_tokens`` (``gemma4_mm.py``). About 10 lines.
 
+Once you have written it (until then it raises ``NotImplementedError``):
+
 >>> unified_audio_tokens(800), vllm_unified_placeholders(800)  # doctest: +SKIP
 (2, 1)
 """

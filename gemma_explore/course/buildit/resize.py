@@ -19,6 +19,8 @@ function with transformers' own ``get_aspect_ratio_preserving_size``
 (``transformers/models/gemma4/image_processing_gemma4.py``) on a few hundred sizes from
 1 to 8192 px at every budget. About 15 lines.
 
+Once you have written it (until then it raises ``NotImplementedError``):
+
 >>> resize_for_budget(600, 800, 70)  # doctest: +SKIP
 (336, 432)
 """

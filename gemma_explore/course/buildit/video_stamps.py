@@ -18,6 +18,8 @@ your text with transformers' own ``Gemma4Processor.replace_video_token``
 (``transformers/models/gemma4/processing_gemma4.py``), on the tiny Gemma 4's processor,
 for clips sampled every way, over a minute long, and without a frame rate. About 10 lines.
 
+Once you have written it (until then it raises ``NotImplementedError``):
+
 >>> expand_video([0, 12], 12.0, 2, boi="<", video="v", eoi=">")  # doctest: +SKIP
 '00:00 <vv> 00:01 <vv>'
 """
