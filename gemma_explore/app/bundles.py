@@ -3,8 +3,8 @@
 Each model is loaded once, with the options it was launched with (e.g.
 ``engine="vllm"``), and shared by every request and every tab.
 
->>> configure("tiny-gemma4", engine="hf")                 # doctest: +SKIP
->>> get_bundle("tiny-gemma4").family                      # doctest: +SKIP
+>>> configure("tiny-gemma4", engine="hf")
+>>> get_bundle("tiny-gemma4").family
 'gemma4'
 """
 

@@ -7,7 +7,7 @@ naming each such file) and taken out of the box, so the next send does not meet 
 A readable turn prepares the prompt once (its counts show before the first token), streams
 the answer, and ends it with how long it took and whether the user stopped it.
 
->>> turn_counts(get_bundle("tiny-gemma4"), [2, 105, 258880, 258880])  # doctest: +SKIP
+>>> turn_counts(get_bundle("tiny-gemma4"), [2, 105, 258880, 258880])
 {'text': 2, 'image': 2, 'audio': 0, 'video': 0}
 """
 
@@ -331,8 +331,8 @@ def chat_preview(model_name: str, message: dict[str, Any] | str, budget: Any = N
     """The token counts of the turn waiting in the chat box, before anything is asked
     (the Chat tab's result on page load). A message, never an exception.
 
-    >>> chat_preview("tiny-gemma4", "Hi")                          # doctest: +SKIP
-    '**Waiting to be asked** (press Enter): 12 prompt tokens (text 12 · image 0 · …)'
+    >>> chat_preview("tiny-gemma4", "Hi").startswith("**Waiting to be asked** (press Enter): ")
+    True
     """
     try:
         bundle = get_bundle(model_name)

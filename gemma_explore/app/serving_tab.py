@@ -18,8 +18,8 @@ are cleared together (never one stale and one new). The handler returns a
 :class:`~gemma_explore.app.outputs.ServingResult` (figure, table, verdict, plan, error);
 it never raises.
 
->>> out = serving_tab("tiny-gemma4", max_model_len=4096, image_limit=2)  # doctest: +SKIP
->>> out.plan.encoder_cache_size                                          # doctest: +SKIP
+>>> out = serving_tab("tiny-gemma4", max_model_len=4096, image_limit=2)
+>>> out.plan.encoder_cache_size
 8192
 """
 
@@ -403,7 +403,7 @@ def limit_states(planned: ServingPlan | str | None) -> tuple[tuple[bool, str], .
     input for is disabled, and the reason says so. None when there is no plan (a
     refused value leaves the sliders as they are).
 
-    >>> limit_states(serving_tab("google/gemma-4-31B-it").plan)[1]  # doctest: +SKIP
+    >>> limit_states(serving_tab("google/gemma-4-31B-it").plan)[1]
     (False, 'google/gemma-4-31B-it takes no audio: vLLM ignores this limit.')
     """
     if isinstance(planned, str):

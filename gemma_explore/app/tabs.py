@@ -6,7 +6,7 @@ form (a message, every output cleared, the notice kept), never an exception.
 ``budget`` is the image budget dropdown's value; None (or a family without budgets)
 means the family's own default.
 
->>> image_tab("tiny-gemma4", None).error                        # doctest: +SKIP
+>>> image_tab("tiny-gemma4", None).error
 '✗ Upload an image first (PNG or JPEG), or click an example.'
 """
 

@@ -301,7 +301,7 @@ def budget_choices(spec: FamilySpec, current: Any = None) -> tuple[list[Any], An
 def budget_enabled(model: str) -> bool:
     """Whether ``model``'s family has an image budget.
 
-    >>> budget_enabled("tiny-gemma3n"), budget_enabled("tiny-gemma4")  # doctest: +SKIP
+    >>> budget_enabled("tiny-gemma3n"), budget_enabled("tiny-gemma4")
     (False, True)
     """
     spec = _family_of(model)

@@ -9,9 +9,10 @@ every runner maps this one function unchanged (the process pool and Ray Data ali
 :mod:`gemma_explore.bill.runners`). A file in a folder is a one-item sample
 (:func:`bill_file`).
 
->>> row = bill_file(SAMPLES_DIR / "photo.jpg", family="gemma4", budgets=(70, 280))  # doctest: +SKIP
->>> row.kind, row.tokens                                                             # doctest: +SKIP
-('image', (66, 266))
+>>> from gemma_explore.samples import SAMPLES_DIR
+>>> row = bill_file(SAMPLES_DIR / "photo.jpg", family="gemma4", budgets=(70, 280))
+>>> row.kind, row.tokens
+('image', (65, 272))
 """
 
 from __future__ import annotations

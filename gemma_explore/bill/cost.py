@@ -12,9 +12,9 @@ Two helpers that read the layers below the bill's arithmetic (the tokenizers in
 * :func:`summarize` is :meth:`~gemma_explore.bill.totals.Bill.summary` with the KV bytes of a
   checkpoint from :func:`~gemma_explore.serving.plan.plan_serving`.
 
->>> counter = text_counter("gemma4")                         # doctest: +SKIP
->>> counter.label, counter("A cat on a mat.")                 # doctest: +SKIP
-('Gemma vocabulary (fetched)', 6)
+>>> counter = text_counter("gemma4")
+>>> counter("A cat on a mat.") > 0  # counter.label names the vocabulary it used
+True
 """
 
 from __future__ import annotations
@@ -136,7 +136,11 @@ def summarize(bill: Bill, checkpoint: Any = None, **serving: Any) -> BillSummary
     tiny bundle of ``DEFAULT_FAMILY``); ``serving`` goes to
     :func:`~gemma_explore.serving.plan.plan_serving` (``dtype``, ``kv_cache_dtype``, …).
 
-    >>> summarize(bill("dataset/"), "tiny-gemma4").text()   # doctest: +SKIP
+    >>> import tempfile, gemma_explore as ge
+    >>> dataset = tempfile.mkdtemp()
+    >>> ge.sample_photo().save(f"{dataset}/photo.jpg")
+    >>> from gemma_explore.bill.walk import bill
+    >>> summary = summarize(bill(dataset), "tiny-gemma4")
     """
     from gemma_explore.models.tiny import tiny_name
     from gemma_explore.serving.plan import plan_serving

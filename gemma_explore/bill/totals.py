@@ -163,8 +163,12 @@ class Bill:
         plan, the KV bytes each sample's prompt holds on that checkpoint (exact per sample:
         the histogram keeps every distinct token count).
 
-        >>> b = bill("dataset/", budgets=[280, 1120])                        # doctest: +SKIP
-        >>> b.summary(plan_serving("tiny-gemma4")).lines[0].kv_bytes_total    # doctest: +SKIP
+        >>> import tempfile, gemma_explore as ge
+        >>> dataset = tempfile.mkdtemp()
+        >>> ge.sample_photo().save(f"{dataset}/photo.jpg")
+        >>> b = ge.bill(dataset, budgets=[280, 1120])
+        >>> b.summary(ge.plan_serving("tiny-gemma4")).lines[0].kv_bytes_total > 0
+        True
         """
         n = self.billed_files
         lines = []

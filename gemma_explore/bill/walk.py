@@ -16,9 +16,12 @@ samples will not load, and how the cost spreads. The work is split in four parts
   the cost per budget with a checkpoint's KV bytes;
 * :mod:`gemma_explore.bill.writers`: :class:`BillWriter` streams rows to CSV or parquet.
 
->>> b = bill("dataset/", family="gemma4", budgets=[70, 280, 1120])   # doctest: +SKIP
->>> b.totals                                                         # doctest: +SKIP
-(71_280, 268_800, 1_075_200)
+>>> import tempfile, gemma_explore as ge
+>>> dataset = tempfile.mkdtemp()
+>>> ge.sample_photo().save(f"{dataset}/photo.jpg")
+>>> b = bill(dataset, family="gemma4", budgets=[70, 280, 1120])
+>>> b.totals
+(65, 272, 1082)
 """
 
 from __future__ import annotations

@@ -217,7 +217,9 @@ def levers(
     (its weights and encoder cache change the room left), by the plan's vLLM release
     (``gpu_memory_utilization`` None: that release's default).
 
-    >>> [round(x.gain, 2) for x in levers(plan, kv_cache_memory_bytes=2**28)][:1]  # doctest: +SKIP
+    >>> plan = plan_serving("tiny-gemma4")
+    >>> [round(x.gain, 2) for x in levers(plan, kv_cache_memory_bytes=2**28)][:1]
+    [2.0]
     """
     gib = (
         gpu_memory_gib if gpu_memory_gib is not None else (plan.gpu_memory_bytes or 80 * GIB) / GIB

@@ -24,8 +24,8 @@ arithmetic on it.
 
 >>> import gemma_explore as ge
 >>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096,
-...                        limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0})  # doctest: +SKIP
->>> plan.max_tokens_per_item, plan.encoder_cache_size                              # doctest: +SKIP
+...                        limit_mm_per_prompt={"image": 2, "audio": 1, "video": 0})
+>>> plan.max_tokens_per_item, plan.encoder_cache_size
 ({'image': 280, 'audio': 750}, 8192)
 """
 
@@ -268,7 +268,8 @@ class ServingPlan:
         when the plan names none); ``gpu_memory_utilization`` to the release's default
         (1.0 where the extensible KV cache sizes the pool from measured memory).
 
-        >>> plan.memory_fit(24, 0.9).fits                  # doctest: +SKIP
+        >>> plan = plan_serving("tiny-gemma4")
+        >>> plan.memory_fit(24, 0.9).fits
         True
         """
         if gpu_memory_gib is None:
@@ -310,7 +311,9 @@ class ServingPlan:
         (:func:`gemma_explore.serving.kv.capacity`: ``tensor_parallel_size``,
         ``hybrid_kv_cache_manager``, ``async_scheduling``, ``block_size``, …).
 
-        >>> plan.capacity(kv_cache_memory_bytes=20 * 2**30).max_concurrency  # doctest: +SKIP
+        >>> plan = plan_serving("tiny-gemma4")
+        >>> round(plan.capacity(kv_cache_memory_bytes=20 * 2**30).max_concurrency)
+        10230
         """
         from gemma_explore.serving.kv import capacity
 
@@ -338,7 +341,8 @@ class ServingPlan:
         and whether the profiling dummy fits
         (:func:`gemma_explore.serving.processor_cache.processor_cache`).
 
-        >>> plan.processor_cache().dummy_fits                               # doctest: +SKIP
+        >>> plan = plan_serving("tiny-gemma4")
+        >>> plan.processor_cache().dummy_fits
         True
         """
         from gemma_explore.serving.processor_cache import processor_cache
@@ -349,7 +353,9 @@ class ServingPlan:
         """Whether vLLM accepts one request on this engine, with vLLM's message if not
         (:func:`gemma_explore.serving.admission.admit`).
 
-        >>> plan.admit(images=[(1080, 1920)], max_soft_tokens=1120).accepted  # doctest: +SKIP
+        >>> plan = plan_serving("tiny-gemma4")
+        >>> plan.admit(images=[(1080, 1920)], max_soft_tokens=1120).accepted
+        True
         """
         from gemma_explore.serving.admission import admit
 
@@ -370,7 +376,9 @@ class ServingPlan:
         """How many ``(height, width)`` images at this plan's budget fit in ``max_model_len``
         next to ``text_tokens`` of text (and within ``limit_mm_per_prompt``).
 
-        >>> plan.images_that_fit((1080, 1920)).fits        # doctest: +SKIP
+        >>> plan = plan_serving("tiny-gemma4")
+        >>> plan.images_that_fit((1080, 1920)).fits
+        30
         """
         h, w = image_size
         per = self._image_tokens(h, w)
