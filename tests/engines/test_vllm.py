@@ -1,5 +1,5 @@
 """The vLLM engine around the engine: arguments, requests, errors, with a stand-in engine
-that records what it was given. The real engine (vLLM's CPU build) runs in tests/engine/."""
+that records what it was given. The real engine (vLLM's CPU build) runs in tests/vllm_engine/."""
 
 import sys
 import typing
