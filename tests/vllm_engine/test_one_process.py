@@ -16,6 +16,7 @@ import gc
 import pytest
 
 import gemma_explore as ge
+from gemma_explore.engines.vllm import _LIVE_IN_PROCESS
 from gemma_explore.errors import EngineError
 
 from .conftest import FAMILIES
@@ -50,8 +51,12 @@ def test_a_dropped_engine_leaves_the_others_answering(engines):
         engines(family)
     extra = ge.load("tiny-gemma3n", engine="vllm", **SMALL)
     _answers(extra)
+    core = extra.engine.llm.llm_engine.engine_core.engine_core  # vLLM's EngineCore
+    assert core in _LIVE_IN_PROCESS
     del extra
     gc.collect()  # its finalizer runs now, as a notebook's next sweep would run it
+    assert core not in _LIVE_IN_PROCESS  # it was shut down, by its finalizer
+    del core
     assert _groups_standing()
     for family in FAMILIES:
         _answers(engines(family).bundle)
