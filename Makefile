@@ -30,24 +30,24 @@ PYTEST_ARGS ?=
 # make test's pytest in .venv runs in phases, one process each, so what a phase holds is
 # freed before the next starts. One process for all of it peaked at 16.7 GiB, and
 # tests/serving with the processors' folders in one went past 10.5 GiB; apart, on 2 cores
-# (2026-12-07), the largest (engine) peaked at 9.7 GiB, serving at 8.8 and processors at
+# (2026-12-07), the largest (vllm-engine) peaked at 9.7 GiB, serving at 8.8 and processors at
 # 6.2 (benchmarks/bench_suite.py measures every phase, and the machine as a whole):
 #   serve:      the two real `vllm serve` servers (about 10 GiB together)
-#   engine:     the in-process vLLM engines of tests/engine (one per tiny family)
+#   vllm-engine: the in-process vLLM engines of tests/vllm_engine (one per tiny family)
 #   engines:    the other in-process engines (tests/engines, the sentences' own)
 #   children:   notebook kernels, headless Chromium on the demo and on the built site
 #   serving:    the serving plans against vLLM's processors and model files
 #   processors: the other tests that hold vLLM's multimodal processors or the towers
 #   rest:       everything else, the package's doctests included
 SERVE_TESTS := tests/serve
-ENGINE_TESTS := tests/engine
+VLLM_ENGINE_TESTS := tests/vllm_engine
 ENGINES_TESTS := tests/engines tests/plans/test_sentences.py
 CHILD_TESTS := tests/test_notebooks.py tests/test_headless.py tests/app/test_browser.py \
 	tests/app/test_browser_chat.py tests/app/test_browser_narrow.py tests/app/test_browser_probe.py \
 	tests/test_site.py
 SERVING_TESTS := tests/serving
 PROCESSOR_TESTS := tests/processing tests/plans tests/inside tests/parity tests/conformance
-PHASED := $(SERVE_TESTS) $(ENGINE_TESTS) $(ENGINES_TESTS) $(CHILD_TESTS) $(SERVING_TESTS) \
+PHASED := $(SERVE_TESTS) $(VLLM_ENGINE_TESTS) $(ENGINES_TESTS) $(CHILD_TESTS) $(SERVING_TESTS) \
 	$(PROCESSOR_TESTS)
 # make check: the tests that start nothing, in under 2 minutes on 2 cores (48 s and 71 s,
 # two runs, 2026-12-07). It leaves out the phases above; what starts something else (the demo's
@@ -71,7 +71,7 @@ CHECK_SLOW := tests/inside/test_towers.py tests/inside/test_embedders.py tests/i
 	tests/serving/test_block_size.py tests/serving/test_levers.py tests/serving/test_admit.py \
 	tests/course/test_buildit.py tests/course/test_course_claims.py tests/models/test_vocabulary.py \
 	tests/viz/test_figures.py tests/inside/test_attention.py tests/test_strip_notebooks.py
-CHECK_IGNORE := $(SERVE_TESTS) $(ENGINE_TESTS) $(ENGINES_TESTS) $(CHILD_TESTS) $(CHECK_STARTS) \
+CHECK_IGNORE := $(SERVE_TESTS) $(VLLM_ENGINE_TESTS) $(ENGINES_TESTS) $(CHILD_TESTS) $(CHECK_STARTS) \
 	$(CHECK_SLOW)
 PYTEST := $(PY) -m pytest
 
@@ -83,16 +83,16 @@ marked = files=$$(grep -rlE 'mark\.$(2)\b' tests --include='test_*.py' | sort); 
 	if [ -z "$$files" ]; then echo "make: no test is marked $(2) yet"; \
 	else $(1) -m pytest -m $(2) $$files $(PYTEST_ARGS) || [ $$? -eq 5 ]; fi
 
-.PHONY: demo test check test-lint vllm-sources test-serve test-engine test-engines test-side-by-side test-stream-a test-stream-b test-children test-serving test-processors test-rest test-vllm-newest test-demo-env env light-env vllm-newest-env demo-test-env lab lint format bench bench-suite clean-env browser html gallery vocabulary teacher teacher-env
+.PHONY: demo test check test-lint vllm-sources test-serve test-vllm-engine test-engines test-side-by-side test-stream-a test-stream-b test-children test-serving test-processors test-rest test-vllm-newest test-demo-env env light-env vllm-newest-env demo-test-env lab lint format bench bench-suite clean-env browser html gallery vocabulary teacher teacher-env
 
 demo: $(LIGHT_STAMP)
 	$(LIGHT_PY) demo_app.py --model tiny-gemma4 --host $(HOST) --port $(PORT)
 
 # make test's steps, in this order; each is a target of its own (make test-serve), which
 # benchmarks/bench_suite.py times one by one. The environments are built first.
-TEST_STEPS := test-lint vllm-sources test-serve test-engine test-side-by-side
+TEST_STEPS := test-lint vllm-sources test-serve test-vllm-engine test-side-by-side
 
-# Two streams of phases, side by side (make -j2). The serve and engine phases keep both
+# Two streams of phases, side by side (make -j2). The serve and vllm-engine phases keep both
 # cores busy (vLLM's CPU engine runs a thread per core) and run alone; the phases below
 # spend most of their time in one Python thread (a processor, a notebook kernel, a
 # browser), so one at a time left a core about half idle. Each stream is in order and
@@ -116,8 +116,8 @@ test-lint: $(STAMP)
 test-serve: $(STAMP)
 	$(PYTEST) $(SERVE_TESTS) $(PYTEST_ARGS)
 
-test-engine: $(STAMP)
-	$(PYTEST) $(ENGINE_TESTS) $(PYTEST_ARGS)
+test-vllm-engine: $(STAMP)
+	$(PYTEST) $(VLLM_ENGINE_TESTS) $(PYTEST_ARGS)
 
 test-engines: $(STAMP)
 	$(PYTEST) $(ENGINES_TESTS) $(PYTEST_ARGS)

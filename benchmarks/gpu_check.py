@@ -8,7 +8,7 @@ runs the given checkpoints (folders or hub ids, bf16). Finishes in well under 5
 minutes on one GPU; on a machine without CUDA use --device cpu for a dry run.
 
 Then, where vLLM is installed (CUDA build, or the CPU build with --device cpu), it holds
-both stacks to the same numbers, as ``tests/engine/test_parity.py`` does: each tiny
+both stacks to the same numbers, as ``tests/vllm_engine/test_parity.py`` does: each tiny
 family saved once in float32, one in-process vLLM engine per family, and per modality
 the prompt ids, 8 greedy tokens and the multimodal embeddings vLLM gathers (captured
 inside the engine) against transformers' (``--no-vllm`` skips it).
@@ -105,8 +105,8 @@ def vllm_parity(device: str) -> tuple[list[str], int]:
     import gemma_explore as ge
     from gemma_explore.engines.serve_args import CPU_KV_CACHE_BYTES
     from gemma_explore.models.tiny import tiny_name
-    from tests.engine.conftest import LIMITS
-    from tests.engine.parity import CASES, checks, media_for, run_both
+    from tests.vllm_engine.conftest import LIMITS
+    from tests.vllm_engine.parity import CASES, checks, media_for, run_both
 
     lines, failures = ["vLLM parity (float32, same saved weights):"], 0
     for family in dict.fromkeys(f for f, _ in CASES):
@@ -173,7 +173,7 @@ def encoder_graph_replay(device: str) -> tuple[list[str], int]:
 
     import gemma_explore as ge
     from gemma_explore.serving.encoder import encoder_graph_budgets, plan_encoder_replay
-    from tests.engine.facts import capture_mm_embeddings, fresh, model_runner
+    from tests.vllm_engine.facts import capture_mm_embeddings, fresh, model_runner
 
     lines, failures = ["encoder CUDA graphs (vLLM cudagraph_mm_encoder, tiny Gemma 4, fp32):"], 0
     with tempfile.TemporaryDirectory(prefix="gpu_check_graphs_") as folder:
@@ -452,7 +452,7 @@ def _released_checks(
     GPU; on CPU ``held``, the model's tensor bytes as loaded), KV line, encoder."""
     import gemma_explore as ge
     from gemma_explore.serving.weights import vllm_loaded_weights
-    from tests.engine.facts import engine_startup_facts, kv_line_of, model_runner
+    from tests.vllm_engine.facts import engine_startup_facts, kv_line_of, model_runner
 
     facts = engine_startup_facts(llm)
     vc = llm.llm_engine.vllm_config
@@ -513,7 +513,7 @@ def _activation_peak(folder, family: str, has_audio: bool, dtype: str, max_model
     (DEBUG: "torch peak memory increase", "Total non KV cache memory") and "Available KV
     cache memory" — the activation peak the plan can only guess."""
     from gemma_explore.engines.vllm import start_vllm
-    from tests.engine.facts import engine_core
+    from tests.vllm_engine.facts import engine_core
 
     try:
         with _Lines(debug=True) as log:

@@ -24,7 +24,7 @@ from gemma_explore.models.vocabulary import CACHE_ENV, fetched_vocabulary, vocab
 # 4 s each time transformers loads its tokenizer, and vLLM loads a processor 6-8 times per
 # engine: on two cores that doubled the suite. So the suite runs on the stand-in (the
 # offline fallback, itself under test), and the tests about the real vocabulary opt in with
-# real_vocabulary() (tests/models/test_vocabulary.py, tests/engine/test_vocabulary_parity.py,
+# real_vocabulary() (tests/models/test_vocabulary.py, tests/vllm_engine/test_vocabulary_parity.py,
 # the doctor's and the sentences' checks). Subprocesses (notebook kernels, `vllm serve`)
 # inherit the stand-in too.
 REAL_CACHE_ROOT = str(vocabulary_dir().parent)  # where `make test` fetched it

@@ -733,7 +733,7 @@ _SPANS = (
     "(supports_mm_prefix() is False) and stays causal; on CUDA vLLM opens them on sliding "
     "layers only, inside the window"
 )
-_HELD_BY = "tests/engine/test_divergence.py (both libraries' engines, tiny weights)"
+_HELD_BY = "tests/vllm_engine/test_divergence.py (both libraries' engines, tiny weights)"
 
 
 def _model_divergences(bundle: Any, case: GoldenCase) -> list[dict[str, Any]]:

@@ -11,10 +11,12 @@ Its start-up arguments are :func:`~gemma_explore.engines.serve_args.engine_args`
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +50,13 @@ VLLM_NO_PLATFORM = (
     "build (python scripts/install_vllm.py; with the CUDA build also installed, set "
     "VLLM_TARGET_DEVICE=cpu), or use engine='hf'."
 )
+VLLM_LOST_STATE = (
+    "vLLM's engine in this process can no longer run: its process-wide state (the "
+    "distributed groups of vllm.distributed.parallel_state) was torn down outside this "
+    "engine, and vLLM cannot rebuild it under a running engine. Restart the kernel (or the "
+    "Python process) and load the model again."
+)
+ENGINE_CLOSED = "This vLLM engine was closed: load the model again (ge.load(..., engine='vllm'))."
 _MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 
@@ -155,6 +164,83 @@ def _let_vllm_scan_llvmlite() -> None:
     lib.__class__ = _ScannableLib
 
 
+# Engines that run in this process share its distributed state: vLLM keeps its groups
+# (world, tensor and pipeline parallel) in vllm.distributed.parallel_state's globals, a
+# second engine reuses the first's (ensure_model_parallel_initialized), and every
+# EngineCore.shutdown ends with cleanup_dist_env_and_memory(), which destroys them for the
+# whole process. The in-process client calls that shutdown when it is garbage-collected
+# (a weakref finalizer) or shut down. So a notebook that loads a second model and drops the
+# first left the second without groups: "pipeline model parallel group is not initialized"
+# at its first request. Each in-process engine started here shuts down through
+# _shared_shutdown instead: every engine but the last keeps the groups; the last frees them.
+_LIVE_IN_PROCESS: weakref.WeakSet[Any] = weakref.WeakSet()  # vLLM EngineCores not shut down
+_SHUTDOWN_LOCK = threading.RLock()
+
+
+def _free_memory_only(shutdown_ray: bool = False) -> None:
+    """What cleanup_dist_env_and_memory does apart from destroying the shared groups."""
+    gc.unfreeze()
+    gc.collect()
+
+
+@contextmanager
+def _keeping_distributed_state() -> Iterator[None]:
+    """During one engine's shutdown, leave the process's distributed groups standing."""
+    import vllm.v1.engine.core as core_module
+
+    cleanup = getattr(core_module, "cleanup_dist_env_and_memory", None)
+    if cleanup is None:  # a release whose shutdown does not tear them down
+        yield
+        return
+    core_module.cleanup_dist_env_and_memory = _free_memory_only
+    try:
+        yield
+    finally:
+        core_module.cleanup_dist_env_and_memory = cleanup
+
+
+def _share_process_state(llm: Any) -> None:
+    """Route an in-process engine's shutdown (explicit, or its finalizer) through one
+    function that keeps the distributed groups while another in-process engine runs."""
+    client = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    core = getattr(client, "engine_core", None)  # the in-process client holds the core
+    finalizer = getattr(client, "_finalizer", None)
+    if core is None or not isinstance(finalizer, weakref.finalize):
+        return  # vLLM's own engine process: its groups live and die in that process
+    vllm_shutdown = core.shutdown
+    done: list[bool] = []
+
+    def shutdown(*args: Any, **kwargs: Any) -> None:
+        with _SHUTDOWN_LOCK:
+            if done:
+                return
+            done.append(True)
+            _LIVE_IN_PROCESS.discard(core)
+            if len(_LIVE_IN_PROCESS):
+                with _keeping_distributed_state():
+                    vllm_shutdown(*args, **kwargs)
+            else:
+                vllm_shutdown(*args, **kwargs)
+
+    core.shutdown = shutdown  # what the client's shutdown() calls
+    finalizer.detach()
+    client._finalizer = weakref.finalize(client, shutdown)
+    _LIVE_IN_PROCESS.add(core)
+
+
+def _lost_process_state(llm: Any) -> bool:
+    """True when this in-process engine's distributed groups are gone (something else in
+    the process tore them down): vLLM cannot answer, whatever the request."""
+    client = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    if getattr(client, "engine_core", None) is None:
+        return False  # not in this process
+    try:
+        from vllm.distributed.parallel_state import model_parallel_is_initialized
+    except ImportError:
+        return False
+    return not model_parallel_is_initialized()
+
+
 def start_vllm(
     model: str, *, family: str, in_process: bool | None = None, **engine_overrides: Any
 ) -> Any:
@@ -177,7 +263,10 @@ def start_vllm(
         args.setdefault("distributed_executor_backend", "uni")
         _let_vllm_scan_llvmlite()
     with _multiprocessing(not in_process):
-        return vllm.LLM(**args)
+        llm = vllm.LLM(**args)
+    if in_process:
+        _share_process_state(llm)
+    return llm
 
 
 @dataclass
@@ -195,14 +284,17 @@ class VllmEngine:
     # request id (ours and vLLM's internal one) → outputs a step made for that request
     _inboxes: dict[str, deque[Any]] = field(default_factory=dict, repr=False)
 
-    def _refused(self, prepared: PreparedInputs, exc: Exception) -> EngineError:
-        """vLLM's own words, and where to look."""
-        hints = [
+    def _raw_prompt_hint(self, prepared: PreparedInputs) -> str:
+        if prepared.template:
+            return ""
+        return (
             "Lay the prompt out with ge.layout_prompt(…, template=False) to see where vLLM "
             "and transformers part (Gemma 3n's newline rules)."
-            if not prepared.template
-            else ""
-        ]
+        )
+
+    def _refused(self, prepared: PreparedInputs, exc: Exception) -> EngineError:
+        """vLLM's own words for a request it would not take, and where to look."""
+        hints = [self._raw_prompt_hint(prepared)]
         asked = prepared.request_kwargs.get("max_soft_tokens")
         if asked and self.startup_budget and asked > self.startup_budget:
             hints.append(
@@ -213,6 +305,43 @@ class VllmEngine:
             )
         hint = " ".join(h for h in hints if h)
         return EngineError(f"vLLM refused the request: {type(exc).__name__}: {exc}. {hint}")
+
+    def _failed(self, prepared: PreparedInputs, exc: Exception) -> EngineError:
+        """vLLM took the request and its engine then failed: not a refusal. Where the
+        process's distributed state is gone, one line that says to restart."""
+        if _lost_process_state(self.llm):
+            return EngineError(VLLM_LOST_STATE)
+        hint = self._raw_prompt_hint(prepared) or (
+            "This is a fault inside vLLM's engine, not a refusal of the request; if later "
+            "requests fail too, restart the kernel (or the Python process) and load the "
+            "model again."
+        )
+        return EngineError(
+            f"vLLM's engine failed while answering: {type(exc).__name__}: {exc}. {hint}"
+        )
+
+    def close(self) -> None:
+        """Shut this engine down and free what it held: its weights and KV cache, its
+        temporary checkpoint folder, and, when it is the last vLLM engine running in this
+        process, the process's distributed groups. Other engines keep answering; this one
+        answers no more (load the model again for a new one)."""
+        with self.lock:
+            llm, self.llm = self.llm, None
+            keep, self.keep_alive = self.keep_alive, None
+        if llm is None:
+            return
+        client = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if client is not None:
+            client.shutdown()
+        if keep is not None and hasattr(keep, "cleanup"):
+            keep.cleanup()
+        del llm, client
+        gc.collect()  # the weights and KV cache go back now, not at some later sweep
+
+    def _require_open(self) -> Any:
+        if self.llm is None:
+            raise EngineError(ENGINE_CLOSED)
+        return self.llm
 
     def _drain(self) -> None:
         """Abort what a failed step left behind: ``LLM.generate`` runs the engine until no
@@ -242,7 +371,10 @@ class VllmEngine:
         requests. A ``step()`` advances every request in flight; outputs that belong to
         another caller's request go to that caller's inbox, so no piece is lost.
         """
-        engine = self.llm.llm_engine
+        llm = self._require_open()
+        engine = llm.llm_engine
+        if _lost_process_state(llm):
+            raise EngineError(VLLM_LOST_STATE)
         ours = f"ge-{uuid.uuid4().hex}"
         inbox: deque[Any] = deque()
         with self.lock:
@@ -264,6 +396,9 @@ class VllmEngine:
                             break  # the engine no longer has it (aborted elsewhere)
                         try:
                             outs = engine.step()
+                        except Exception as exc:  # taken, then the engine failed
+                            self._drain()
+                            raise self._failed(prepared, exc) from exc
                         except BaseException:
                             self._drain()
                             raise
@@ -284,23 +419,19 @@ class VllmEngine:
                 self._inboxes.pop(internal, None)
 
     def generate(self, prepared: PreparedInputs, *, max_new_tokens: int = 32) -> Generation:
+        llm = self._require_open()
         params = self._params(max_new_tokens)
         start = time.perf_counter()
-        if getattr(self.llm, "llm_engine", None) is None:  # a stand-in: its own generate
+        if getattr(llm, "llm_engine", None) is None:  # a stand-in: its own generate
             with self.lock:
                 try:
-                    (out,) = self.llm.generate([vllm_request(prepared)], params, use_tqdm=False)
+                    (out,) = llm.generate([vllm_request(prepared)], params, use_tqdm=False)
                 except _refusals() as exc:
                     raise self._refused(prepared, exc) from exc
         else:
             out = None
-            try:
-                for out in self._run(prepared, params):  # noqa: B007 - the last is the answer
-                    pass
-            except EngineError:
-                raise
-            except _refusals() as exc:
-                raise self._refused(prepared, exc) from exc
+            for out in self._run(prepared, params):  # noqa: B007 - the last is the answer
+                pass
             if out is None or not out.finished:
                 raise EngineError("vLLM's engine dropped the request before it finished.")
         elapsed = time.perf_counter() - start
@@ -335,7 +466,7 @@ class VllmEngine:
         pieces, so a slow reader does not hold up other requests. An engine without
         ``llm_engine`` (a stand-in) answers whole, in one piece.
         """
-        if getattr(self.llm, "llm_engine", None) is None:
+        if getattr(self._require_open(), "llm_engine", None) is None:
             yield self.generate(prepared, max_new_tokens=max_new_tokens).text
             return
         from vllm.sampling_params import RequestOutputKind

@@ -50,7 +50,7 @@ class PerLayerIds:
     ids: tuple[int, ...]  # the prompt's token ids
     per_layer: tuple[int, ...] | None  # the id each position reads (None: no per-layer table)
     # the same as vLLM's model looks it up (embed_input_ids, then get_per_layer_inputs);
-    # tests/engine/test_inside.py holds it to the ids vLLM's running model hands its table
+    # tests/vllm_engine/test_inside.py holds it to the ids vLLM's running model hands its table
     vllm_per_layer: tuple[int, ...] | None
     remapped: tuple[int, ...]  # positions whose per-layer id differs from their token id
     table_rows: int | None  # rows of embed_tokens_per_layer (vocab_size_per_layer_input)

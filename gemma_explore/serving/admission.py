@@ -295,8 +295,12 @@ def _silent_drops(
                 + (
                     " (vLLM logs 'Audio duration exceeds max' on the server only: "
                     "model_executor/models/gemma4_mm.py, Gemma4MultiModalProcessor."
-                    f"_apply_hf_processor_main; on the CPU build of vLLM {CPU_BUILD} such a "
-                    "clip crashed the engine: EngineDeadError, HTTP 500)"
+                    f"_apply_hf_processor_main. On the CPU build of vLLM {CPU_BUILD} any "
+                    "Gemma 4 clip kills the engine, EngineDeadError and HTTP 500, where the "
+                    "audio tower's linear kernel is oneDNN or the AMX one (bfloat16 on a CPU "
+                    "with AMX): both refuse its strided tensor. Its x86 wheel has oneDNN, so "
+                    "every x86 CPU is one, unless zentorch is installed on an AMD Zen "
+                    "(untested); docs/vllm_cpu.md)"
                     if spec.audio.fixed_placeholders is None and not spec.encoder_free
                     else ""  # Gemma 4: a tower, and placeholders that follow the clip
                 )

@@ -123,6 +123,15 @@ class VllmProfile:
     # VLLM_USE_RUST_FRONTEND, turns it off (then they are floating, cast as the rest).
     mm_device_do_normalize: frozenset[str] = frozenset()
 
+    # -- the CPU build ----------------------------------------------------------------------
+    # The CPU linear kernels (named by the function dispatch_cpu_unquantized_gemm's closure
+    # calls) that refuse an input whose last dimension is strided, as Gemma 4's audio tower
+    # hands linear_end for one clip: there the engine dies on every Gemma 4 clip. Which
+    # kernel a machine gets is the dispatch's choice: zentorch (an AMD Zen CPU with zentorch
+    # installed), the AMX sgl kernel (bfloat16/float16 weights on a CPU with AMX tiles),
+    # oneDNN (a build with it), else torch.nn.functional.linear.
+    cpu_kernels_refusing_strided_input: tuple[str, ...] = ()
+
     # -- the messages ---------------------------------------------------------------------
     # A message key of serving/vllm_errors.py → vLLM's text in this release, its fields
     # named ({max_model_len}, …), and the file (under vllm/) that raises or logs it.

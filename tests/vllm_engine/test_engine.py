@@ -96,7 +96,7 @@ def test_gemma3n_in_vllms_own_processes(saved_dirs, engine3n, photo):
         same = engine3n.bundle.generate("Describe.", images=[photo], max_new_tokens=6)
         assert gen.text == same.text and gen.prompt_tokens == same.prompt_tokens
     finally:
-        bundle.engine.llm.llm_engine.engine_core.shutdown()
+        bundle.engine.close()
 
 
 def test_a_slow_stream_reader_does_not_block_other_requests(engine4):

@@ -80,7 +80,7 @@ import sys, numpy as np
 import gemma_explore as ge
 from vllm import SamplingParams
 from gemma_explore.engines.vllm import vllm_request
-from tests.engine.test_vocabulary_parity import _content
+from tests.vllm_engine.test_vocabulary_parity import _content
 bundle = ge.load(sys.argv[1], engine="vllm", max_model_len=int(sys.argv[2]),
                  limit_mm_per_prompt={"image": 2, "audio": 1, "video": 1})
 prepared = ge.prepare_inputs([{"role": "user", "content": _content("gemma4", audio=False)}],
@@ -97,7 +97,7 @@ print("WORDS", int(np.isin(prepared.input_ids, [82858, 672, 2471]).sum()))
 @pytest.mark.vllm
 def test_the_cpu_engine_runs_the_same_prompt_ids(real_dirs):
     """Images, video and text through vLLM's engine (audio: vLLM's processor above; Gemma 4's
-    audio tower fails on vLLM's CPU build, tests/engine/test_parity.py). In a process of its
+    audio tower fails on vLLM's CPU build, tests/vllm_engine/test_parity.py). In a process of its
     own: an engine with the real vocabulary holds gigabytes of processors vLLM caches."""
     import subprocess
     import sys

@@ -108,7 +108,7 @@ def no_audio_engine(tiny4, tmp_path_factory):
         max_num_batched_tokens=512,
     )
     yield bundle
-    bundle.engine.llm.llm_engine.engine_core.shutdown()
+    bundle.engine.close()
 
 
 def test_audio_on_a_checkpoint_without_an_audio_tower(no_audio_engine, tiny4, tone):
