@@ -236,7 +236,7 @@ def test_the_embedder_gives_ceil_samples_over_640_rows(tinyu, seconds):
 def test_audio_parity_names_the_rows_vllm_drops(tinyu, n, dropped):
     report = ge.check_audio_parity(n, bundle=tinyu)
     assert report.vllm_ran
-    tokens = next(r for r in report.rows if r.step == "audio tokens")
+    tokens = next(r for r in report.rows if r.step == "soft tokens")
     assert tokens.ours == tokens.transformers == math.ceil(n / 640)
     assert tokens.vllm_processor == tokens.vllm_arithmetic == math.ceil(n / 640) - len(dropped)
     assert report.encoder_count == math.ceil(n / 640)

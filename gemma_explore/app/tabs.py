@@ -186,8 +186,8 @@ def _audio_rows(spec: FamilySpec, plan: Any, notes: dict[str, Any]) -> list[tupl
             f"{plan.num_feature_frames - plan.num_valid_frames} padding)",
         ),
         ("embedder rows" if raw else "encoder tokens", plan.num_encoder_tokens),
-        ("placeholders", plan.num_soft_tokens),
-        ("padding slots", plan.num_padding_soft_tokens),
+        ("soft tokens", plan.num_soft_tokens),
+        ("padding soft tokens", plan.num_padding_soft_tokens),
         ("ms per token", f"{plan.ms_per_token:.0f}"),
     ]
     if notes.get("downmixed"):

@@ -376,7 +376,7 @@ class EncoderReport:
             verdict += " (random weights: shapes and counts only)"
         notes = tuple(self.mismatches) + ((self.per_layer_note,) if self.per_layer_note else ())
         return Table(
-            ("item", "shape", "embeddings", "placeholders", "mean norm", "padding slots"),
+            ("item", "shape", "embeddings", "placeholders", "mean norm", "padding soft tokens"),
             rows,
             title=f"EncoderReport — {self.family}, {self.num_tokens} tokens: {verdict}",
             flagged=tuple(k for k, i in enumerate(self.items) if not i.agrees),

@@ -406,8 +406,7 @@ def check_audio_parity(
         v_prompt = v_proc if v_proc is not None else v_tokens
         dropped, note = _rows_vllm_drops(spec, plan, v_prompt)
         notes += [note] if note else []
-    step = "placeholders" if a.fixed_placeholders is not None else "audio tokens"
-    rows.append(ParityRow(step, plan.num_soft_tokens, hf_ids, v_tokens, v_proc))
+    rows.append(ParityRow("soft tokens", plan.num_soft_tokens, hf_ids, v_tokens, v_proc))
     notes += _cut_note(spec, plan, rows[0], cap, v_tokens)
     follows, slot_notes = _audio_encoder_follows(spec, plan, hf_ids, encoder_count)
     return ParityReport(

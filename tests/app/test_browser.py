@@ -199,7 +199,7 @@ def test_a_text_file_on_the_audio_tab_gets_our_one_line_message(page, tmp_path):
     says what is wrong in one line and clears the stale figure and counts."""
     _tab(page, "Audio")
     before = _settled(page, "#audio_counts")
-    assert "placeholders" in before
+    assert "soft tokens" in before
     page.locator("#audio_in button[aria-label='Clear']").first.click()
     bad = tmp_path / "notes.txt"
     bad.write_text("shopping list: eggs, milk")
@@ -207,7 +207,7 @@ def test_a_text_file_on_the_audio_tab_gets_our_one_line_message(page, tmp_path):
     counts = _settled(page, "#audio_error")  # the default 60 s: a busy 2-core CI box
     assert counts.startswith("✗") and "not audio" in counts and "WAV or FLAC" in counts, counts
     assert len(counts.strip().splitlines()) == 1 and "/tmp" not in counts
-    assert "placeholders" not in page.locator("#audio_counts").inner_text()
+    assert "soft tokens" not in page.locator("#audio_counts").inner_text()
     assert page.locator("#mel_plot img").count() == 0  # the old figure is gone
     assert page.locator("#audio_parity").inner_text().strip() == ""
     toasts = page.locator("[data-testid=toast-body]").filter(visible=True)  # gradio's toasts
@@ -281,7 +281,7 @@ def _last_message(page) -> str:
 # What each tab shows for its example as soon as the page opens (no click).
 ON_LOAD = [
     ("Image", "#image_counts", ("soft tokens", "prompt tokens")),
-    ("Audio", "#audio_counts", ("placeholders", "ms per token")),
+    ("Audio", "#audio_counts", ("soft tokens", "ms per token")),
     ("Video", "#video_counts", ("sampled", "prompt tokens")),
     ("Prompt layout", "#layout_counts", ("image_soft", "audio_soft")),
     ("Serving", "#serving_table", ("max_model_len", "photos that fit")),
@@ -631,7 +631,7 @@ def test_chat_turns_finished_failed_and_kept(page, tmp_path):
 
 def test_nothing_stale_and_no_tower_under_unified(page):
     _tab(page, "Audio")
-    _wait_text(page, "#audio_counts", "placeholders")
+    _wait_text(page, "#audio_counts", "soft tokens")
     assert page.locator("#transcribe_btn").is_disabled()  # Gemma 4: no speech-to-text
     assert "Chat tab" in page.locator("#transcribe_help").inner_text()
     page.locator("#model input").click()

@@ -42,9 +42,9 @@ def assert_vllm_side(report: Any, bundle: Any) -> None:
         budget = rows["image budget"].vllm_arithmetic if "image budget" in rows else None
         theirs = vllm_info(bundle)._compute_num_soft_tokens(w, h, budget)
         assert rows["soft tokens"].vllm_arithmetic == theirs, report
-    if report.kind == "audio" and "audio tokens" in rows:
+    if report.kind == "audio" and "soft tokens" in rows:
         n = int(report.description.split("(")[1].split()[0])
-        assert rows["audio tokens"].vllm_arithmetic == vllm_audio_count(bundle, n), report
+        assert rows["soft tokens"].vllm_arithmetic == vllm_audio_count(bundle, n), report
     last = report.rows[-1]
     if last.vllm_processor is not None and not spec.encoder_free:
         # vLLM's processor writes what its own arithmetic says (Unified audio aside)

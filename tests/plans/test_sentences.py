@@ -116,7 +116,7 @@ def test_3_the_45_s_parity_report(tiny4):
     assert "cut to 30 s" not in (vllm_audio_frames.__doc__ or "")
     report = ge.check_audio_parity(45 * 16_000, bundle=tiny4, run_encoder=False)
     rows = {r.step: r for r in report.rows}
-    frames, tokens = rows["mel frames (valid)"], rows["audio tokens"]
+    frames, tokens = rows["mel frames (valid)"], rows["soft tokens"]
     assert frames.transformers == 2999 and frames.vllm_arithmetic == 4499
     cap = tiny4.processor.audio_seq_length
     assert tokens.vllm_processor == tokens.vllm_arithmetic == min(cap, conv_out(conv_out(4499)))

@@ -71,7 +71,7 @@ def check_audio_slots(module: types.ModuleType) -> None:
     bundle = _tiny("tiny-gemma3n")
     for n in (800, 32_000, 38_560, 117_000, 480_000, 496_000):
         report = check_audio_parity(n, bundle=bundle, use_vllm=False)
-        slots = next(r for r in report.rows if r.step == "placeholders").transformers
+        slots = next(r for r in report.rows if r.step == "soft tokens").transformers
         want = (report.encoder_count, max(slots - report.encoder_count, 0))
         got = tuple(module.gemma3n_audio_tokens(n))
         assert got == want, _parts(f"{n} samples: (real, padding)", got, want, "the Gemma 3n tower")

@@ -26,7 +26,7 @@ def _vllm_unified_placeholders(samples: int) -> int:
     from gemma_explore.parity.checks import check_audio_parity
 
     rows = check_audio_parity(samples, bundle=tiny("tiny-gemma4-unified"), use_vllm=False).rows
-    return next(r for r in rows if r.step == "audio tokens").vllm_arithmetic
+    return next(r for r in rows if r.step == "soft tokens").vllm_arithmetic
 
 
 EXERCISES = (
