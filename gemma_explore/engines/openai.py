@@ -8,6 +8,9 @@ refuses it (400) unless started with ``--trust-request-mm-kwargs``, which
 ``gemma-explore serve-args`` prints for Gemma 4.
 
     vllm serve google/gemma-4-E4B-it --max-model-len 8192 --trust-request-mm-kwargs
+
+Then (not run by the doctests: it needs that server):
+
     >>> bundle = ge.load("google/gemma-4-E4B-it", engine="openai",
     ...                  base_url="http://127.0.0.1:8000/v1")   # doctest: +SKIP
 """

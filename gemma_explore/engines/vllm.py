@@ -63,10 +63,7 @@ _MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 def vllm_device() -> str:
     """Where vLLM's engine would run here: ``"cuda"``, ``"cpu"`` (vLLM's CPU build), or
     another platform name; raises with the install line when vLLM is missing or found no
-    platform.
-
-    >>> vllm_device()        # doctest: +SKIP
-    'cpu'
+    platform: ``"cpu"`` with vLLM's CPU build on a machine without a GPU.
     """
     try:
         import vllm  # noqa: F401  (first: vllm.platforms may be imported already)
@@ -251,6 +248,8 @@ def start_vllm(
     (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, executor ``uni``): a tiny model starts faster
     and ``llm.apply_model`` reaches the model directly. ``False`` is vLLM's default, an
     engine-core process (a script then needs an ``if __name__ == "__main__":`` guard).
+
+    Not run by the doctests (it starts an engine: minutes on a CPU):
 
     >>> llm = start_vllm("/tmp/tiny-gemma4", family="gemma4", max_model_len=2048)  # doctest: +SKIP
     """

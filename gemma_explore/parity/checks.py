@@ -640,9 +640,14 @@ def vllm_replay(
     (default: when installed) and keeps its ids in ``vllm_ids``.
 
 
-    >>> replay = vllm_replay(ids[:k] + ids[k + 1:], bundle=bundle, prepared=prepared)  # doctest: +SKIP
-    >>> replay.sent, len(replay.ids), replay.error                     # doctest: +SKIP
-    (287, 558, None)
+    >>> import gemma_explore as ge
+    >>> bundle = ge.load("tiny-gemma4")
+    >>> prepared = ge.prepare_inputs("Look", bundle=bundle, images=[(96, 96)], max_soft_tokens=70)
+    >>> ids = prepared.input_ids
+    >>> k = ids.index(bundle.processor.tokenizer.convert_tokens_to_ids(bundle.spec.image_token))
+    >>> replay = vllm_replay(ids[:k] + ids[k + 1:], bundle=bundle, prepared=prepared)  # one removed
+    >>> replay.sent, len(replay.ids), replay.error
+    (75, 140, None)
     """
     spec = bundle.spec
     if spec.image.fixed_soft_tokens is not None or prepared.videos:

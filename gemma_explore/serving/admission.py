@@ -11,8 +11,8 @@ checks, in vLLM's order, for one release (``vllm_version=``; by default the plan
 quotes vLLM's own message for the first one that fails.
 
 >>> import gemma_explore as ge
->>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096)    # doctest: +SKIP
->>> plan.admit(images=[(768, 1024)], text_tokens=20).accepted     # doctest: +SKIP
+>>> plan = ge.plan_serving("tiny-gemma4", max_model_len=4096)
+>>> plan.admit(images=[(768, 1024)], text_tokens=20).accepted
 True
 """
 
@@ -593,7 +593,10 @@ def admit(
     ``vllm_version`` names the release whose checks run (by default the plan's:
     ``plan.vllm``); the result's ``vllm_version`` and first step say which.
 
-    >>> admit(plan, images=[(1080, 1920)], max_soft_tokens=1120).accepted    # doctest: +SKIP
+    >>> from gemma_explore.serving.plan import plan_serving
+    >>> plan = plan_serving("tiny-gemma4", max_model_len=4096)
+    >>> admit(plan, images=[(1080, 1920)], max_soft_tokens=1120).accepted
+    True
     """
     if entry_point not in ("LLM", "serve"):
         raise ValueError(f"entry_point={entry_point!r}: use 'LLM' or 'serve'.")
@@ -697,7 +700,9 @@ def admit_many(plan: Any, requests: Iterable[Request | dict], **options: Any) ->
     fields, e.g. the lines of a JSONL file); ``options`` go to every call (``entry_point``,
     ``kv_cache_memory_bytes``, …).
 
-    >>> admit_many(plan, [{"images": [(768, 1024)]}]).accepted    # doctest: +SKIP
+    >>> from gemma_explore.serving.plan import plan_serving
+    >>> plan = plan_serving("tiny-gemma4", max_model_len=4096)
+    >>> admit_many(plan, [{"images": [(768, 1024)]}]).accepted
     1
     """
     reqs = tuple(r if isinstance(r, Request) else _request(None, dict(r)) for r in requests)
@@ -723,7 +728,10 @@ def admit_jsonl_text(plan: Any, lines: Iterable[str], **options: Any) -> str:
     :class:`Request`'s fields (``{"images": [[768, 1024]], "max_tokens": 256}``), the
     verdict table back.
 
-    >>> admit_jsonl_text(plan, ['{"text_tokens": 20}'])    # doctest: +SKIP
+    >>> from gemma_explore.serving.plan import plan_serving
+    >>> plan = plan_serving("tiny-gemma4", max_model_len=4096)
+    >>> print(admit_jsonl_text(plan, ['{"text_tokens": 20}']).splitlines()[0])
+    admission on tiny-gemma4: 1 of 1 run
     """
     import json
 

@@ -117,7 +117,7 @@ def test_the_parity_badge_warns_only_when_the_token_counts_disagree():
 def test_audio_tab(model):
     r = h.audio_tab(model, SPEECH)
     assert r.error is None and r.mel_figure is not None
-    assert f"| placeholders | {r.plan.num_soft_tokens} |" in r.counts
+    assert f"| soft tokens | {r.plan.num_soft_tokens} |" in r.counts
 
 
 def test_audio_tab_shows_the_windows_of_a_long_clip():
@@ -501,7 +501,7 @@ def test_every_tab_works_with_the_encoder_free_model():
     assert "6912 raw values" in image.patch_figure.axes[1].get_title()  # no tower
     audio = h.audio_tab(m, SPEECH)
     assert audio.error is None and "no mel" in audio.mel_figure.axes[0].get_title()
-    assert f"| placeholders | {audio.plan.num_soft_tokens} |" in audio.counts
+    assert f"| soft tokens | {audio.plan.num_soft_tokens} |" in audio.counts
     video = h.video_tab(m, VIDEO)
     assert video.error is None and "| sampled | 32 |" in video.counts
     layout = h.layout_tab(m, "Describe.", PHOTO, SPEECH)
