@@ -85,9 +85,12 @@ def execute(path: Path, timeout: int, style: str = DEFAULT_STYLE) -> object:
                 timeout=timeout,
                 kernel_name="python3",
                 resources={"metadata": {"path": scratch}},
-                # Unix sockets, not TCP: ipykernel then has no "over TCP without
-                # encryption" warning to print, and nothing else can connect
-                config=Config({"KernelManager": {"transport": "ipc"}}),
+                # Unix sockets (an absolute path: the kernel runs in the scratch folder),
+                # not TCP: ipykernel has no "over TCP without encryption" warning to
+                # print, and nothing else can connect
+                config=Config(
+                    {"KernelManager": {"transport": "ipc", "ip": os.path.join(scratch, "kernel")}}
+                ),
             ).execute()
     finally:
         if env_backend is not None:
