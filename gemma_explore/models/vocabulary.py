@@ -302,7 +302,10 @@ def _store(data: bytes, folder: Path) -> dict[str, Any]:
         spec = FAMILIES[key]
         text = json.dumps(rebuild(source, _slots(spec, key), spec.vocab_size), ensure_ascii=False)
         _write_atomically(folder / key / "tokenizer.json", text)
-        _write_parts(folder / key / "tokenizer.json")  # the fast load's parts, checked
+        try:  # the fast load's parts, checked; without them a load reads the file itself
+            _write_parts(folder / key / "tokenizer.json")
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
         files[key] = {
             "path": f"{key}/tokenizer.json",
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
