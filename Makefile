@@ -205,9 +205,11 @@ bench-suite: $(STAMP)
 	$(PY) benchmarks/bench_suite.py --fresh-clone
 
 # Executed HTML copies of the notebooks, for sharing: build/notebooks/*.html (offline, with
-# no widget state: each explorer shows its first figure, not a blank live widget)
+# no widget state: each explorer shows its first figure, not a blank live widget); the kernels
+# talk over Unix sockets in a fresh temporary folder, not TCP (no "over TCP without
+# encryption" warning, no open port)
 html: $(STAMP)
-	$(VENV)/bin/jupyter nbconvert --execute --to html --ExecutePreprocessor.store_widget_state=False --output-dir build/notebooks notebooks/*.ipynb
+	$(VENV)/bin/jupyter nbconvert --execute --to html --ExecutePreprocessor.store_widget_state=False --KernelManager.transport=ipc --KernelManager.ip=$$(mktemp -d)/kernel --output-dir build/notebooks notebooks/*.ipynb
 
 # Every figure for the bundled samples: build/gallery/*.png
 gallery: $(STAMP)

@@ -72,6 +72,7 @@ def execute(path: Path, timeout: int, style: str = DEFAULT_STYLE) -> object:
     which the package reads when it loads (gemma_explore/viz/style.py)."""
     import nbformat
     from nbclient import NotebookClient
+    from traitlets.config import Config
 
     nb = nbformat.read(path, as_version=4)
     env_backend = os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend
@@ -84,6 +85,12 @@ def execute(path: Path, timeout: int, style: str = DEFAULT_STYLE) -> object:
                 timeout=timeout,
                 kernel_name="python3",
                 resources={"metadata": {"path": scratch}},
+                # Unix sockets (an absolute path: the kernel runs in the scratch folder),
+                # not TCP: ipykernel has no "over TCP without encryption" warning to
+                # print, and nothing else can connect
+                config=Config(
+                    {"KernelManager": {"transport": "ipc", "ip": os.path.join(scratch, "kernel")}}
+                ),
             ).execute()
     finally:
         if env_backend is not None:

@@ -15,6 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
+from traitlets.config import Config
 
 from tests.size_rule import unlabelled_pairs
 
@@ -24,6 +25,16 @@ ANSWERS = json.loads((ROOT / "tests" / "notebook_answers.json").read_text(encodi
 # nbclient's per-cell timeout: a hang guard (tests assert no timings), generous because
 # make test runs the notebooks beside another phase.
 LIMIT_S = 300
+
+
+def _ipc(folder: Path) -> Config:
+    """The kernel talks to the test over Unix sockets in ``folder``, not TCP on 127.0.0.1:
+    nothing else on the machine can connect, and ipykernel has nothing to warn about
+    ("Kernel is running over TCP without encryption", once per kernel over TCP). The
+    sockets' path is absolute: the kernel runs in another folder than the test."""
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / "kernel")}})
+
+
 MIN_PROSE_WORDS = 400
 # The course in order.
 COURSE = [
@@ -159,6 +170,7 @@ def _kernel(nb, tmp_path: Path):
             timeout=LIMIT_S,
             kernel_name="python3",
             resources={"metadata": {"path": str(tmp_path)}},
+            config=_ipc(tmp_path),
         )
         with client.setup_kernel():
             yield client

@@ -293,4 +293,31 @@ def build_tiny_processor(family: str | FamilySpec):
         )
     if audio.fixed_placeholders is None:  # the count follows the clip's length
         kwargs["audio_ms_per_token"] = audio.ms_per_token
-    return spec.classes.resolve("processor")(**kwargs)
+    return _construct(spec.classes.resolve("processor"), kwargs)
+
+
+def _construct(cls: type, kwargs: dict[str, Any]) -> Any:
+    """``cls(**kwargs)`` for a transformers processor class, without the import of
+    mistral_common its argument check makes: ``ProcessorMixin`` checks the tokenizer
+    against ``(PreTrainedTokenizerBase, MistralCommonBackend)``, and naming the second
+    imports transformers' Mistral module and mistral_common (about 0.3 s of CPU and 300+
+    files where vLLM installed it: .venv, not .venv-demo). A ``PreTrainedTokenizerBase``
+    passes that check whatever the second class is, so for one the check answers at once;
+    every other argument gets transformers' own check. The override lives on this instance
+    only while ``__init__`` runs."""
+    from transformers import PreTrainedTokenizerBase
+
+    original = cls.check_argument_for_proper_class
+    processor = cls.__new__(cls)
+
+    def check(argument_name: str, argument: Any) -> Any:
+        if argument_name == "tokenizer" and isinstance(argument, PreTrainedTokenizerBase):
+            return PreTrainedTokenizerBase
+        return original(processor, argument_name, argument)
+
+    processor.check_argument_for_proper_class = check
+    try:
+        cls.__init__(processor, **kwargs)
+    finally:
+        del processor.check_argument_for_proper_class
+    return processor

@@ -7,6 +7,8 @@ Tests that read the fetched file skip, saying so, when it is absent; ``make test
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -380,3 +382,104 @@ def test_a_cached_checkpoints_tokenizer_wins(monkeypatch, tmp_path):
     assert vocabulary_of(processor.tokenizer) == LABEL_CACHED
     assert _bundle("gemma4", processor).vocabulary == LABEL_CACHED
     assert processor.tokenizer.convert_tokens_to_ids("<|image|>") == 258880
+
+
+# The fast load (vocabulary.fast_backend: the pieces and merges as marshal parts beside
+# the file) against transformers' own load of the same file.
+BROAD_TEXT = [
+    "Café",
+    "Café au lait, crème brûlée, naïve façade, Ærøskøbing, Straße",
+    "e\u0301 (a combining accent) and é (precomposed)",
+    "🤖🎉 👩‍👩‍👧‍👦 🇫🇷 ✋🏽 ☕",
+    "Describe this image.\nWhat do you hear?",
+    "一只小狗在公园的草地上追逐红色的球。 서울의 야경이 한강 위로 반짝이고 있다. Привет, мир!",
+    "مرحبا بالعالم — שלום עולם — नमस्ते दुनिया — สวัสดีชาวโลก",
+    "def area(r):\n    return 3.14159 * r ** 2  # circle\n\tindented\r\n",
+    "  leading spaces,   runs   of    spaces, trailing  ",
+    "\x00\x01\x7f bytes, \ufeff a BOM, \u200b a zero-width space, \U0001f9ec",
+    "<bos>text<eos> <start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+    "<|image|><|audio|><|video|> <image_soft_token> <unused5> <mask> [multimodal] <pad>",
+    "<|turn>user\n<|image|>What is this?<turn|>\n<|turn>model\n",
+    '<start_of_image> <end_of_image> <start_of_audio> <end_of_audio> <|tool> <|"|> <|think|>',
+    "12345678901234567890 3.14159e-10 0x1F $5.00 100% #tag @user http://a.b/c?d=e&f",
+]
+BROAD_TEXT += ["\n" * n for n in (1, 2, 3, 31, 32, 33, 62, 64, 100)]
+BROAD_TEXT += ["a" + "\n" * n + "b" for n in (1, 2, 5, 40)]
+
+
+def _copy_of(family: str, tmp_path: Path) -> Path:
+    """The fetched file of ``family``, copied alone into its own folder (its parts are
+    written there, not in the user's cache)."""
+    source = fetched_vocabulary().file_for(family)
+    folder = tmp_path / family
+    folder.mkdir()
+    return Path(shutil.copy(source, folder / "tokenizer.json"))
+
+
+@needs_fetch
+@pytest.mark.parametrize("family", ["gemma4", "gemma3n"])
+def test_the_fast_load_gives_transformers_ids(family, tmp_path):
+    """The tokenizer built from the parts cuts every text as transformers' AutoTokenizer
+    load of the same file does (special tokens, "Café", emoji, newline runs), and as
+    GemmaTokenizer's own read of the file (``tokenizer_file``: the load before the parts)
+    does with the package's settings: the same <bos>, special tokens and decoding."""
+    from transformers import AutoTokenizer, GemmaTokenizer
+
+    path = _copy_of(family, tmp_path)
+    spec = FAMILIES[family]
+    fast = vocabulary._gemma_tokenizer(spec, str(path))
+    assert vocabulary._read_parts(path) is not None, "the parts were not written: not the fast load"
+    auto = AutoTokenizer.from_pretrained(str(path.parent))
+    assert type(auto).__name__ != "GemmaTokenizer"  # transformers' own reading of the file
+    kwargs = dict(
+        extra_special_tokens=vocabulary.named_tokens(spec),
+        add_bos_token=True,
+        add_eos_token=False,
+        chat_template=vocabulary.chat_template(spec),
+        model_max_length=131_072,
+    )
+    read = GemmaTokenizer(tokenizer_file=str(path), **kwargs)
+    specials = [t.content for t in auto.added_tokens_decoder.values()]
+    texts = BROAD_TEXT + specials + ["".join(specials[:64])]
+    for text in texts:
+        ids = fast(text, add_special_tokens=False).input_ids
+        assert ids == auto(text, add_special_tokens=False).input_ids, text
+        assert fast(text).input_ids == read(text).input_ids, text
+        assert fast.decode(ids) == auto.decode(ids), text
+        assert fast.decode(ids, skip_special_tokens=True) == read.decode(
+            ids, skip_special_tokens=True
+        ), text
+    assert fast("Café").input_ids[0] == spec.token_ids["<bos>"]
+    assert fast.get_vocab() == auto.get_vocab()
+    assert fast.all_special_ids == read.all_special_ids
+    assert str(fast.added_tokens_decoder) == str(read.added_tokens_decoder)
+    # The whole backend: every piece, merge, added token (id and flags) and component.
+    built, own = fast.backend_tokenizer.to_str(), auto.backend_tokenizer.to_str()
+    assert json.loads(built) == json.loads(own)
+
+
+@needs_fetch
+def test_stale_or_broken_parts_are_rebuilt(tmp_path):
+    path = _copy_of("gemma4", tmp_path)
+    parts = path.with_name("tokenizer.parts")
+    assert vocabulary.fast_backend(path) is not None and parts.is_file()
+    written = parts.stat().st_mtime_ns
+    os.utime(path, ns=(written + 10**9, written + 10**9))  # a new fetch of the file
+    assert vocabulary._read_parts(path) is None
+    assert vocabulary.fast_backend(path).get_vocab_size() == 262_144
+    assert vocabulary._read_parts(path) is not None
+    parts.write_bytes(b"not marshal")
+    assert vocabulary._read_parts(path) is None
+    assert vocabulary.fast_backend(path).token_to_id("<|image|>") == 258_880
+
+
+@needs_fetch
+def test_parts_that_would_differ_are_never_written(tmp_path, monkeypatch):
+    """When the built tokenizer would not serialise like tokenizers' own load, nothing is
+    written and the tokenizer reads the file as before."""
+    path = _copy_of("gemma4", tmp_path)
+    monkeypatch.setattr(vocabulary, "_same_as_file", lambda backend, p: False)
+    assert vocabulary.fast_backend(path) is None
+    assert not path.with_name("tokenizer.parts").exists()
+    tok = vocabulary._gemma_tokenizer(FAMILIES["gemma4"], str(path))
+    assert tok("Café", add_special_tokens=False).input_ids == [160319, 236859]  # "Caf", "é"
