@@ -18,7 +18,8 @@ import time
 from PIL import Image
 from timing import median_seconds  # benchmarks/ is on sys.path when these scripts run
 
-from gemma_explore.conformance.golden import rule_pixels, write_golden
+from gemma_explore.conformance.generate import write_golden
+from gemma_explore.conformance.golden import rule_pixels
 from gemma_explore.engines.load import load
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from gemma_explore.colors import MISMATCH
 
-__all__ = ["Table"]
+__all__ = ["ShownAsTable", "Table"]
 
 
 def _cell(value: Any) -> str:
@@ -111,3 +111,21 @@ class Table:
             parts.append(f"<{tag}>{items}</{tag}>")
         parts.append("</div>")
         return "".join(parts)
+
+
+class ShownAsTable:
+    """A result a notebook shows as its :meth:`table`, in HTML (the one ``_repr_html_`` of
+    the plans, reports and checks; each defines ``table()``).
+
+    >>> class Sizes(ShownAsTable):
+    ...     def table(self) -> Table:
+    ...         return Table(("side", "px"), (("width", 900),), title="Sizes")
+    >>> Sizes()._repr_html_() == Sizes().table().html()
+    True
+    """
+
+    def table(self) -> Table:
+        raise NotImplementedError(f"{type(self).__name__} defines no table()")
+
+    def _repr_html_(self) -> str:
+        return self.table().html()

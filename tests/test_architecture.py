@@ -158,6 +158,11 @@ def test_import_linter_fails_on_a_function_level_and_a_type_only_back_edge(tmp_p
     families.write_text(
         families.read_text() + "\n\ndef _planted():\n    from gemma_explore.app import ui  # noqa\n"
     )
+    caches = copy / "serving" / "caches.py"
+    caches.write_text(
+        caches.read_text()
+        + "\n\ndef _planted():\n    from gemma_explore.serving import plan  # noqa\n"
+    )
     sizes = copy / "sizes.py"
     sizes.write_text(
         sizes.read_text() + "\nfrom typing import TYPE_CHECKING  # noqa\n"
@@ -176,6 +181,43 @@ def test_import_linter_fails_on_a_function_level_and_a_type_only_back_edge(tmp_p
     assert run.returncode != 0, run.stdout
     assert "gemma_explore.facts.families -> gemma_explore.app.ui" in run.stdout
     assert "gemma_explore.sizes -> gemma_explore.plans.image" in run.stdout
+    assert "gemma_explore.serving.caches -> gemma_explore.serving.plan" in run.stdout
+
+
+def _serving_layers() -> list[set[str]]:
+    """The serving contract's layers, top first, as sets of module names."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (serving,) = [
+        c for c in contracts["contracts"] if c.get("containers") == ["gemma_explore.serving"]
+    ]
+    return [
+        {f"gemma_explore.serving.{m.strip()}" for m in layer.split("|")}
+        for layer in serving["layers"]
+    ]
+
+
+def test_the_serving_layers_hold_every_module_and_every_import():
+    """Read with this file's own walk (imports in functions and type-only ones too): each
+    of serving/'s modules sits in one layer, and each import inside serving/ points to a
+    lower layer."""
+    layers = _serving_layers()
+    graph = import_graph()
+    modules = {m for m in graph if m.startswith("gemma_explore.serving.")}
+    placed = [m for layer in layers for m in layer]
+    assert sorted(placed) == sorted(modules) and len(modules) >= 15
+    rank = {m: i for i, layer in enumerate(layers) for m in layer}
+    upward = [
+        f"{source} -> {target} (line {line})"
+        for source in modules
+        for target, line in graph[source]
+        if target in rank and rank[target] <= rank[source] and target != source
+    ]
+    assert upward == []
+    # the layers are as deep as the imports make them: each layer imports the one below
+    assert all(
+        any(t in layers[i + 1] for m in layers[i] for t, _ in graph[m])
+        for i in range(len(layers) - 1)
+    )
 
 
 # ------------------------------------------------------------------ the folders

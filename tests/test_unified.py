@@ -16,11 +16,9 @@ from PIL import Image
 import gemma_explore as ge
 from gemma_explore.engines.vllm_processor import vllm_available, vllm_mm_data, vllm_process
 from gemma_explore.facts.families import GEMMA4_UNIFIED
-from gemma_explore.plans.image import gemma4_resized_size
 from gemma_explore.plans.vllm import vllm_audio_tokens
 from tests.conftest import examples
 from tests.parity.vllm_side import USE_VLLM, assert_vllm_side
-from tests.plans.test_plans import BUDGETS, _run_gemma4, image_sizes
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="vllm is not installed")
 CELL = 48 * 48 * 3  # raw values in one merged block
@@ -93,38 +91,8 @@ def test_hub_ids_and_names_find_the_family():
 # ------------------------------------------------------------------------- images
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("budget", BUDGETS)
-@settings(max_examples=examples(0.4))
-@given(size=image_sizes())
-@example(size=(3, 900)).via("the public 3×900 report")
-@example(size=(1, 8192)).via("thinnest strip")
-@example(size=(8192, 1)).via("tallest strip")
-@example(size=(50, 50)).via("small images are upscaled")
-def test_image_plan_equals_the_unified_processor(tinyu, budget, size):
-    h, w = size
-    plan = ge.plan_image(size, family="gemma4_unified", max_soft_tokens=budget)
-    # test_plans' runner: here each position id counts one merged 48 px block (one row).
-    real_rows, grid, n_ids, rows = _run_gemma4(tinyu.processor, h, w, budget)
-    assert rows == budget  # merged blocks, padded to the budget
-    assert plan.num_soft_tokens == real_rows == n_ids
-    assert plan.pooled_grid == grid
-    assert plan.num_padding_soft_tokens == budget - real_rows
-    assert plan.total_tokens == n_ids + 2
-
-
-@pytest.mark.parametrize("budget", BUDGETS)
-@settings(max_examples=examples(1.0))
-@given(h=st.integers(1, 8192), w=st.integers(1, 8192))
-def test_resize_equals_the_unified_modules_own_arithmetic(budget, h, w):
-    from transformers.models.gemma4_unified.image_processing_gemma4_unified import (
-        get_aspect_ratio_preserving_size,
-    )
-
-    ours = gemma4_resized_size(h, w, patch_size=16, pooling_kernel=3, max_soft_tokens=budget)
-    assert ours == get_aspect_ratio_preserving_size(
-        height=h, width=w, patch_size=16, max_patches=budget * 9, pooling_kernel_size=3
-    )
+# The image plan and the resize against Unified's processor and module: tests/plans/
+# test_plans.py, parametrised over Gemma 4 and Unified.
 
 
 @pytest.mark.parametrize(

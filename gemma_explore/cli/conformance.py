@@ -29,7 +29,7 @@ def golden(
     """Write the conformance set other runtimes test against (docs/conformance.md): every
     case's input, steps and expanded prompt, made by transformers' processors (and vLLM's,
     where installed) and written where our plans agree."""
-    from gemma_explore.conformance.golden import golden_command_text
+    from gemma_explore.conformance.generate import golden_command_text
 
     try:
         typer.echo(golden_command_text(out, vocabulary=vocabulary, as_json=as_json))

@@ -101,6 +101,12 @@ def _facts(source: str, **values: Any) -> dict[str, Fact]:
     return {k: Fact(v, source) for k, v in values.items()}
 
 
+def _read_again(source: str, block: dict[str, Fact], *names: str) -> dict[str, Fact]:
+    """``names`` of ``block`` with the same values, as read at ``source`` (a family that
+    shares another's numbers cites its own file for them)."""
+    return {name: block[name]._replace(source=source) for name in names}
+
+
 def _pattern(sliding: int, repeats: int) -> list[str]:
     """``sliding`` sliding layers then one full layer, ``repeats`` times (the converters'
     ``["sliding_attention"] * n + ["full_attention"]`` lists)."""
@@ -505,21 +511,23 @@ _12B = Released(
         "convU: audio_config=Gemma4UnifiedAudioConfig() (an embedder, "
         "no tower); Gemma 4 model card: audio on E2B, E4B and 12B",
     ),
-    processor=_facts(
+    # The image and video settings and the rate are Gemma 4's, read again in Unified's
+    # processor; the audio is its own (samples per token: no extractor, no 30 s cut).
+    processor=_read_again(
         "procU",
-        patch_size=16,
-        pooling_kernel_size=3,
-        max_soft_tokens=280,
-        image_seq_length=280,
-        allowed_max_soft_tokens=[70, 140, 280, 560, 1120],
-        video_max_soft_tokens=70,
-        video_num_frames=32,
-        audio_samples_per_token=640,
-        sampling_rate=16_000,
-    ),
-    token_ids=_facts(
-        "cfgU: Gemma4UnifiedConfig defaults (the Gemma 4 ids)",
-        **{k: f.value for k, f in _4_TOKENS.items()},
+        _4_PROCESSOR,
+        "patch_size",
+        "pooling_kernel_size",
+        "max_soft_tokens",
+        "image_seq_length",
+        "allowed_max_soft_tokens",
+        "video_max_soft_tokens",
+        "video_num_frames",
+    )
+    | _facts("procU", audio_samples_per_token=640)
+    | _read_again("procU", _4_PROCESSOR, "sampling_rate"),
+    token_ids=_read_again(
+        "cfgU: Gemma4UnifiedConfig defaults (the Gemma 4 ids)", _4_TOKENS, *_4_TOKENS
     ),
     notes="max_position_embeddings: the hub value was not seen (5.19 default 262144).",
 )

@@ -30,7 +30,7 @@ from gemma_explore.plans.image import ImagePlan
 from gemma_explore.plans.vllm import VLLM_MERGE_ERROR
 from gemma_explore.processing.analysis import Analysis, analysis_of
 from gemma_explore.processing.inputs import PreparedInputs, prepare_inputs
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 
 if TYPE_CHECKING:
     import torch
@@ -313,7 +313,7 @@ class ItemReport:
 
 
 @dataclass(frozen=True)
-class EncoderReport:
+class EncoderReport(ShownAsTable):
     """What the real encoders made of one request, item by item."""
 
     family: str
@@ -385,9 +385,6 @@ class EncoderReport:
 
     def __repr__(self) -> str:
         return self.table().text()
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def _norms(x) -> tuple[float, float]:

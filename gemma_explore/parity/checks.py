@@ -45,7 +45,7 @@ from gemma_explore.plans.vllm import (
 from gemma_explore.processing.analysis import Analysis, analysis_of
 from gemma_explore.processing.inputs import PreparedInputs
 from gemma_explore.sizes import size_label
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 
 if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
@@ -90,7 +90,7 @@ class ParityRow:
 
 
 @dataclass(frozen=True)
-class ParityReport:
+class ParityReport(ShownAsTable):
     """Where the four views agree, and the first step where they part."""
 
     kind: str  # "image", "audio" or "video"
@@ -142,9 +142,6 @@ class ParityReport:
 
     def __repr__(self) -> str:
         return self.table().text()
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def _analysis(

@@ -21,7 +21,7 @@ from gemma_explore.plans.audio import AudioPlan, plan_audio
 from gemma_explore.plans.image import ImagePlan, plan_image
 from gemma_explore.plans.vllm import vllm_audio_tokens
 from gemma_explore.sizes import size_label
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 
 __all__ = ["FamilyComparison", "FamilyRow", "compare_families"]
 
@@ -43,7 +43,7 @@ class FamilyRow:
 
 
 @dataclass(frozen=True)
-class FamilyComparison:
+class FamilyComparison(ShownAsTable):
     """Rows for each family, in order; render with ``.table()`` or ``show_three_way``."""
 
     rows: tuple[FamilyRow, ...]
@@ -84,9 +84,6 @@ class FamilyComparison:
 
     def __repr__(self) -> str:
         return self.table().text()
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def compare_families(

@@ -17,7 +17,7 @@ from gemma_explore.media.loaders import (
     load_audio,
 )
 from gemma_explore.plans.rules import Rule, prompt_rule, steps_table
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 
 __all__ = ["AudioPlan", "conv_out", "plan_audio"]
 
@@ -30,7 +30,7 @@ def conv_out(frames: int) -> int:
 
 
 @dataclass(frozen=True)
-class AudioPlan:
+class AudioPlan(ShownAsTable):
     """How one clip becomes mel frames and audio tokens (all counts at 16 kHz)."""
 
     # The family whose rules made the plan: its facts, held, so no reader looks them up again.
@@ -109,9 +109,6 @@ class AudioPlan:
 
     def __repr__(self) -> str:
         return self.table().text()
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def _ms(samples: int, rate: int) -> str:

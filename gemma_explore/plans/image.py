@@ -23,7 +23,7 @@ from gemma_explore.media.loaders import (
 )
 from gemma_explore.plans.rules import Rule, prompt_rule, require_budget, steps_table
 from gemma_explore.sizes import size_label
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 
 __all__ = ["ImagePlan", "gemma4_resized_size", "plan_image"]
 
@@ -31,7 +31,7 @@ __all__ = ["ImagePlan", "gemma4_resized_size", "plan_image"]
 
 
 @dataclass(frozen=True)
-class ImagePlan:
+class ImagePlan(ShownAsTable):
     """How one image becomes soft tokens. Sizes are (height, width) in pixels."""
 
     # The family whose rules made the plan: its facts, held, so no reader looks them up again.
@@ -89,9 +89,6 @@ class ImagePlan:
 
     def __repr__(self) -> str:
         return self.table().text()
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def gemma4_resized_size(

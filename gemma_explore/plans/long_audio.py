@@ -36,7 +36,7 @@ from gemma_explore.facts.families import DEFAULT_FAMILY, FamilySpec, get_family
 from gemma_explore.media.loaders import load_audio
 from gemma_explore.plans.audio import AudioPlan, plan_audio
 from gemma_explore.plans.rules import steps_table
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 from gemma_explore.vllm_versions import vllm_profile
 
 __all__ = [
@@ -76,7 +76,7 @@ class Window:
 
 
 @dataclass(frozen=True)
-class LongAudioPlan:
+class LongAudioPlan(ShownAsTable):
     """A clip split into windows the family hears whole, and what the whole clip gets."""
 
     spec: FamilySpec = field(repr=False)
@@ -123,9 +123,6 @@ class LongAudioPlan:
 
     def __repr__(self) -> str:
         return self.table().text()
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def heard_seconds(family: str | FamilySpec | Any = DEFAULT_FAMILY) -> float:

@@ -24,7 +24,7 @@ from gemma_explore.media.loaders import (
 from gemma_explore.plans.image import ImagePlan, plan_image
 from gemma_explore.plans.rules import steps_table
 from gemma_explore.sizes import size_label
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 
 __all__ = ["VideoPlan", "format_timestamp", "plan_video", "timestamp_tokens"]
 
@@ -48,7 +48,7 @@ def timestamp_tokens(timestamps: tuple[str, ...] | list[str]) -> int:
 
 
 @dataclass(frozen=True)
-class VideoPlan:
+class VideoPlan(ShownAsTable):
     """How a video becomes timestamped frames of soft tokens (Gemma 4 only)."""
 
     # The family whose rules made the plan: its facts, held, so no reader looks them up again.
@@ -99,9 +99,6 @@ class VideoPlan:
 
     def __repr__(self) -> str:
         return self.table().text()
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def plan_video(

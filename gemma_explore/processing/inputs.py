@@ -17,7 +17,9 @@ Messages use the transformers format::
 from __future__ import annotations
 
 import copy
+import inspect
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -46,6 +48,7 @@ __all__ = [
     "normalize_messages",
     "prepare_inputs",
     "prepare_media",
+    "takes_inputs_of",
 ]
 
 
@@ -268,6 +271,36 @@ class _Loaded:
                 f"Unknown content type {kind!r}; use 'text', 'image', 'audio' or 'video'."
             )
         return {"type": kind, "text": item.get("text", "")} if kind == "text" else {"type": kind}
+
+
+def takes_inputs_of(base: Callable[..., Any]) -> Callable[[Callable[..., Any]], Any]:
+    """Give a function that hands its ``**inputs`` to ``base`` the keyword-only parameters
+    of ``base`` it does not name itself, in its signature and type hints: one list of a
+    turn's inputs, written once (on :func:`prepare_inputs`), shown by ``help()``,
+    ``inspect`` and editors wherever a function takes them too.
+
+    >>> def prepare(text: str, *, images: tuple = (), template: bool = True) -> str: ...
+    >>> @takes_inputs_of(prepare)
+    ... def lay_out(text: str, *, prepared: str | None = None, **inputs: Any) -> int: ...
+    >>> str(inspect.signature(lay_out))
+    "(text: 'str', *, prepared: 'str | None' = None, images: 'tuple' = (), template: 'bool' = True) -> 'int'"
+    """
+    theirs = inspect.signature(base).parameters.values()
+
+    def give(function: Callable[..., Any]) -> Callable[..., Any]:
+        own = inspect.signature(function)
+        kept = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        named = {p.name for p in kept}
+        added = [p for p in theirs if p.kind is p.KEYWORD_ONLY and p.name not in named]
+        rest = [p for p in theirs if p.kind is p.VAR_KEYWORD]
+        function.__signature__ = own.replace(parameters=[*kept, *added, *rest])  # type: ignore[attr-defined]
+        hints = {
+            p.name: base.__annotations__[p.name] for p in added if p.name in base.__annotations__
+        }
+        function.__annotations__ = {**hints, **function.__annotations__}
+        return function
+
+    return give
 
 
 def prepare_inputs(

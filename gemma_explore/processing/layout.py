@@ -51,7 +51,12 @@ from gemma_explore.plans.vllm import (
     vllm_replacement_length,
     vllm_search_parts,
 )
-from gemma_explore.processing.inputs import LoadedModel, PreparedInputs, prepare_inputs
+from gemma_explore.processing.inputs import (
+    LoadedModel,
+    PreparedInputs,
+    prepare_inputs,
+    takes_inputs_of,
+)
 
 __all__ = [
     "Divergence",
@@ -400,19 +405,17 @@ def _segments(kinds: list[str], item_of: list[int | None], tokens: list[str]) ->
     return out
 
 
+@takes_inputs_of(prepare_inputs)
 def layout_prompt(
     messages_or_text: Any,
     *,
     bundle: LoadedModel,
-    images: Any = (),
-    audios: Any = (),
-    videos: Any = (),
-    max_soft_tokens: int | None = None,
-    template: bool = True,
     prepared: PreparedInputs | None = None,
-    **processor_kwargs: Any,
+    **inputs: Any,
 ) -> PromptLayout:
-    r"""Run the real processor and describe the expanded prompt.
+    r"""Run the real processor and describe the expanded prompt: ``messages_or_text`` and
+    the inputs (``images=``, ``max_soft_tokens=``, ``template=`` …) are
+    :func:`prepare_inputs`' own, or ``prepared`` is its result, already made.
 
     ``template=True`` (the default) renders the chat template around a message list or
     text. ``template=False`` takes an already-templated prompt with one placeholder per
@@ -428,16 +431,7 @@ def layout_prompt(
     """
     spec = bundle.spec
     if prepared is None:
-        prepared = prepare_inputs(
-            messages_or_text,
-            bundle=bundle,
-            images=images,
-            audios=audios,
-            videos=videos,
-            max_soft_tokens=max_soft_tokens,
-            template=template,
-            **processor_kwargs,
-        )
+        prepared = prepare_inputs(messages_or_text, bundle=bundle, **inputs)
     ids, divergences, found_by_vllm = list(prepared.input_ids), (), None
     if not prepared.template and spec.wraps_in_newlines:
         ids, divergences, found_by_vllm = _vllm_raw_ids(spec, bundle, prepared)

@@ -35,7 +35,7 @@ from functools import cache
 from typing import Any
 
 from gemma_explore.facts.families import get_family
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 
 __all__ = [
     "CLIP_SECONDS",
@@ -70,7 +70,7 @@ class EncoderCost:
 
 
 @dataclass(frozen=True)
-class FlopsReport:
+class FlopsReport(ShownAsTable):
     """Every item cost and the prefill cost per token, for one checkpoint."""
 
     model: str
@@ -104,9 +104,6 @@ class FlopsReport:
             notes=self.steps,
             notes_title="steps",
         )
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
     def __str__(self) -> str:
         return self.table().text()

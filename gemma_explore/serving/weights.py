@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 from gemma_explore.facts.families import FamilySpec, get_family
 from gemma_explore.serving.caches import Memo
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 from gemma_explore.vllm_versions import PROFILES, VllmProfile, installed_vllm, vllm_profile
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class WeightRow:
 
 
 @dataclass(frozen=True)
-class LoadingPlan:
+class LoadingPlan(ShownAsTable):
     """Every weight of one checkpoint, mapped the way vLLM's class maps it."""
 
     family: str
@@ -170,9 +170,6 @@ class LoadingPlan:
 
     def __repr__(self) -> str:
         return "\n".join(self.steps)
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def _quantizable(config: Any) -> bool:

@@ -1,26 +1,31 @@
-"""The demo from an installed package, not a checkout: ``pip install .`` into a fresh venv,
-then, from a folder outside the repository, ``gemma-explore demo --help`` and a started
-demo that serves its page.
+"""The package as pypa/build makes it and pip installs it, not a checkout: ``python -m build``
+builds the sdist and, from it, the wheel (their file lists hold no Gemma vocabulary); the
+wheel goes into a fresh venv; then, from a folder outside the repository, ``gemma-explore
+demo --help`` and a started demo that serves its page.
 
-No download: the venv sees the test environment's packages (a ``.pth`` line naming its
-site-packages, which ``--system-site-packages`` alone would not reach from inside a venv),
-and pip (the environment's own) installs only gemma-explore (``--no-deps --no-build-isolation``), non-editable,
-from a copy of the sources (a build writes ``build/`` and ``*.egg-info`` next to them).
-Not skipped anywhere: CI runs it with the rest (about 30 s on an idle 2-core machine).
+No download: pypa/build runs without isolation (the test environment's setuptools, which the
+build table's ``requires`` must accept), the venv sees the test environment's packages (a
+``.pth`` line naming its site-packages, which ``--system-site-packages`` alone would not
+reach from inside a venv), and pip (the environment's own) installs only the built wheel
+(``--no-deps --no-index``).
+Not skipped anywhere: CI runs it with the rest (about 40 s on an idle 2-core machine).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import time
 import urllib.request
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -36,9 +41,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """(bin folder, environment, a working folder outside the repo) of a venv holding a
-    non-editable install of this checkout."""
+def built(tmp_path_factory):
+    """(sdist, wheel, what pypa/build printed) from a copy of the checkout as it stands
+    (a fetched vocabulary lying in it would be copied too)."""
     import tomllib
     from importlib.metadata import version
 
@@ -50,7 +55,7 @@ def installed(tmp_path_factory):
         f"this environment's setuptools {have} cannot build the package ({needed}, from "
         "pyproject.toml's build-system); pip install -U setuptools"
     )
-    base = tmp_path_factory.mktemp("wheel")
+    base = tmp_path_factory.mktemp("dist")
     source = base / "source"
     shutil.copytree(
         ROOT,
@@ -59,18 +64,60 @@ def installed(tmp_path_factory):
             ".git",
             ".venv*",
             "build",
+            "dist",
             "*.egg-info",
             "__pycache__",
-            "artifacts",
-            "notebooks",
-            "tests",
-            "benchmarks",
-            "docs",
             ".*_cache",
+            "artifacts",
             ".hypothesis",
-            "demo_app.py",
         ),
     )
+    out = base / "dist"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    run = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=base,
+        timeout=600,
+    )
+    said = run.stdout + run.stderr
+    assert run.returncode == 0, said[-3000:]
+    (sdist,) = out.glob("*.tar.gz")
+    (wheel,) = out.glob("*.whl")
+    shutil.rmtree(source)
+    return sdist, wheel, said
+
+
+def test_pypa_build_reads_the_build_table_without_a_warning(built):
+    """pypa/build validates pyproject.toml's [build-system] (a misspelt key is an error
+    there, where pip falls back to setuptools' legacy backend without a word)."""
+    *_, said = built
+    table = [
+        line
+        for line in said.splitlines()
+        if re.search(r"build-system|build-backend|build_meta|legacy|Unknown propert", line)
+    ]
+    assert not table, "\n".join(table)
+    assert "Successfully built" in said
+
+
+def test_no_vocabulary_in_the_wheel_or_the_sdist(built):
+    """Google's Gemma vocabulary is fetched into the user's cache, never shipped."""
+    sdist, wheel, _ = built
+    for names in (zipfile.ZipFile(wheel).namelist(), tarfile.open(sdist).getnames()):
+        assert any(n.endswith("gemma_explore/models/vocabulary.py") for n in names)
+        assert not [n for n in names if Path(n).name in ("tokenizer.json", "tokenizer.model")]
+        assert not [n for n in names if "vocabulary.json" in n or n.endswith("NOTICE.txt")]
+
+
+@pytest.fixture(scope="module")
+def installed(built, tmp_path_factory):
+    """(bin folder, environment, a working folder outside the repo) of a venv holding the
+    wheel pypa/build made (non-editable)."""
+    _, wheel, _ = built
+    base = tmp_path_factory.mktemp("wheel")
     env_dir = base / "venv"
     venv.create(env_dir, system_site_packages=True, with_pip=False, symlinks=True)
     bin_dir = env_dir / "bin"
@@ -93,11 +140,10 @@ def installed(tmp_path_factory):
             "pip",
             "install",
             "--no-deps",
-            "--no-build-isolation",
             "--no-index",
             "--disable-pip-version-check",
             "--quiet",
-            str(source),
+            str(wheel),
         ],
         capture_output=True,
         text=True,
@@ -105,7 +151,6 @@ def installed(tmp_path_factory):
         cwd=base,
     )
     assert pip.returncode == 0, pip.stderr[-3000:]
-    shutil.rmtree(source)  # nothing of the checkout is left to fall back on
     cwd = base / "elsewhere"
     cwd.mkdir()
     return bin_dir, env, cwd

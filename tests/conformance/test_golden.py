@@ -12,14 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gemma_explore.conformance.golden import (
-    SCHEMA_FILE,
-    golden_cases,
-    read_golden,
-    rule_pixels,
-    rule_wave,
-    write_golden,
-)
+from gemma_explore.conformance.generate import golden_cases, write_golden
+from gemma_explore.conformance.golden import SCHEMA_FILE, read_golden, rule_pixels, rule_wave
 from gemma_explore.engines.load import load
 from gemma_explore.engines.vllm_processor import VLLM_PROCESSORS, vllm_available
 from gemma_explore.facts.families import get_family

@@ -6,6 +6,8 @@ drawn by hypothesis (a few thousand cases in all) and compare every count.
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -58,6 +60,7 @@ def _run_gemma4(processor, h, w, budget):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("family", ["gemma4", "gemma4_unified"])
 @pytest.mark.parametrize("budget", BUDGETS)
 @settings(max_examples=examples(1.0))
 @given(size=image_sizes())
@@ -66,30 +69,37 @@ def _run_gemma4(processor, h, w, budget):
 @example(size=(1, 8192)).via("thinnest strip")
 @example(size=(8192, 1)).via("tallest strip")
 @example(size=(1080, 1920)).via("a photo")
-def test_gemma4_image_plan_equals_the_processor(tiny4, budget, size):
+@example(size=(50, 50)).via("small images are upscaled")
+def test_gemma4_image_plan_equals_the_processor(tiny4, tinyu, family, budget, size):
+    """Gemma 4's processor gives a position id per 16 px patch (3×3 of them pool into one
+    token); Unified's, one per merged 48 px block (one token each), padded to the budget."""
     h, w = size
-    plan = ge.plan_image(size, family="gemma4", max_soft_tokens=budget)
-    real_patches, grid, n_ids, max_patches = _run_gemma4(tiny4.processor, h, w, budget)
-    assert plan.num_patches == real_patches
-    assert plan.patch_grid == grid
-    assert plan.num_soft_tokens == real_patches // 9 == n_ids
-    assert plan.max_patches == max_patches
-    assert plan.num_padding_patches == max_patches - real_patches
-    assert plan.num_soft_tokens <= budget
+    bundle = {"gemma4": tiny4, "gemma4_unified": tinyu}[family]
+    plan = ge.plan_image(size, family=family, max_soft_tokens=budget)
+    real, grid, n_ids, padded = _run_gemma4(bundle.processor, h, w, budget)
+    assert plan.num_soft_tokens == n_ids <= budget
     assert plan.total_tokens == n_ids + 2
+    if family == "gemma4":
+        assert plan.num_patches == real and plan.patch_grid == grid
+        assert plan.num_soft_tokens == real // 9
+        assert plan.max_patches == padded
+        assert plan.num_padding_patches == padded - real
+    else:
+        assert plan.num_soft_tokens == real and plan.pooled_grid == grid
+        assert padded == budget
+        assert plan.num_padding_soft_tokens == budget - real
 
 
+@pytest.mark.parametrize("family", ["gemma4", "gemma4_unified"])
 @pytest.mark.parametrize("budget", BUDGETS)
 @settings(max_examples=examples(1.3))
 @given(h=st.integers(1, 8192), w=st.integers(1, 8192))
-def test_gemma4_resize_equals_transformers_arithmetic_on_every_size(budget, h, w):
-    """The full 1–8192 square, against transformers' own size function (no pixels)."""
-    from transformers.models.gemma4.image_processing_gemma4 import (
-        get_aspect_ratio_preserving_size,
-    )
-
+def test_gemma4_resize_equals_transformers_arithmetic_on_every_size(family, budget, h, w):
+    """The full 1–8192 square, against the family's own transformers module (Unified
+    carries its own copy of the size function), no pixels."""
+    module = importlib.import_module(f"transformers.models.{family}.image_processing_{family}")
     ours = gemma4_resized_size(h, w, patch_size=16, pooling_kernel=3, max_soft_tokens=budget)
-    assert ours == get_aspect_ratio_preserving_size(
+    assert ours == module.get_aspect_ratio_preserving_size(
         height=h, width=w, patch_size=16, max_patches=budget * 9, pooling_kernel_size=3
     )
 

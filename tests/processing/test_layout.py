@@ -134,3 +134,23 @@ def test_reprs(tiny4, photo):
     assert "<|image|> × " in repr(layout) and "✓ image #0" in repr(layout)
     page = layout._repr_html_()
     assert page.count("<span") == len(layout.segments) and "title=" in page
+
+
+def test_layout_prompt_takes_prepare_inputs_own_inputs(tiny4, photo):
+    """One list of a turn's inputs, written on prepare_inputs: layout_prompt's signature
+    shows each of them (and ``prepared``), and each reaches the processor."""
+    import inspect
+
+    import gemma_explore as ge
+
+    theirs = inspect.signature(ge.prepare_inputs).parameters
+    ours = inspect.signature(ge.layout_prompt).parameters
+    assert [n for n in theirs if n != "bundle"] == [
+        n for n in ours if n not in ("bundle", "prepared")
+    ]
+    assert all(ours[n].default == theirs[n].default for n in theirs)
+    msgs = [{"role": "user", "content": [{"type": "image", "image": photo}]}]
+    kept = ge.layout_prompt(msgs, bundle=tiny4, max_soft_tokens=70, add_generation_prompt=False)
+    made = ge.prepare_inputs(msgs, bundle=tiny4, max_soft_tokens=70, add_generation_prompt=False)
+    assert kept.input_ids == tuple(made.input_ids) and kept.max_soft_tokens == 70
+    assert ge.layout_prompt(msgs, bundle=tiny4, prepared=made).input_ids == kept.input_ids

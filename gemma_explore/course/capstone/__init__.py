@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from gemma_explore.facts.families import FamilySpec, get_family
-from gemma_explore.tables import Table
+from gemma_explore.tables import ShownAsTable, Table
 
 __all__ = [
     "WORKLOAD",
@@ -342,7 +342,7 @@ def _matches(guess: Any, outcome: Outcome) -> bool:
 
 
 @dataclass(frozen=True)
-class Capstone:
+class Capstone(ShownAsTable):
     """The workload three ways, and the learner's guesses beside them."""
 
     names: tuple[str, ...]  # the requests, in the workload's order
@@ -404,9 +404,6 @@ class Capstone:
 
     def __repr__(self) -> str:
         return self.table().text()
-
-    def _repr_html_(self) -> str:
-        return self.table().html()
 
 
 def run_capstone(
