@@ -156,7 +156,8 @@ def cached_file_of(model_id: str, filename: str) -> str | None:
     """
     if not looks_like_hub_id(model_id):
         return None
-    from transformers.utils.hub import try_to_load_from_cache  # huggingface_hub's, re-exported
+    # transformers.utils.hub re-exports it; importing it from there imports transformers
+    from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(model_id, filename)
     return found if isinstance(found, str) else None

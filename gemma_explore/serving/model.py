@@ -23,7 +23,14 @@ from gemma_explore.serving.caches import PARAMETER_COUNTS
 if TYPE_CHECKING:
     from gemma_explore.models.bundle import Bundle
 
-__all__ = ["KVLayer", "ServingModel", "kv_layers", "meta_parameters", "serving_model"]
+__all__ = [
+    "STORED_FIELDS",
+    "KVLayer",
+    "ServingModel",
+    "kv_layers",
+    "meta_parameters",
+    "serving_model",
+]
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,14 @@ class ServingModel:
     @property
     def spec(self) -> FamilySpec:
         return get_family(self.family)
+
+
+# The ServingModel fields gemma_explore/facts/released_serving.json holds per released id
+# (what serving_model reads from the config and the meta-device build); the name, where the
+# config came from and the processor belong to the call.
+STORED_FIELDS = frozenset(
+    f for f in ServingModel.__dataclass_fields__ if f not in {"name", "config_source", "processor"}
+)
 
 
 def kv_layers(text_config: Any) -> tuple[KVLayer, ...]:
@@ -224,6 +239,9 @@ def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
     """
     if isinstance(source, ServingModel):
         return source
+    stored = _stored_model(source)
+    if stored is not None:
+        return stored
     name, family, config, processor, where = _config_of(source)
     spec = get_family(family)
     text = config.get_text_config()
@@ -264,6 +282,35 @@ def serving_model(source: Bundle | str | os.PathLike | Any) -> ServingModel:
         per_layer_embedding_parameters=ple,
         max_position_embeddings=getattr(text, "max_position_embeddings", None),
         processor=processor,
+    )
+
+
+def _stored_model(source: Any) -> ServingModel | None:
+    """A released id with no local folder and nothing of it in the local Hugging Face
+    cache: the ServingModel from the stored facts (``facts/released_serving.json``, written
+    from this module's own reading of the built-in config), with no transformers or torch.
+    None otherwise (the config is read)."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    name = os.fspath(source)
+    from gemma_explore.facts.released_serving import released_serving
+
+    facts = released_serving(name)
+    if facts is None or os.path.isdir(name):
+        return None
+    from gemma_explore.models.checkpoints import BUILT_IN, cached_file_of
+
+    if any(cached_file_of(name, f) for f in ("config.json", "tokenizer_config.json")):
+        return None  # the cache's config (or processor) wins, as _config_of reads it
+    values = {k: v for k, v in facts.items() if k in STORED_FIELDS}
+    routed = values.pop("experts_per_token")
+    layers = values.pop("layers")
+    return ServingModel(
+        **{**values, "modalities": tuple(values["modalities"])},
+        name=name,
+        layers=tuple(KVLayer(**layer) for layer in layers),
+        experts_per_token=tuple(routed) if routed else None,
+        config_source=BUILT_IN,
     )
 
 

@@ -567,7 +567,15 @@ TOWER_MODALITIES: dict[str, dict[str, tuple[str, ...]]] = {  # keyed by the mode
     "Gemma4UnifiedForConditionalGeneration": {},
 }
 _WEIGHT_KINDS = Memo("vLLM-loaded weight kinds per config")
-_CONFIGS = Memo("configs vllm_loaded_weights re-read, per ServingModel name")
+_CONFIGS = Memo("(config, weight kinds) vllm_loaded_weights re-read, per (name, config source)")
+# The config values this module reads (vllm_loaded_weights and the tower rule it applies):
+# a released id planned from the stored facts reads exactly these
+# (gemma_explore/facts/released_serving.json, written by serving/released_facts.py).
+CONFIG_FIELDS: dict[str, tuple[str, ...]] = {
+    "text_config": ("attention_k_eq_v", "hidden_size_per_layer_input"),
+    "vision_config": ("hidden_size", "intermediate_size"),
+    "audio_config": ("hidden_size", "intermediate_size"),
+}
 
 
 @dataclass(frozen=True)
@@ -713,6 +721,23 @@ def _config_of_model(model: ServingModel) -> Any:
         ) from exc
 
 
+def _config_and_kinds(model: ServingModel) -> tuple[Any, dict[str, dict[str, int]]]:
+    """The config values and the weight kinds per part of ``model``: a ServingModel read
+    from the built-in facts of a released id takes both from the stored facts (no
+    transformers, no meta-device build); any other re-reads its config and builds it."""
+    from gemma_explore.facts.released_serving import ConfigFacts, released_serving
+    from gemma_explore.models.checkpoints import BUILT_IN
+
+    facts = released_serving(model.name) if model.config_source == BUILT_IN else None
+    if facts is not None:
+        return ConfigFacts(facts["config"]), facts["weight_kinds"]
+    config = _config_of_model(model)
+    kinds = _WEIGHT_KINDS.get_or_make(
+        config.to_json_string(use_diff=False), lambda: _weight_kinds(config)
+    )
+    return config, kinds
+
+
 def vllm_loaded_weights(
     model: ServingModel,
     *,
@@ -745,11 +770,10 @@ def vllm_loaded_weights(
             "weights are its safetensors' size."
         )
     p = vllm_profile(vllm_version)
-    config = _CONFIGS.get_or_make(model.name, lambda: _config_of_model(model))
-    text = config.get_text_config()
-    kinds = _WEIGHT_KINDS.get_or_make(
-        config.to_json_string(use_diff=False), lambda: _weight_kinds(config)
+    config, kinds = _CONFIGS.get_or_make(
+        (model.name, model.config_source), lambda: _config_and_kinds(model)
     )
+    text = config.get_text_config()
     model_class = get_family(model.family).classes.model
     skipped = _skipped_towers(kinds, model_class, limit_mm_per_prompt or {})
     extra = _extra_value_parameters(model, text)
