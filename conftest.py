@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+# The suite's environment (offline, Agg, the stand-in vocabulary: tests/conftest.py says
+# why) holds for the doctests too, also when they run without tests/: their printed
+# counts are the stand-in's on every machine, fetched vocabulary or not.
+import tests.conftest  # noqa: F401
+
 # Docstrings whose examples call vLLM's code (its processor, its model classes).
 NEEDS_VLLM = (
     "gemma_explore.engines.vllm_processor",

@@ -5,7 +5,7 @@ engine. ``load`` reads the checkpoint with :mod:`gemma_explore.models.checkpoint
 attaches the engine the caller asked for.
 
 >>> import gemma_explore as ge
->>> ge.load("tiny-gemma4").engine.name                 # doctest: +SKIP
+>>> ge.load("tiny-gemma4").engine.name
 'hf'
 """
 
@@ -128,7 +128,7 @@ def load(
     (``hf``): a config-only bundle, offline for the released ids: the real processor
     settings, the model on the meta device; layouts, masks and serving plans work.
 
-    >>> load("tiny-gemma3n").family                      # doctest: +SKIP
+    >>> load("tiny-gemma3n").family
     'gemma3n'
     """
     name = os.fspath(model)

@@ -27,8 +27,9 @@ inputs, allocated at start-up so CUDA graphs see one address; while it profiles 
 >>> import gemma_explore as ge
 >>> bundle = ge.load("tiny-gemma4")
 >>> layout = ge.layout_prompt("Hi", bundle=bundle, images=[(96, 96)], max_soft_tokens=70)
->>> per_layer_ids(list(layout.input_ids), bundle=bundle).remapped[:3]  # the image's positions
-(5, 6, 7)
+>>> remapped = per_layer_ids(list(layout.input_ids), bundle=bundle).remapped
+>>> len(remapped), remapped == tuple(layout.input_ids.index(258880) + i for i in range(64))
+(64, True)
 """
 
 from __future__ import annotations

@@ -409,8 +409,8 @@ def inspect_multimodal(
     >>> msgs = [{"role": "user", "content": [{"type": "image", "image": ge.sample_photo()},
     ...                                      {"type": "text", "text": "What is this?"}]}]
     >>> report = inspect_multimodal(msgs, bundle=ge.load("tiny-gemma4"))
-    >>> report.agrees, report.num_tokens
-    (True, 285)
+    >>> report.agrees, [i.num_placeholders for i in report.items]
+    (True, [270])
     """
     import torch
 

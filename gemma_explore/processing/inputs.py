@@ -329,10 +329,10 @@ def prepare_inputs(
     tokenized as vLLM does (Gemma 3n prepends ``<bos>``; Gemma 4 with a chat template
     does not), then the processor expands the placeholders.
 
-
-    >>> prepared = prepare_inputs("Hi", bundle=ge.load("tiny-gemma4"), images=[(480, 640)])  # doctest: +SKIP
-    >>> prepared.input_ids.count(258880)                                                    # doctest: +SKIP
-    260
+    >>> import gemma_explore as ge
+    >>> prepared = prepare_inputs("Hi", bundle=ge.load("tiny-gemma4"), images=[(480, 640)])
+    >>> prepared.input_ids.count(258880)  # <|image|>: the image's soft tokens
+    266
     """
     _require_raw_text(messages_or_text, template=template)
     media = prepare_media(

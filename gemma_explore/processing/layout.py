@@ -24,9 +24,9 @@ in the releases whose profile says so, and Gemma 3n's strings in the others, whi
 
 >>> import gemma_explore as ge
 >>> layout = ge.layout_prompt("Describe.", bundle=ge.load("tiny-gemma4"),
-...                           images=[(480, 640)])              # doctest: +SKIP
->>> layout.placeholders[0].num_embeds                          # doctest: +SKIP
-280
+...                           images=[(480, 640)])
+>>> layout.placeholders[0].num_embeds
+266
 """
 
 from __future__ import annotations
@@ -424,10 +424,12 @@ def layout_prompt(
     transformers' (Gemma 3n's newline rules), ``divergences`` says how and why, or
     quotes the error vLLM raises.
 
+    >>> import gemma_explore as ge
+    >>> b3n = ge.load("tiny-gemma3n")
     >>> layout = layout_prompt("<bos>Look\n<image_soft_token>\nWhat?", bundle=b3n,
-    ...                        images=[photo], template=False)     # doctest: +SKIP
-    >>> layout.divergences[0].error                               # doctest: +SKIP
-    'RuntimeError: Expected there to be 1 prompt placeholders corresponding to 1 image items, …'
+    ...                        images=[ge.sample_photo()], template=False)
+    >>> layout.divergences[0].error[:80]
+    'RuntimeError: Expected there to be 1 prompt placeholders corresponding to 1 imag'
     """
     spec = bundle.spec
     if prepared is None:
