@@ -75,6 +75,8 @@ def sha256_hex(data: bytes) -> str:
 def read_golden(folder: str | Path) -> dict[str, list[dict[str, Any]]]:
     """A written set, family → records, each file checked against the manifest's SHA-256.
 
+    Not run by the doctests: it reads the checkout's conformance/ folder, which the wheel does not ship.
+
     >>> read_golden("conformance/v1")["gemma4"][0]["id"]               # doctest: +SKIP
     'gemma4/image/b70/10000x1'
     """
