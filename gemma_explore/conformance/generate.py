@@ -12,6 +12,7 @@ segment's real ids and the flat id lists, in the user's own copy.
 >>> case = golden_cases(families=("gemma4",))[0]
 >>> case.family, case.kind
 ('gemma4', 'image')
+
 Not run by the doctests (about 7 minutes on 2 cores):
 
 >>> write_golden("out/golden").counts                              # doctest: +SKIP
@@ -1051,6 +1052,7 @@ def write_golden(
     ``vocabulary`` (the folder ``gemma-explore tokenizer fetch`` fills) adds the real
     ids of the text; without it the set holds no vocabulary. ``cases`` writes those
     instead of :func:`golden_cases` (of ``families``).
+
 
     Not run by the doctests (about 7 minutes on 2 cores):
 

@@ -7,6 +7,7 @@ Each engine takes the same :class:`~gemma_explore.processing.inputs.PreparedInpu
 bundle never needs to know which one it holds.
 
 >>> import gemma_explore as ge
+
 Not run by the doctests: generation on random weights writes noise, different on every machine.
 
 >>> bundle = ge.load("tiny-gemma4")                     # doctest: +SKIP
@@ -101,6 +102,7 @@ class Bundle:
         :data:`~gemma_explore.models.vocabulary.LABELS` ("Gemma vocabulary (fetched)",
         "stand-in: text counted by characters", "your cached checkpoint's"). A folder saved
         from a tiny bundle says what it was saved with (its ``gemma_explore.json``).
+
 
         Not run by the doctests: the answer depends on what this machine has fetched.
 
@@ -231,6 +233,7 @@ class Bundle:
         transformers and vLLM engines generate from :func:`~gemma_explore.processing.transcription.transcription_prompt`;
         an OpenAI-compatible server is asked through ``/v1/audio/transcriptions`` (or
         ``/translations``), where it builds the same prompt itself.
+
 
         Not run by the doctests: it needs a clip on disk and runs generation.
 

