@@ -639,8 +639,7 @@ def vllm_replay(
     >>> import gemma_explore as ge
     >>> bundle = ge.load("tiny-gemma4")
     >>> prepared = ge.prepare_inputs("Look", bundle=bundle, images=[(96, 96)], max_soft_tokens=70)
-    >>> ids, image = prepared.input_ids, bundle.spec.image_token
-    >>> k = ids.index(bundle.processor.tokenizer.convert_tokens_to_ids(image))
+    >>> ids = prepared.input_ids; k = ids.index(bundle.spec.id_of(bundle.spec.image_token))
     >>> replay = vllm_replay(ids[:k] + ids[k + 1:], bundle=bundle, prepared=prepared)  # one removed
     >>> replay.sent == len(ids) - 1, replay.error  # vLLM re-expands it: no error
     (True, None)

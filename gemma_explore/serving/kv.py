@@ -666,7 +666,8 @@ def kv_memory_estimate(
 
     >>> from gemma_explore.serving.plan import plan_serving
     >>> plan = plan_serving("google/gemma-4-E4B-it", max_model_len=8192)
-    >>> est = kv_memory_estimate(plan, gpu_memory_bytes=80 * 2**30, vllm_version="0.32")
+    >>> from gemma_explore.vllm_versions import SUPPORTED
+    >>> est = kv_memory_estimate(plan, gpu_memory_bytes=80 * 2**30, vllm_version=SUPPORTED[0])
     >>> round(est.kv_cache_memory_bytes / 2**30, 1)  # GiB
     56.4
     """

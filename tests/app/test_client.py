@@ -38,7 +38,7 @@ def test_audio_endpoint(client):
         "tiny-gemma3n", handle_file(SPEECH), api_name="/audio"
     )
     assert windows is None  # the sample clip is heard whole: no windows figure
-    assert mel and "| placeholders | 188 |" in counts and parity.startswith("✓")
+    assert mel and "| soft tokens | 188 |" in counts and parity.startswith("✓")
 
 
 def test_video_endpoint(client):
@@ -88,7 +88,7 @@ def test_a_corrupt_upload_is_our_message_and_the_app_keeps_serving(client, tmp_p
     patch, pooled, counts, parity, timings, error = client.predict(
         "tiny-gemma4", handle_file(str(bad)), 280, api_name="/image"
     )  # the file reaches our handler: our one-line message, every other output cleared
-    assert error.startswith("✗") and "PNG or JPEG" in error and "\n" not in error.strip()
+    assert error.startswith("✗") and "PNG, JPEG" in error and "\n" not in error.strip()
     assert error.count("broken.png") == 1
     assert (patch, pooled, counts, parity, timings) == (None, None, "", "", "")
     _p, _q, counts, *_ = client.predict("tiny-gemma4", handle_file(PHOTO), 280, api_name="/image")

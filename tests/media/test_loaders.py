@@ -133,7 +133,7 @@ def test_a_ten_minute_clip_in_the_demo_is_cut_to_30_s():
         np.random.RandomState(2).uniform(-0.1, 0.1, 16_000 * 600).astype(np.float32), 16_000
     )
     r = h.audio_tab("tiny-gemma4", long)
-    assert r.error is None and "(cut to 30 s)" in r.counts and "| placeholders | 750 |" in r.counts
+    assert r.error is None and "(cut to 30 s)" in r.counts and "| soft tokens | 750 |" in r.counts
 
 
 def test_odd_images_through_the_demo():
