@@ -103,7 +103,7 @@ def test_gemma4_refuses_more_images_than_its_limit(gemma4_server, photo):
     bundle = _open(gemma4_server)
     limit = printed_setting(gemma4_server, "--limit-mm-per-prompt")["image"]
     messages = _turn(*[{"type": "image", "image": photo}] * (limit + 1))
-    with pytest.raises(EngineError, match=r"answered 400: .*image") as refused:
+    with pytest.raises(EngineError, match=r"answered HTTP 400 \(Bad Request\): .*image") as refused:
         bundle.generate(messages, max_new_tokens=1)
     assert str(limit) in str(refused.value)
     assert gemma4_server.alive()

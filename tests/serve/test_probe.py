@@ -67,5 +67,7 @@ def test_without_the_trust_flag_the_budget_is_refused(gemma3n_server):
 
 def test_a_model_the_server_does_not_have_is_one_line(gemma3n_server):
     result = probe(gemma3n_server.base_url, model="google/gemma-3n-E4B-it")
-    assert result.failure.startswith("model not served: ")
-    assert gemma3n_server.name in result.failure and result.requests == 1
+    said = result.failure  # what the server serves, and what to check: one line
+    assert said.startswith(f"the server at {gemma3n_server.base_url} serves ") and "\n" not in said
+    assert said.endswith("not 'google/gemma-3n-E4B-it': check the model name"), said
+    assert gemma3n_server.name in said and result.requests == 1

@@ -50,7 +50,7 @@ def test_gemma4_audio_chat(gemma4_server, tiny4, tone):
     with pytest.raises(EngineError) as err:
         bundle.generate(messages, max_new_tokens=4)
     said = str(err.value)
-    assert "answered 500" in said and "EngineCore encountered an issue" in said, said
+    assert "answered HTTP 500" in said and "EngineCore encountered an issue" in said, said
     gemma4_server.process.wait(timeout=120)  # vllm serve exits once its engine is dead
     time.sleep(0.5)
     log = gemma4_server.log.read_text(errors="replace")
