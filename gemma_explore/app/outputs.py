@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from gemma_explore.engines.load import ENGINE_TABLE
-from gemma_explore.errors import MediaError, ModelLoadError
+from gemma_explore.errors import EngineError, MediaError, ModelLoadError
 from gemma_explore.tables import Table
 
 __all__ = [
@@ -151,6 +151,8 @@ def error_text(exc: BaseException) -> str:
 
     >>> error_text(MediaError("Upload an image first."))
     '✗ Upload an image first.'
+    >>> error_text(EngineError("the server at http://127.0.0.1:8000/v1 answered HTTP 503"))
+    '✗ the server at http://127.0.0.1:8000/v1 answered HTTP 503'
     """
     if isinstance(exc, ConnectionError):  # the library's text names base_url=; ours the flag
         where = str(exc).split(" (")[0]
@@ -159,7 +161,7 @@ def error_text(exc: BaseException) -> str:
             f"✗ {md(where)}. Start the server (`vllm serve MODEL`), or relaunch the demo with "
             f"--engine {server} --base-url http://HOST:PORT/v1."
         )
-    if isinstance(exc, MediaError | ModelLoadError | ValueError):
+    if isinstance(exc, MediaError | ModelLoadError | EngineError | ValueError):  # one line each
         return f"✗ {md(exc)}"
     return f"✗ Something went wrong ({type(exc).__name__}: {md(exc)}). Try another input."
 
