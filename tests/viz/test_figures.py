@@ -148,7 +148,7 @@ def test_save_figure_png_and_svg(tmp_path, photo):
 def test_bad_input_gets_the_same_clear_errors(tiny4):
     with pytest.raises(ValueError, match="70, 140, 280, 560, 1120"):
         ge.show_patch_grid((100, 100), family="gemma4", max_soft_tokens=99)
-    with pytest.raises(ge.MediaError, match="PNG or JPEG"):
+    with pytest.raises(ge.MediaError, match="PNG, JPEG"):
         ge.show_patch_grid(b"garbage", family="gemma4")
     with pytest.raises(ge.MediaError, match="empty"):
         ge.show_mel((np.zeros(0, np.float32), 16000), family="gemma4")
